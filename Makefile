@@ -1,0 +1,45 @@
+# tlsgate: CMake does the work; these targets are the front door.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all build deps run test bench fuzz clean format
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Install what is missing, build, and serve https://127.0.0.1:8443/ in the foreground.
+run:
+	@scripts/deps.sh build
+	@$(MAKE) --no-print-directory build
+	exec $(BUILD)/tlsgate
+
+# Install what is missing, build with warnings as errors, run every test.
+test:
+	@scripts/deps.sh test
+	cmake -S . -B $(BUILD) -DTLSGATE_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+bench:
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory build
+	bench/handshake.sh
+
+fuzz:
+	@scripts/deps.sh test
+	tests/fuzz/run.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)

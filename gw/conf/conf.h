@@ -1,0 +1,216 @@
+/*
+ * tlsgate configuration: the parsed, merged form of an nginx-like config file.
+ *
+ * The syntax is nginx's: `name arg...;` and `name arg... { ... }`, `#` comments,
+ * single- or double-quoted strings with backslash escapes. Directives are described
+ * by one declarative table (gw/conf/directives.c); docs/config.md is generated from
+ * it (`tlsgate --directives-md`) and a test keeps the two in sync.
+ *
+ * Ownership: everything reachable from a gw_conf_t is owned by it and freed by
+ * gw_conf_free(). Strings are NUL-terminated heap copies.
+ */
+#ifndef GW_CONF_CONF_H
+#define GW_CONF_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Log levels, nginx's names and order. */
+enum gw_log_level {
+    GW_LOG_EMERG = 0,
+    GW_LOG_ALERT,
+    GW_LOG_CRIT,
+    GW_LOG_ERROR,
+    GW_LOG_WARN,
+    GW_LOG_NOTICE,
+    GW_LOG_INFO,
+    GW_LOG_DEBUG,
+};
+
+/* ssl_protocols bits */
+#define GW_PROTO_TLSV1 0x01u
+#define GW_PROTO_TLSV1_1 0x02u
+#define GW_PROTO_TLSV1_2 0x04u
+#define GW_PROTO_TLSV1_3 0x08u
+
+/* ssl_session_cache modes */
+enum gw_session_cache {
+    GW_SESSION_CACHE_UNSET = -1,
+    GW_SESSION_CACHE_OFF = 0,  /* clients are told sessions cannot be reused */
+    GW_SESSION_CACHE_NONE,     /* no cache, no promise (nginx "none") */
+    GW_SESSION_CACHE_BUILTIN,  /* OpenSSL's per-process cache, size in entries */
+};
+
+#define GW_UNSET_INT (-1)
+#define GW_UNSET_MS ((int64_t)-1)
+#define GW_UNSET_SIZE ((int64_t)-1)
+
+/** A list of heap strings. */
+typedef struct gw_strlist {
+    char **v;
+    size_t n;
+} gw_strlist_t;
+
+/** `ssl_certificate` / `ssl_certificate_key`, paired in order of appearance. */
+typedef struct gw_cert_pair {
+    char *cert; /* absolute path (relative paths are resolved against the prefix) */
+    char *key;  /* absolute path; NULL until the matching ssl_certificate_key is seen */
+} gw_cert_pair_t;
+
+/** `ssl_conf_command NAME VALUE` */
+typedef struct gw_conf_cmd {
+    char *name;
+    char *value;
+} gw_conf_cmd_t;
+
+/**
+ * Settings that may be given at http and server level (server inherits from http
+ * in the merge step; GW_UNSET_* marks "not given").
+ */
+typedef struct gw_srv_settings {
+    int64_t keepalive_timeout_ms;      /* default 75s */
+    int keepalive_requests;            /* default 1000 */
+    int64_t client_header_timeout_ms;  /* default 60s; also bounds the TLS handshake */
+    int64_t client_header_buffer_size; /* bytes, default 1k */
+    int large_header_buffers_num;      /* default 4 */
+    int64_t large_header_buffers_size; /* bytes, default 8k */
+    int64_t client_max_body_size;      /* bytes, default 1m; 0 = unlimited */
+    int64_t send_timeout_ms;           /* default 60s */
+    char *access_log;                  /* path, or NULL = off; default off */
+    int access_log_set;                /* 1 once access_log was given at this level */
+
+    unsigned ssl_protocols;            /* GW_PROTO_* bits; 0 = unset; default TLSv1.2 TLSv1.3 */
+    char *ssl_ciphers;                 /* default "HIGH:!aNULL:!MD5" (TLS <= 1.2 list) */
+    int ssl_prefer_server_ciphers;     /* 0/1, default 0 */
+    int ssl_session_cache;             /* enum gw_session_cache, default NONE */
+    int ssl_session_cache_size;        /* entries for builtin, default 20480 */
+    int ssl_session_tickets;           /* 0/1, default 1 */
+    gw_conf_cmd_t *conf_cmds;          /* ssl_conf_command, in order; http's come first */
+    size_t n_conf_cmds;
+    gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
+    size_t n_certs;
+} gw_srv_settings_t;
+
+/**
+ * Settings that may be given at http, server and location level
+ * (location inherits from server, server from http).
+ */
+typedef struct gw_loc_settings {
+    char *root;         /* absolute path, default "<prefix>/html" */
+    gw_strlist_t index; /* default {"index.html"}; n == 0 means unset */
+} gw_loc_settings_t;
+
+enum gw_loc_match {
+    GW_LOC_PREFIX = 0, /* location /path { } */
+    GW_LOC_EXACT,      /* location = /path { } */
+};
+
+typedef struct gw_location {
+    int match;           /* enum gw_loc_match */
+    char *path;          /* the URI prefix or exact URI, starts with '/' */
+    gw_loc_settings_t loc;
+    int return_code;     /* 0 = no return; else 200..599 or 444 (close) */
+    char *return_text;   /* body text, or URL for 301/302/303/307/308; may be NULL */
+    int stub_status;     /* 1: serve the status page here */
+    const char *file;    /* where the block starts, for messages */
+    int line;
+} gw_location_t;
+
+/** `listen ADDR:PORT [ssl] [reuseport] [backlog=N] [default_server]` */
+typedef struct gw_listen {
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char *text;          /* normalised "127.0.0.1:8443" / "[::1]:8443" */
+    int ssl;
+    int reuseport;
+    int backlog;         /* default 511 */
+    int default_server;
+} gw_listen_t;
+
+typedef struct gw_server {
+    gw_listen_t *listens; /* default: 0.0.0.0:80? no: a server without listen is an error */
+    size_t n_listens;
+    gw_strlist_t server_names; /* "example.com", "*.example.com", "" (empty = no name) */
+    gw_srv_settings_t srv;
+    gw_loc_settings_t loc;
+    gw_location_t *locations; /* in file order; matching picks exact first, then longest prefix */
+    size_t n_locations;
+    const char *file;
+    int line;
+} gw_server_t;
+
+typedef struct gw_http_conf {
+    gw_srv_settings_t srv;
+    gw_loc_settings_t loc;
+    gw_server_t *servers;
+    size_t n_servers;
+} gw_http_conf_t;
+
+typedef struct gw_conf {
+    char *prefix;                /* absolute, no trailing slash */
+    char *conf_file;             /* absolute path, or "<embedded>" */
+    int daemon;                  /* default 0 */
+    int worker_processes;        /* default 1; "auto" = number of online CPUs */
+    int cpu_affinity_auto;       /* worker_cpu_affinity auto */
+    uint64_t *cpu_affinity;      /* worker_cpu_affinity MASK..., one mask per worker */
+    size_t n_cpu_affinity;
+    int64_t worker_rlimit_nofile; /* 0 = leave alone */
+    int64_t worker_shutdown_timeout_ms; /* graceful stop bound, default 10s */
+    char *error_log;             /* path or "stderr"; default "stderr" */
+    int error_log_level;         /* enum gw_log_level, default GW_LOG_ERROR */
+    char *pid;                   /* path; default "<state dir>/tlsgate.pid" */
+    int worker_connections;      /* events { worker_connections N; } default 1024 */
+    int http_present;            /* 1 when an http block was given */
+    gw_http_conf_t http;
+    /* string storage owned by the config (file names referenced by file fields) */
+    gw_strlist_t files;
+} gw_conf_t;
+
+/** Accumulated error messages, each "FILE:LINE: directive: reason". */
+typedef struct gw_errlist {
+    char **v;
+    size_t n;
+} gw_errlist_t;
+
+/** Append a printf-formatted message to errs. Aborts on allocation failure (start-up only). */
+void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/** Free all messages; errs is left empty and reusable. */
+void gw_errlist_clear(gw_errlist_t *errs);
+
+/**
+ * Parse configuration text into a new, merged gw_conf_t.
+ *
+ * name:    file name used in messages (e.g. the path, or "<embedded>").
+ * text:    the configuration, len bytes, need not be NUL-terminated; NUL bytes are errors.
+ * prefix:  absolute directory that relative paths resolve against (nginx -p).
+ * globals: extra main-context directives (nginx -g), parsed after the text as
+ *          "<command line>"; may be NULL.
+ * state_dir: directory used for the default pid file; absolute.
+ * errs:    receives every error found; parsing continues after an error so that all
+ *          are reported (not only the first).
+ *
+ * Returns the config, or NULL when errs received at least one message. Checks done
+ * here: syntax, unknown directive, directive not allowed in this block, arity, value
+ * syntax and range, duplicates where a directive may appear once, an http block
+ * with no server, a server with no listen, ssl listen without certificate, a
+ * certificate without key. Files (certificates) are NOT opened here.
+ */
+gw_conf_t *gw_conf_parse(const char *name, const char *text, size_t len, const char *prefix,
+                         const char *globals, const char *state_dir, gw_errlist_t *errs);
+
+/**
+ * Read the file at path and parse it as gw_conf_parse() does. A file that cannot be
+ * read is reported as "PATH: cannot open: strerror" in errs; returns NULL then.
+ */
+gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *globals,
+                             const char *state_dir, gw_errlist_t *errs);
+
+/** Free a config and everything it owns; NULL is accepted. */
+void gw_conf_free(gw_conf_t *conf);
+
+/** Write docs/config.md (Markdown) generated from the directive table to fp. Returns 0, or -1 on I/O error. */
+int gw_conf_write_docs(void *fp /* FILE * */);
+
+#endif

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Install the Debian packages tlsgate needs to build, test and run; skip what is present.
+# Usage: scripts/deps.sh [build|test|bench]   (default: test). Idempotent.
+set -eu
+what=${1:-test}
+pkgs="build-essential cmake pkg-config libssl-dev openssl"
+case "$what" in
+  build) ;;
+  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps" ;;
+  bench) pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps nginx-light util-linux" ;;
+  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+missing=""
+for p in $pkgs; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# nginx's package starts a service on install where systemd runs; we never need it.
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
