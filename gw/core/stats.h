@@ -1,0 +1,37 @@
+/*
+ * Counters shared by the master and all workers (one anonymous MAP_SHARED mapping made
+ * by the master before it forks), read by the status page. Updated with relaxed atomics:
+ * they are statistics, not synchronisation.
+ */
+#ifndef GW_CORE_STATS_H
+#define GW_CORE_STATS_H
+
+#include <stdint.h>
+
+typedef struct gw_stats {
+    uint64_t accepted;          /* connections accepted */
+    uint64_t handled;           /* connections handled (not dropped at the limit) */
+    uint64_t requests;          /* HTTP requests parsed */
+    int64_t active;             /* open client connections */
+    int64_t reading;            /* reading a request head (or handshaking) */
+    int64_t writing;            /* processing or writing a response */
+    int64_t waiting;            /* idle keep-alive */
+    uint64_t handshakes;        /* completed TLS handshakes */
+    uint64_t handshakes_failed; /* TLS handshakes that failed or were abandoned */
+    uint64_t handshakes_resumed; /* of which resumed */
+    uint64_t tls12, tls13;      /* completed handshakes by version */
+    uint64_t responses[6];      /* by status class: [1]=1xx ... [5]=5xx */
+    uint64_t reloads;           /* successful configuration reloads */
+    uint64_t worker_restarts;   /* workers respawned after an unexpected exit */
+} gw_stats_t;
+
+/** The shared counters; points at a private zeroed block until gw_stats_init_shared(). */
+extern gw_stats_t *gw_stats;
+
+/** Map the shared block (master, before forking). Returns 0, or -1 with errno. */
+int gw_stats_init_shared(void);
+
+#define GW_STAT_ADD(field, n) __atomic_fetch_add(&gw_stats->field, (n), __ATOMIC_RELAXED)
+#define GW_STAT_GET(field) __atomic_load_n(&gw_stats->field, __ATOMIC_RELAXED)
+
+#endif

@@ -1,0 +1,140 @@
+#include "cycle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "tls/tls.h"
+
+static int open_log(gw_cycle_t *c, const char *path, gw_errlist_t *errs)
+{
+    for (size_t i = 0; i < c->n_logs; i++)
+        if (strcmp(c->logs[i].path, path) == 0)
+            return c->logs[i].fd;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        gw_errlist_add(errs, "%s: access_log: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    gw_log_file_t *l = realloc(c->logs, (c->n_logs + 1) * sizeof(*l));
+    if (!l)
+        abort();
+    c->logs = l;
+    c->logs[c->n_logs].path = strdup(path);
+    c->logs[c->n_logs].fd = fd;
+    c->n_logs++;
+    return fd;
+}
+
+static int same_addr(const gw_listen_t *a, const gw_listen_t *b)
+{
+    return a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0;
+}
+
+gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb,
+                         gw_errlist_t *errs)
+{
+    gw_cycle_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->conf = conf;
+    size_t nerr = errs->n;
+    gw_http_conf_t *h = &conf->http;
+    c->n_vservers = h->n_servers;
+    c->vservers = calloc(h->n_servers ? h->n_servers : 1, sizeof(gw_vserver_t));
+    size_t total_listens = 0;
+    for (size_t i = 0; i < h->n_servers; i++)
+        total_listens += h->servers[i].n_listens;
+    c->laddrs = calloc(total_listens ? total_listens : 1, sizeof(gw_laddr_t));
+    if (!c->vservers || !c->laddrs)
+        abort();
+
+    for (size_t i = 0; i < h->n_servers; i++) {
+        gw_server_t *s = &h->servers[i];
+        gw_vserver_t *vs = &c->vservers[i];
+        vs->conf = s;
+        vs->index = i;
+        vs->access_log_fd = s->srv.access_log ? open_log(c, s->srv.access_log, errs) : -1;
+        if (s->srv.n_certs)
+            vs->ssl_ctx = gw_tls_ctx_new(s, client_hello_cb, errs);
+        for (size_t j = 0; j < s->n_listens; j++) {
+            gw_listen_t *l = &s->listens[j];
+            gw_laddr_t *la = NULL;
+            for (size_t k = 0; k < c->n_laddrs; k++)
+                if (same_addr(c->laddrs[k].listen, l))
+                    la = &c->laddrs[k];
+            if (!la) {
+                la = &c->laddrs[c->n_laddrs++];
+                la->listen = l;
+                snprintf(la->key, sizeof(la->key), "%s%s", l->text, l->reuseport ? "/rp" : "");
+            } else if (l->reuseport && !la->listen->reuseport) {
+                /* options of an address may be given on any one of its listens (nginx) */
+                la->listen = l;
+                snprintf(la->key, sizeof(la->key), "%s/rp", l->text);
+            }
+            if (l->ssl)
+                la->ssl = 1;
+            gw_vserver_t **sv = realloc(la->servers, (la->n_servers + 1) * sizeof(*sv));
+            if (!sv)
+                abort();
+            la->servers = sv;
+            la->servers[la->n_servers++] = vs;
+            /* the first server of an address is its default unless one says default_server */
+            if (l->default_server || !la->default_server)
+                la->default_server = vs;
+        }
+    }
+    for (size_t k = 0; k < c->n_laddrs; k++) {
+        gw_laddr_t *la = &c->laddrs[k];
+        if (!la->ssl)
+            continue;
+        for (size_t j = 0; j < la->n_servers; j++) {
+            if (!la->servers[j]->ssl_ctx && la->servers[j]->conf->srv.n_certs == 0) {
+                gw_errlist_add(errs, "%s:%d: listen: no \"ssl_certificate\" is defined for "
+                               "the ssl listen %s",
+                               la->servers[j]->conf->file, la->servers[j]->conf->line,
+                               la->listen->text);
+            }
+        }
+    }
+    if (errs->n > nerr) {
+        gw_cycle_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void gw_cycle_free(gw_cycle_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_vservers; i++)
+        SSL_CTX_free(c->vservers[i].ssl_ctx);
+    for (size_t k = 0; k < c->n_laddrs; k++)
+        free(c->laddrs[k].servers);
+    for (size_t i = 0; i < c->n_logs; i++) {
+        close(c->logs[i].fd);
+        free(c->logs[i].path);
+    }
+    free(c->logs);
+    free(c->laddrs);
+    free(c->vservers);
+    gw_conf_free(c->conf);
+    free(c);
+}
+
+void gw_cycle_reopen_logs(gw_cycle_t *c)
+{
+    for (size_t i = 0; i < c->n_logs; i++) {
+        int fd = open(c->logs[i].path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            gw_log(GW_LOG_ALERT, errno, "cannot reopen access log \"%s\"", c->logs[i].path);
+            continue;
+        }
+        dup2(fd, c->logs[i].fd); /* the number stays: vservers keep pointing at it */
+        close(fd);
+    }
+}

@@ -1,0 +1,919 @@
+#include "http/conn.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "net/listen.h"
+#include "tls/tls.h"
+#include "worker.h"
+
+#define OUT_CAP (16384 + 1024) /* one full TLS record of file data plus the head */
+#define LINGER_MS 5000         /* nginx's lingering_timeout */
+#define SHUTDOWN_IDLE_MS 1000  /* graceful stop: an idle keep-alive client gets this long */
+
+enum io_result { IO_OK = 1, IO_AGAIN = 0, IO_EOF = -1, IO_ERROR = -2 };
+
+enum stat_state { ST_NONE = 0, ST_READING, ST_WRITING, ST_WAITING };
+
+static void conn_drive(gw_conn_t *c);
+static void conn_close(gw_conn_t *c);
+
+#define CONN_OF_TIMER(t) ((gw_conn_t *)((char *)(t)-offsetof(gw_conn_t, timer)))
+
+static const gw_srv_settings_t *srv(const gw_conn_t *c)
+{
+    return &c->vs->conf->srv;
+}
+
+static void set_stat(gw_conn_t *c, int st)
+{
+    if (c->stat_state == st)
+        return;
+    switch (c->stat_state) {
+    case ST_READING:
+        GW_STAT_ADD(reading, -1);
+        break;
+    case ST_WRITING:
+        GW_STAT_ADD(writing, -1);
+        break;
+    case ST_WAITING:
+        GW_STAT_ADD(waiting, -1);
+        break;
+    }
+    switch (st) {
+    case ST_READING:
+        GW_STAT_ADD(reading, 1);
+        break;
+    case ST_WRITING:
+        GW_STAT_ADD(writing, 1);
+        break;
+    case ST_WAITING:
+        GW_STAT_ADD(waiting, 1);
+        break;
+    }
+    c->stat_state = st;
+}
+
+/* ---- I/O over TLS or plain TCP ---- */
+
+static int ssl_result(gw_conn_t *c, int ret, const char *op)
+{
+    int err = SSL_get_error(c->ssl, ret);
+    switch (err) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+        return IO_AGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        c->read_eof = 1;
+        return IO_EOF;
+    case SSL_ERROR_SYSCALL:
+        if (errno == 0 || errno == ECONNRESET || errno == EPIPE) {
+            c->read_eof = 1;
+            ERR_clear_error();
+            return IO_EOF;
+        }
+        gw_log(GW_LOG_INFO, errno, "%s() failed for client %s", op, c->peer_text);
+        ERR_clear_error();
+        return IO_ERROR;
+    default:
+        if (gw_log_enabled(GW_LOG_INFO))
+            gw_log_ssl_errors(GW_LOG_INFO, c->peer_text);
+        ERR_clear_error();
+        return IO_ERROR;
+    }
+}
+
+static int io_read(gw_conn_t *c, char *buf, size_t len, size_t *got)
+{
+    if (c->ssl) {
+        ERR_clear_error();
+        errno = 0;
+        int r = SSL_read_ex(c->ssl, buf, len, got);
+        return r == 1 ? IO_OK : ssl_result(c, r, "SSL_read");
+    }
+    ssize_t n = recv(c->fd, buf, len, 0);
+    if (n > 0) {
+        *got = (size_t)n;
+        return IO_OK;
+    }
+    if (n == 0) {
+        c->read_eof = 1;
+        return IO_EOF;
+    }
+    if (errno == EAGAIN || errno == EINTR)
+        return IO_AGAIN;
+    if (errno == ECONNRESET)
+        return IO_EOF;
+    gw_log(GW_LOG_INFO, errno, "recv() failed for client %s", c->peer_text);
+    return IO_ERROR;
+}
+
+static int io_write(gw_conn_t *c, const char *buf, size_t len, size_t *put)
+{
+    if (c->ssl) {
+        ERR_clear_error();
+        errno = 0;
+        int r = SSL_write_ex(c->ssl, buf, len, put);
+        return r == 1 ? IO_OK : ssl_result(c, r, "SSL_write");
+    }
+    ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
+    if (n >= 0) {
+        *put = (size_t)n;
+        return IO_OK;
+    }
+    if (errno == EAGAIN || errno == EINTR)
+        return IO_AGAIN;
+    if (errno != EPIPE && errno != ECONNRESET)
+        gw_log(GW_LOG_INFO, errno, "send() failed for client %s", c->peer_text);
+    return IO_ERROR;
+}
+
+/* ---- server selection ---- */
+
+static int name_matches(const char *pattern, const char *host, size_t hlen)
+{
+    size_t plen = strlen(pattern);
+    if (plen > 2 && pattern[0] == '*' && pattern[1] == '.') {
+        /* "*.example.com" matches "www.example.com" and "a.b.example.com" (nginx) */
+        size_t suf = plen - 1; /* ".example.com" */
+        return hlen > suf && memcmp(host + hlen - suf, pattern + 1, suf) == 0;
+    }
+    return plen == hlen && memcmp(pattern, host, hlen) == 0;
+}
+
+/* Exact names first, then the longest wildcard; NULL when nothing matches. */
+static gw_vserver_t *find_server(gw_laddr_t *la, const char *host, size_t hlen)
+{
+    gw_vserver_t *wild = NULL;
+    size_t wild_len = 0;
+    for (size_t i = 0; i < la->n_servers; i++) {
+        gw_vserver_t *vs = la->servers[i];
+        for (size_t j = 0; j < vs->conf->server_names.n; j++) {
+            const char *p = vs->conf->server_names.v[j];
+            if (p[0] == '*') {
+                size_t pl = strlen(p);
+                if (pl > wild_len && name_matches(p, host, hlen)) {
+                    wild = vs;
+                    wild_len = pl;
+                }
+            } else if (name_matches(p, host, hlen)) {
+                return vs;
+            }
+        }
+    }
+    return wild;
+}
+
+/* Lower-case a host name into out, drop a trailing dot; -1 when it is not a valid
+ * reg-name/IP literal (RFC 3986 §3.2.2), so that hostile bytes never reach the logs
+ * or a file path. */
+static long normalize_host(const char *h, size_t len, char *out, size_t cap, int strip_port)
+{
+    if (strip_port) {
+        if (len && h[0] == '[') {
+            const char *e = memchr(h, ']', len);
+            if (!e)
+                return -1;
+            size_t l = (size_t)(e - h) + 1;
+            if (l < len && (h[l] != ':' || l + 1 == len))
+                return -1;
+            for (size_t i = l + 1; i < len; i++)
+                if (h[i] < '0' || h[i] > '9')
+                    return -1;
+            len = l;
+        } else {
+            const char *colon = memchr(h, ':', len);
+            if (colon) {
+                size_t l = (size_t)(colon - h);
+                if (l + 1 == len)
+                    return -1;
+                for (size_t i = l + 1; i < len; i++)
+                    if (h[i] < '0' || h[i] > '9')
+                        return -1;
+                len = l;
+            }
+        }
+    }
+    if (len && h[len - 1] == '.')
+        len--;
+    if (len == 0 || len >= cap)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)h[i];
+        if (ch >= 'A' && ch <= 'Z')
+            ch = (unsigned char)(ch + 32);
+        else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                   ch == '.' || ch == '_' || ch == '[' || ch == ']' || ch == ':'))
+            return -1;
+        if (ch == '.' && i > 0 && out[i - 1] == '.')
+            return -1;
+        out[i] = (char)ch;
+    }
+    out[len] = '\0';
+    return (long)len;
+}
+
+int gw_conn_client_hello(SSL *ssl, int *alert, void *arg)
+{
+    gw_conn_t *c = SSL_get_app_data(ssl);
+    if (!c)
+        return SSL_CLIENT_HELLO_SUCCESS;
+    const unsigned char *name;
+    size_t len;
+    int r = gw_tls_hello_sni(ssl, &name, &len);
+    if (r < 0) {
+        *alert = SSL_AD_DECODE_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    if (r == 0)
+        return SSL_CLIENT_HELLO_SUCCESS; /* no SNI: the default server */
+    c->sni_present = 1;
+    char host[256];
+    if (normalize_host((const char *)name, len, host, sizeof(host), 0) < 0)
+        return SSL_CLIENT_HELLO_SUCCESS; /* unusable name: the default server, as nginx */
+    gw_vserver_t *vs = find_server(c->laddr, host, strlen(host));
+    if (!vs)
+        return SSL_CLIENT_HELLO_SUCCESS;
+    c->sni_matched = 1;
+    if (vs != c->vs && vs->ssl_ctx) {
+        if (!gw_tls_switch(ssl, vs->ssl_ctx, vs->conf)) {
+            *alert = SSL_AD_INTERNAL_ERROR;
+            return SSL_CLIENT_HELLO_ERROR;
+        }
+    }
+    if (vs->ssl_ctx)
+        c->vs = vs;
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* ---- timers ---- */
+
+static void on_timer(gw_timer_t *t)
+{
+    gw_conn_t *c = CONN_OF_TIMER(t);
+    switch (c->state) {
+    case GW_CONN_HANDSHAKE:
+        gw_log(GW_LOG_INFO, 0, "client %s timed out in the TLS handshake", c->peer_text);
+        GW_STAT_ADD(handshakes_failed, 1);
+        conn_close(c);
+        return;
+    case GW_CONN_READ_HEAD:
+        if (c->in_len == 0) { /* idle keep-alive: close quietly */
+            conn_close(c);
+            return;
+        }
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request head", c->peer_text);
+        c->close_after = 1;
+        c->keep_alive = 0;
+        snprintf(c->request_line, sizeof(c->request_line), "-");
+        snprintf(c->log_referer, sizeof(c->log_referer), "-");
+        snprintf(c->log_ua, sizeof(c->log_ua), "-");
+        gw_resp_error(c, 408);
+        c->state = GW_CONN_WRITE;
+        gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+        conn_drive(c);
+        return;
+    case GW_CONN_READ_BODY:
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request body", c->peer_text);
+        conn_close(c);
+        return;
+    case GW_CONN_WRITE:
+        gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->peer_text);
+        conn_close(c);
+        return;
+    default:
+        conn_close(c);
+        return;
+    }
+}
+
+/* ---- response helpers ---- */
+
+static void out_reserve(gw_conn_t *c, size_t more)
+{
+    if (!c->out) {
+        c->out_cap = OUT_CAP;
+        c->out = malloc(c->out_cap);
+        if (!c->out)
+            abort();
+    }
+    if (c->out_len + more > c->out_cap) {
+        size_t cap = c->out_cap;
+        while (cap < c->out_len + more)
+            cap *= 2;
+        char *p = realloc(c->out, cap);
+        if (!p)
+            abort();
+        c->out = p;
+        c->out_cap = cap;
+    }
+}
+
+static void out_append(gw_conn_t *c, const char *s, size_t n)
+{
+    out_reserve(c, n);
+    memcpy(c->out + c->out_len, s, n);
+    c->out_len += n;
+}
+
+void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t content_length,
+                  const char *extra)
+{
+    char head[1024];
+    c->status = status;
+    if (status >= 100 && status < 600)
+        GW_STAT_ADD(responses[status / 100], 1);
+    /* close_after already forbids reuse; otherwise the request decided */
+    int ka = c->keep_alive && !c->close_after && !gw_worker->shutting_down;
+    c->keep_alive = ka;
+    char cl[40] = "";
+    /* RFC 9110 §8.6: no Content-Length in 204; in 304 only the 200's, which we omit */
+    if (status != 204 && status != 304)
+        snprintf(cl, sizeof(cl), "Content-Length: %llu\r\n", (unsigned long long)content_length);
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d %s\r\nServer: tlsgate\r\nDate: %s\r\n%s%s%s"
+                     "%sConnection: %s\r\n",
+                     status, gw_http_reason(status), gw_http_date(),
+                     content_type ? "Content-Type: " : "", content_type ? content_type : "",
+                     content_type ? "\r\n" : "", cl, ka ? "keep-alive" : "close");
+    out_append(c, head, (size_t)n);
+    if (extra)
+        out_append(c, extra, strlen(extra));
+    out_append(c, "\r\n", 2);
+}
+
+void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const char *body,
+                    size_t body_len, const char *extra)
+{
+    gw_resp_head(c, status, content_type, body_len, extra);
+    if (!c->is_head && body_len) {
+        out_append(c, body, body_len);
+        c->bytes_sent = body_len;
+    }
+}
+
+void gw_resp_error(gw_conn_t *c, int status)
+{
+    char body[512];
+    const char *reason = gw_http_reason(status);
+    int n = snprintf(body, sizeof(body),
+                     "<html>\r\n<head><title>%d %s</title></head>\r\n<body>\r\n"
+                     "<center><h1>%d %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
+                     "</body>\r\n</html>\r\n",
+                     status, reason, status, reason);
+    if (status >= 400 && status != 404 && status != 403 && status != 405 && status != 416 &&
+        status != 421)
+        c->close_after = 1; /* framing or limits failed: the connection cannot go on */
+    gw_resp_simple(c, status, "text/html", body, (size_t)n,
+                   status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+}
+
+/* ---- access log (nginx "combined") ---- */
+
+static size_t log_escape(char *out, size_t cap, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 4 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        } else {
+            out[o++] = (char)ch;
+        }
+    }
+    return o;
+}
+
+static void copy_log_field(char *dst, size_t cap, const char *v, size_t len)
+{
+    if (!v || !len) {
+        snprintf(dst, cap, "-");
+        return;
+    }
+    size_t o = log_escape(dst, cap - 1, v, len);
+    dst[o] = '\0';
+}
+
+static void access_log(gw_conn_t *c)
+{
+    if (c->vs->access_log_fd < 0)
+        return;
+    char line[2048];
+    int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n",
+                     c->peer_text, gw_log_date(), c->request_line, c->status,
+                     (unsigned long long)c->bytes_sent, c->log_referer, c->log_ua);
+    if (n > (int)sizeof(line))
+        n = (int)sizeof(line);
+    ssize_t w = write(c->vs->access_log_fd, line, (size_t)n);
+    (void)w;
+}
+
+/* ---- the state machine ---- */
+
+static void grow_in(gw_conn_t *c, size_t want)
+{
+    if (want > c->in_max)
+        want = c->in_max;
+    if (want <= c->in_cap)
+        return;
+    char *p = realloc(c->in, want);
+    if (!p)
+        abort();
+    c->in = p;
+    c->in_cap = want;
+}
+
+static void start_request_failure(gw_conn_t *c, int status)
+{
+    /* the head is not trustworthy: log what the request line looked like, then answer */
+    const char *eol = memchr(c->in, '\n', c->in_len);
+    size_t l = eol ? (size_t)(eol - c->in) : c->in_len;
+    if (l && c->in[l - 1] == '\r')
+        l--;
+    size_t o = log_escape(c->request_line, sizeof(c->request_line) - 1, c->in, l > 200 ? 200 : l);
+    c->request_line[o] = '\0';
+    c->keep_alive = 0;
+    c->close_after = 1;
+    c->is_head = 0;
+    snprintf(c->log_referer, sizeof(c->log_referer), "-");
+    snprintf(c->log_ua, sizeof(c->log_ua), "-");
+    GW_STAT_ADD(requests, 1);
+    gw_log(GW_LOG_INFO, 0, "client %s sent an invalid request, answering %d", c->peer_text,
+           status);
+    gw_resp_error(c, status);
+    c->state = GW_CONN_WRITE;
+    set_stat(c, ST_WRITING);
+    gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+}
+
+static void route_request(gw_conn_t *c)
+{
+    gw_http_request_t *r = &c->req;
+    GW_STAT_ADD(requests, 1);
+    c->requests++;
+    c->req_start_ms = gw_now_ms();
+    c->is_head = r->method == GW_HTTP_HEAD;
+    c->bytes_sent = 0;
+    c->status = 0;
+    int n = snprintf(c->request_line, sizeof(c->request_line), "%.*s ", (int)r->method_len,
+                     r->method_str);
+    size_t o = (size_t)n;
+    o += log_escape(c->request_line + o, sizeof(c->request_line) - o - 16, r->target,
+                    r->target_len);
+    snprintf(c->request_line + o, sizeof(c->request_line) - o, " HTTP/1.%d", r->version_minor);
+    copy_log_field(c->log_referer, sizeof(c->log_referer), r->referer, r->referer_len);
+    copy_log_field(c->log_ua, sizeof(c->log_ua), r->user_agent, r->user_agent_len);
+
+    c->keep_alive = r->keep_alive && c->requests < (unsigned)srv(c)->keepalive_requests;
+    set_stat(c, ST_WRITING);
+    gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+
+    /* Which server block: the Host header among this address's servers. When the client
+     * sent SNI, that already chose certificates and policy; a Host naming another block
+     * gets 421 (RFC 9110 §15.5.20), so one block's TLS policy cannot be used to reach
+     * another (nginx does the same). Without SNI, Host alone decides, as in nginx. */
+    if (r->host) {
+        char host[256];
+        if (normalize_host(r->host, r->host_len, host, sizeof(host), 1) < 0) {
+            gw_resp_error(c, 400);
+            return;
+        }
+        gw_vserver_t *vs = find_server(c->laddr, host, strlen(host));
+        if (!vs)
+            vs = c->sni_present ? c->vs : c->laddr->default_server;
+        if (c->sni_present && vs != c->vs) {
+            gw_resp_error(c, 421);
+            return;
+        }
+        c->vs = vs;
+    }
+
+    /* Request bodies: we serve no handler that reads one, so it is read and discarded
+     * to keep the connection usable, within client_max_body_size (RFC 9112 §6.3). */
+    int64_t max = srv(c)->client_max_body_size;
+    if (r->has_content_length && max > 0 && r->content_length > (uint64_t)max) {
+        gw_resp_error(c, 413);
+        return;
+    }
+    if ((r->chunked || (r->has_content_length && r->content_length > 0)) && r->expect_continue) {
+        /* RFC 9110 §10.1.1: a server that answers with a final status without reading the
+         * body must close the connection afterwards. */
+        c->close_after = 1;
+    }
+    gw_http_handle(c);
+}
+
+/* After a response: either the next request on this connection or close. */
+static void finish_request(gw_conn_t *c)
+{
+    access_log(c);
+    if (c->file_fd >= 0) {
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+    c->out_len = c->out_off = 0;
+    int reuse = c->keep_alive && !c->close_after && !gw_worker->shutting_down && !c->read_eof;
+    if (!reuse) {
+        c->state = GW_CONN_LINGER;
+        return;
+    }
+    /* keep the bytes of a pipelined next request */
+    if (c->head_len < c->in_len)
+        memmove(c->in, c->in + c->head_len, c->in_len - c->head_len);
+    c->in_len -= c->head_len;
+    c->head_len = 0;
+    c->state = GW_CONN_READ_HEAD;
+    if (c->in_len == 0) {
+        set_stat(c, ST_WAITING);
+        gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->keepalive_timeout_ms);
+    } else {
+        set_stat(c, ST_READING);
+        gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->client_header_timeout_ms);
+    }
+}
+
+static void start_close(gw_conn_t *c)
+{
+    /* send close_notify (RFC 8446 §6.1) once, without waiting for the peer's */
+    if (c->ssl && SSL_is_init_finished(c->ssl) && !c->read_eof) {
+        ERR_clear_error();
+        SSL_shutdown(c->ssl);
+        ERR_clear_error();
+    }
+    int unread = c->in_len > c->head_len || (c->ssl && SSL_pending(c->ssl) > 0) ||
+                 c->body_left || c->body_chunked || c->status >= 400;
+    if (!unread || c->read_eof) {
+        conn_close(c);
+        return;
+    }
+    /* Lingering close (nginx): closing with unread input makes the kernel send RST,
+     * which can destroy the response still in flight; drain until EOF first. */
+    shutdown(c->fd, SHUT_WR);
+    c->state = GW_CONN_LINGER;
+    c->in_len = c->head_len = 0;
+    gw_timer_add(&gw_worker->loop, &c->timer, LINGER_MS);
+    conn_drive(c);
+}
+
+/* Discard request body bytes already buffered or arriving. Returns 1 when the body is
+ * complete, 0 to wait, -status on a framing error. */
+static int consume_body(gw_conn_t *c)
+{
+    for (;;) {
+        size_t avail = c->in_len - c->head_len;
+        if (avail) {
+            if (c->body_chunked) {
+                size_t len = avail, used = 0;
+                int r = gw_http_chunked_decode(&c->chunked, c->in + c->head_len, &len, &used,
+                                               (uint64_t)(srv(c)->client_max_body_size > 0
+                                                              ? srv(c)->client_max_body_size
+                                                              : 0));
+                /* drop decoded data and the consumed framing, keep what follows */
+                memmove(c->in + c->head_len, c->in + c->head_len + used, avail - used);
+                c->in_len -= used;
+                if (r < 0)
+                    return r;
+                if (r == 1) {
+                    c->body_chunked = 0;
+                    return 1;
+                }
+            } else {
+                size_t take = avail < c->body_left ? avail : (size_t)c->body_left;
+                memmove(c->in + c->head_len, c->in + c->head_len + take, avail - take);
+                c->in_len -= take;
+                c->body_left -= take;
+                if (c->body_left == 0)
+                    return 1;
+            }
+        }
+        if (c->in_len == c->in_cap)
+            grow_in(c, c->in_cap * 2);
+        if (c->in_len == c->in_cap)
+            return -413; /* cannot happen: everything buffered was consumed above */
+        size_t got = 0;
+        int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
+        if (r == IO_AGAIN)
+            return 0;
+        if (r != IO_OK)
+            return -1;
+        c->in_len += got;
+    }
+}
+
+static int fill_from_file(gw_conn_t *c)
+{
+    size_t room = c->out_cap - c->out_len;
+    size_t want = c->file_left < room ? (size_t)c->file_left : room;
+    ssize_t n = pread(c->file_fd, c->out + c->out_len, want, (off_t)c->file_off);
+    if (n <= 0) {
+        gw_log(GW_LOG_ERROR, n < 0 ? errno : 0, "pread() of a file for client %s %s",
+               c->peer_text, n == 0 ? "hit an unexpected end (file truncated?)" : "failed");
+        return -1;
+    }
+    c->out_len += (size_t)n;
+    c->file_off += (uint64_t)n;
+    c->file_left -= (uint64_t)n;
+    c->bytes_sent += (uint64_t)n;
+    return 0;
+}
+
+static void conn_drive(gw_conn_t *c)
+{
+    for (;;) {
+        switch (c->state) {
+        case GW_CONN_HANDSHAKE: {
+            ERR_clear_error();
+            errno = 0;
+            int r = SSL_do_handshake(c->ssl);
+            if (r == 1) {
+                GW_STAT_ADD(handshakes, 1);
+                if (SSL_session_reused(c->ssl))
+                    GW_STAT_ADD(handshakes_resumed, 1);
+                if (SSL_version(c->ssl) == TLS1_3_VERSION)
+                    GW_STAT_ADD(tls13, 1);
+                else
+                    GW_STAT_ADD(tls12, 1);
+                c->state = GW_CONN_READ_HEAD;
+                continue;
+            }
+            int rr = ssl_result(c, r, "SSL_do_handshake");
+            if (rr == IO_AGAIN)
+                return;
+            GW_STAT_ADD(handshakes_failed, 1);
+            conn_close(c);
+            return;
+        }
+        case GW_CONN_READ_HEAD: {
+            if (c->in_len) {
+                const gw_srv_settings_t *s = srv(c);
+                gw_http_limits_t lim = {
+                    .max_request_line = (size_t)s->large_header_buffers_size,
+                    .max_field_line = (size_t)s->large_header_buffers_size,
+                    .max_header_block = c->in_max,
+                    .max_headers = GW_HTTP_MAX_HEADERS,
+                };
+                int r = gw_http_parse_request(c->in, c->in_len, &lim, &c->req);
+                if (r > 0) {
+                    c->head_len = (size_t)r;
+                    c->body_left = c->req.has_content_length ? c->req.content_length : 0;
+                    c->body_chunked = c->req.chunked;
+                    if (c->body_chunked)
+                        gw_http_chunked_init(&c->chunked);
+                    route_request(c);
+                    c->state = (c->body_left || c->body_chunked) && !c->close_after
+                                   ? GW_CONN_READ_BODY
+                                   : GW_CONN_WRITE;
+                    continue;
+                }
+                if (r < 0) {
+                    start_request_failure(c, -r);
+                    continue;
+                }
+                if (c->in_len == c->in_cap) {
+                    if (c->in_cap >= c->in_max) {
+                        start_request_failure(c, 431);
+                        continue;
+                    }
+                    grow_in(c, c->in_cap * 2);
+                }
+            }
+            if (!c->in) {
+                c->in_cap = (size_t)srv(c)->client_header_buffer_size;
+                c->in = malloc(c->in_cap);
+                if (!c->in)
+                    abort();
+            }
+            size_t got = 0;
+            int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
+            if (r == IO_AGAIN)
+                return;
+            if (r != IO_OK) {
+                if (c->in_len)
+                    gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request head",
+                           c->peer_text);
+                conn_close(c);
+                return;
+            }
+            if (c->in_len == 0) { /* first byte of a new request: the header timeout runs */
+                set_stat(c, ST_READING);
+                if (c->requests)
+                    gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->client_header_timeout_ms);
+            }
+            c->in_len += got;
+            continue;
+        }
+        case GW_CONN_READ_BODY: {
+            if (c->head_len) {
+                /* the head has been handled and logged fields copied: give its room to
+                 * the body, so a head that filled the buffer cannot starve the body */
+                memmove(c->in, c->in + c->head_len, c->in_len - c->head_len);
+                c->in_len -= c->head_len;
+                c->head_len = 0;
+            }
+            int r = consume_body(c);
+            if (r == 0)
+                return;
+            if (r == -1) {
+                conn_close(c);
+                return;
+            }
+            if (r < 0) {
+                /* the response chosen already is replaced by the framing error */
+                if (c->file_fd >= 0) {
+                    close(c->file_fd);
+                    c->file_fd = -1;
+                }
+                c->file_left = 0;
+                c->out_len = c->out_off = 0;
+                c->bytes_sent = 0;
+                c->keep_alive = 0;
+                gw_resp_error(c, -r);
+            }
+            /* body fully consumed: the bytes after it belong to the next request */
+            c->body_left = 0;
+            c->state = GW_CONN_WRITE;
+            continue;
+        }
+        case GW_CONN_WRITE: {
+            if (c->out_off == c->out_len && c->file_left) {
+                c->out_off = c->out_len = 0;
+                if (fill_from_file(c) != 0) {
+                    conn_close(c);
+                    return;
+                }
+            } else if (c->out_off == 0 && c->file_left && c->out_len < c->out_cap) {
+                /* head and the first file bytes in one write (one TLS record) */
+                if (fill_from_file(c) != 0) {
+                    conn_close(c);
+                    return;
+                }
+            }
+            while (c->out_off < c->out_len) {
+                size_t put = 0;
+                int r = io_write(c, c->out + c->out_off, c->out_len - c->out_off, &put);
+                if (r == IO_AGAIN)
+                    return;
+                if (r != IO_OK) {
+                    conn_close(c);
+                    return;
+                }
+                c->out_off += put;
+                /* send_timeout bounds the time between two successful writes (nginx) */
+                gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+            }
+            if (c->file_left)
+                continue;
+            finish_request(c);
+            if (c->state == GW_CONN_LINGER) {
+                c->state = GW_CONN_WRITE; /* start_close decides how to end */
+                start_close(c);
+                return;
+            }
+            continue;
+        }
+        case GW_CONN_LINGER: {
+            char buf[4096];
+            for (;;) {
+                ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+                if (n > 0)
+                    continue;
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                    return;
+                conn_close(c);
+                return;
+            }
+        }
+        }
+    }
+}
+
+static void on_event(gw_io_t *io, uint32_t events)
+{
+    gw_conn_t *c = (gw_conn_t *)io;
+    conn_drive(c);
+}
+
+static void conn_close(gw_conn_t *c)
+{
+    gw_worker_t *w = gw_worker;
+    gw_timer_del(&w->loop, &c->timer);
+    if (c->state == GW_CONN_HANDSHAKE && c->ssl && !SSL_is_init_finished(c->ssl) &&
+        c->stat_state != ST_NONE) {
+        /* counted where it failed */
+    }
+    set_stat(c, ST_NONE);
+    if (c->file_fd >= 0)
+        close(c->file_fd);
+    if (c->ssl)
+        SSL_free(c->ssl);
+    c->ssl = NULL;
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c->in);
+    free(c->out);
+    free(c);
+    GW_STAT_ADD(active, -1);
+    int was_full = w->n_conns >= w->max_conns;
+    w->n_conns--;
+    if (was_full && !w->shutting_down)
+        gw_worker_accepting(1);
+}
+
+void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, socklen_t plen)
+{
+    gw_worker_t *w = gw_worker;
+    gw_conn_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        gw_log(GW_LOG_ALERT, ENOMEM, "cannot allocate a connection");
+        close(fd);
+        return;
+    }
+    c->io.handler = on_event;
+    c->fd = fd;
+    c->file_fd = -1;
+    c->laddr = laddr;
+    c->vs = laddr->default_server;
+    c->timer.cb = on_timer;
+    c->accepted_ms = gw_now_ms();
+    memcpy(&c->peer, peer, plen < sizeof(c->peer) ? plen : sizeof(c->peer));
+    gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
+    const gw_srv_settings_t *s = srv(c);
+    c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;
+    if (c->in_max < (size_t)s->client_header_buffer_size)
+        c->in_max = (size_t)s->client_header_buffer_size;
+
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->n_conns++;
+    GW_STAT_ADD(active, 1);
+    GW_STAT_ADD(handled, 1);
+    set_stat(c, ST_READING);
+
+    if (laddr->ssl) {
+        c->ssl = SSL_new(c->vs->ssl_ctx);
+        if (!c->ssl || !SSL_set_fd(c->ssl, fd)) {
+            gw_log_ssl_errors(GW_LOG_ALERT, "SSL_new");
+            conn_close(c);
+            return;
+        }
+        SSL_set_app_data(c->ssl, c);
+        SSL_set_accept_state(c->ssl);
+        c->state = GW_CONN_HANDSHAKE;
+    } else {
+        c->state = GW_CONN_READ_HEAD;
+    }
+    if (gw_loop_add(&w->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) != 0) {
+        gw_log(GW_LOG_ALERT, errno, "epoll_ctl(ADD) failed");
+        conn_close(c);
+        return;
+    }
+    /* client_header_timeout also bounds the handshake and the first head (nginx) */
+    gw_timer_add(&w->loop, &c->timer, s->client_header_timeout_ms);
+    if (w->n_conns >= w->max_conns)
+        gw_worker_accepting(0);
+    conn_drive(c);
+}
+
+void gw_conn_shutdown_all(int graceful)
+{
+    gw_worker_t *w = gw_worker;
+    gw_conn_t *c = w->conns;
+    while (c) {
+        gw_conn_t *next = c->next;
+        if (!graceful) {
+            conn_close(c);
+        } else if (c->state == GW_CONN_READ_HEAD && c->in_len == 0) {
+            /* Idle keep-alive: a request may be on its way. Give the client a moment, so
+             * that the request is answered (with "Connection: close") instead of cut. */
+            int64_t left = c->timer.idx ? c->timer.when - gw_now_ms() : SHUTDOWN_IDLE_MS;
+            if (left > SHUTDOWN_IDLE_MS)
+                gw_timer_add(&w->loop, &c->timer, SHUTDOWN_IDLE_MS);
+        }
+        c = next;
+    }
+}

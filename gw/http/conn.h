@@ -1,0 +1,101 @@
+/*
+ * A client connection: TLS handshake, HTTP/1.1 request heads, bodies read or discarded,
+ * responses written, keep-alive and pipelining, and every timeout. One state machine per
+ * connection, driven by edge-triggered epoll events: an operation is always attempted and
+ * the connection waits only after the socket said EAGAIN (or OpenSSL WANT_READ/WRITE).
+ */
+#ifndef GW_HTTP_CONN_H
+#define GW_HTTP_CONN_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+#include "cycle.h"
+#include "http/parser.h"
+#include "net/loop.h"
+
+enum gw_conn_state {
+    GW_CONN_HANDSHAKE = 0,
+    GW_CONN_READ_HEAD,   /* waiting for / reading a request head */
+    GW_CONN_READ_BODY,   /* reading (discarding) a request body */
+    GW_CONN_WRITE,       /* writing a response */
+    GW_CONN_LINGER,      /* sent our last bytes; draining input until EOF before close */
+};
+
+typedef struct gw_conn {
+    gw_io_t io; /* first: epoll dispatch */
+    int fd;
+    int state;
+    SSL *ssl;
+    gw_laddr_t *laddr;
+    gw_vserver_t *vs;        /* selected by SNI, or the address's default server */
+    int sni_present;         /* the client sent a usable server_name */
+    int sni_matched;         /* vs was chosen by a matching SNI name */
+    struct gw_conn *next, *prev;
+    gw_timer_t timer;
+    struct sockaddr_storage peer;
+    char peer_text[64];
+    int64_t accepted_ms;
+
+    /* input: request heads (and discarded body bytes) */
+    char *in;
+    size_t in_len, in_cap, in_max;
+    int read_eof;
+
+    /* the current request */
+    gw_http_request_t req;
+    size_t head_len;
+    unsigned requests;
+    int keep_alive;
+    int status;
+    int stat_state;          /* which gw_stats gauge counts this connection */
+    int64_t req_start_ms;
+    uint64_t body_left;      /* Content-Length body bytes still to discard */
+    int body_chunked;
+    gw_http_chunked_t chunked;
+    char request_line[512];  /* escaped copies for the access log: the head itself is */
+    char log_referer[256];   /* dropped from the buffer before a body is read */
+    char log_ua[256];
+    uint64_t bytes_sent;     /* body bytes sent, for the access log */
+
+    /* output */
+    char *out;
+    size_t out_len, out_off, out_cap;
+    int file_fd;
+    uint64_t file_off, file_left;
+    int is_head;
+    int close_after;         /* close once the response is written */
+} gw_conn_t;
+
+/** Accept handler glue: take over a freshly accepted non-blocking socket fd. */
+void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, socklen_t plen);
+
+/** Graceful stop began: idle connections close soon, busy ones after their response. */
+void gw_conn_shutdown_all(int graceful);
+
+/** ClientHello callback for every SSL_CTX (SNI selects the server block). */
+int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
+
+/* ---- for the handlers (gw/http/handler.c) ---- */
+
+/** Choose the response for c->req (static file, return, status page, error). */
+void gw_http_handle(gw_conn_t *c);
+
+/**
+ * Start a response: status line and the common headers (Server, Date, Content-Length,
+ * Connection) followed by extra (already CRLF-terminated header lines, may be NULL) and
+ * the empty line. content_type NULL omits the header. Sets c->status.
+ */
+void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t content_length,
+                  const char *extra);
+
+/** A complete response with an in-memory body (copied; HEAD sends no body). */
+void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const char *body,
+                    size_t body_len, const char *extra);
+
+/** nginx-style HTML error page for status. */
+void gw_resp_error(gw_conn_t *c, int status);
+
+#endif

@@ -1,0 +1,376 @@
+/*
+ * Request handlers: location matching, `return`, the status page, and static files
+ * (GET/HEAD, directory index, conditional requests, single byte ranges).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "http/conn.h"
+#include "worker.h"
+
+static const struct {
+    const char *ext;
+    const char *type;
+} mime_types[] = {
+    {"html", "text/html"},
+    {"htm", "text/html"},
+    {"css", "text/css"},
+    {"txt", "text/plain"},
+    {"js", "application/javascript"},
+    {"mjs", "application/javascript"},
+    {"json", "application/json"},
+    {"xml", "text/xml"},
+    {"svg", "image/svg+xml"},
+    {"png", "image/png"},
+    {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},
+    {"gif", "image/gif"},
+    {"webp", "image/webp"},
+    {"avif", "image/avif"},
+    {"ico", "image/x-icon"},
+    {"woff", "font/woff"},
+    {"woff2", "font/woff2"},
+    {"pdf", "application/pdf"},
+    {"wasm", "application/wasm"},
+    {"zip", "application/zip"},
+    {"gz", "application/gzip"},
+    {"mp4", "video/mp4"},
+    {"webm", "video/webm"},
+    {"mp3", "audio/mpeg"},
+};
+
+/* nginx's default_type: unknown extensions are served as opaque bytes */
+static const char *mime_type(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash))
+        return "application/octet-stream";
+    dot++;
+    for (size_t i = 0; i < sizeof(mime_types) / sizeof(mime_types[0]); i++)
+        if (strcasecmp(dot, mime_types[i].ext) == 0)
+            return mime_types[i].type;
+    return "application/octet-stream";
+}
+
+/* nginx's choice: the exact location if one matches, else the longest prefix. */
+static const gw_location_t *find_location(const gw_server_t *s, const char *path, size_t len)
+{
+    const gw_location_t *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < s->n_locations; i++) {
+        const gw_location_t *l = &s->locations[i];
+        size_t pl = strlen(l->path);
+        if (l->match == GW_LOC_EXACT) {
+            if (pl == len && memcmp(l->path, path, len) == 0)
+                return l;
+        } else if (pl <= len && pl >= best_len && memcmp(l->path, path, pl) == 0) {
+            best = l;
+            best_len = pl;
+        }
+    }
+    return best;
+}
+
+static void handle_return(gw_conn_t *c, const gw_location_t *l)
+{
+    int code = l->return_code;
+    if (code == 444) { /* nginx: close the connection without a response */
+        c->status = 444;
+        c->close_after = 1;
+        c->keep_alive = 0;
+        return;
+    }
+    if (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) {
+        char extra[4096 + 16];
+        snprintf(extra, sizeof(extra), "Location: %s\r\n", l->return_text ? l->return_text : "/");
+        char body[256];
+        int n = snprintf(body, sizeof(body),
+                         "<html>\r\n<head><title>%d %s</title></head>\r\n<body>\r\n"
+                         "<center><h1>%d %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
+                         "</body>\r\n</html>\r\n",
+                         code, gw_http_reason(code), code, gw_http_reason(code));
+        gw_resp_simple(c, code, "text/html", body, (size_t)n, extra);
+        return;
+    }
+    if (l->return_text) {
+        gw_resp_simple(c, code, "text/plain", l->return_text, strlen(l->return_text), NULL);
+        return;
+    }
+    if (code >= 400) {
+        gw_resp_error(c, code);
+        return;
+    }
+    gw_resp_simple(c, code, NULL, "", 0, NULL);
+}
+
+static void handle_status(gw_conn_t *c)
+{
+    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
+        gw_resp_error(c, 405);
+        return;
+    }
+    char body[1024];
+    int n = snprintf(
+        body, sizeof(body),
+        "Active connections: %lld \n"
+        "server accepts handled requests\n"
+        " %llu %llu %llu \n"
+        "Reading: %lld Writing: %lld Waiting: %lld \n"
+        "TLS handshakes: %llu failed: %llu resumed: %llu TLSv1.2: %llu TLSv1.3: %llu\n"
+        "Responses: 1xx: %llu 2xx: %llu 3xx: %llu 4xx: %llu 5xx: %llu\n"
+        "Reloads: %llu Worker restarts: %llu\n",
+        (long long)GW_STAT_GET(active), (unsigned long long)GW_STAT_GET(accepted),
+        (unsigned long long)GW_STAT_GET(handled), (unsigned long long)GW_STAT_GET(requests),
+        (long long)GW_STAT_GET(reading), (long long)GW_STAT_GET(writing),
+        (long long)GW_STAT_GET(waiting), (unsigned long long)GW_STAT_GET(handshakes),
+        (unsigned long long)GW_STAT_GET(handshakes_failed),
+        (unsigned long long)GW_STAT_GET(handshakes_resumed),
+        (unsigned long long)GW_STAT_GET(tls12), (unsigned long long)GW_STAT_GET(tls13),
+        (unsigned long long)GW_STAT_GET(responses[1]),
+        (unsigned long long)GW_STAT_GET(responses[2]),
+        (unsigned long long)GW_STAT_GET(responses[3]),
+        (unsigned long long)GW_STAT_GET(responses[4]),
+        (unsigned long long)GW_STAT_GET(responses[5]), (unsigned long long)GW_STAT_GET(reloads),
+        (unsigned long long)GW_STAT_GET(worker_restarts));
+    gw_resp_simple(c, 200, "text/plain", body, (size_t)n, "Cache-Control: no-cache\r\n");
+}
+
+static int open_error_status(int err)
+{
+    switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+        return 404;
+    case EACCES:
+    case EPERM:
+        return 403;
+    default:
+        return 500;
+    }
+}
+
+/* Does an If-None-Match list contain etag (or "*")? RFC 9110 §13.1.2, weak comparison. */
+static int etag_listed(const char *list, size_t len, const char *etag)
+{
+    size_t el = strlen(etag);
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (list[i] == ' ' || list[i] == '\t' || list[i] == ','))
+            i++;
+        if (i < len && list[i] == '*')
+            return 1;
+        size_t start = i;
+        if (i + 1 < len && list[i] == 'W' && list[i + 1] == '/')
+            start = i += 2;
+        while (i < len && list[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (list[end - 1] == ' ' || list[end - 1] == '\t'))
+            end--;
+        if (end - start == el && memcmp(list + start, etag, el) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static const gw_http_header_t *find_header(const gw_http_request_t *r, const char *lname)
+{
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (gw_http_token_eq(r->headers[i].name, r->headers[i].name_len, lname))
+            return &r->headers[i];
+    return NULL;
+}
+
+static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *path)
+{
+    char etag[64], lm[32];
+    snprintf(etag, sizeof(etag), "\"%llx-%llx\"", (unsigned long long)st->st_mtime,
+             (unsigned long long)st->st_size);
+    gw_format_http_date(st->st_mtime, lm);
+    const gw_http_request_t *r = &c->req;
+    uint64_t size = (uint64_t)st->st_size;
+    char extra[512];
+
+    /* RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only without it */
+    int not_modified = 0;
+    if (r->if_none_match)
+        not_modified = etag_listed(r->if_none_match, r->if_none_match_len, etag);
+    else if (r->if_modified_since) {
+        time_t ims = gw_parse_http_date(r->if_modified_since, r->if_modified_since_len);
+        not_modified = ims != -1 && st->st_mtime <= ims;
+    }
+    if (not_modified) {
+        close(fd);
+        snprintf(extra, sizeof(extra), "Last-Modified: %s\r\nETag: %s\r\n", lm, etag);
+        /* 304 carries no body and no Content-Length of the representation: send 0 */
+        gw_resp_head(c, 304, NULL, 0, extra);
+        return;
+    }
+
+    uint64_t first = 0, last = size ? size - 1 : 0;
+    int ranged = 0;
+    if (r->range) {
+        const gw_http_header_t *ifr = find_header(r, "if-range");
+        int honour = !ifr || (ifr->value_len == strlen(etag) &&
+                              memcmp(ifr->value, etag, ifr->value_len) == 0) ||
+                     (ifr->value_len == strlen(lm) && memcmp(ifr->value, lm, ifr->value_len) == 0);
+        if (honour) {
+            int rr = gw_http_parse_range(r->range, r->range_len, size, &first, &last);
+            if (rr < 0) {
+                close(fd);
+                snprintf(extra, sizeof(extra), "Content-Range: bytes */%llu\r\n",
+                         (unsigned long long)size);
+                char body[256];
+                int n = snprintf(body, sizeof(body),
+                                 "<html>\r\n<head><title>416 %s</title></head>\r\n<body>\r\n"
+                                 "<center><h1>416 %s</h1></center>\r\n<hr><center>tlsgate"
+                                 "</center>\r\n</body>\r\n</html>\r\n",
+                                 gw_http_reason(416), gw_http_reason(416));
+                gw_resp_simple(c, 416, "text/html", body, (size_t)n, extra);
+                return;
+            }
+            ranged = rr == 1;
+        }
+    }
+    uint64_t len = size ? last - first + 1 : 0;
+    int n = snprintf(extra, sizeof(extra), "Last-Modified: %s\r\nETag: %s\r\nAccept-Ranges: bytes\r\n",
+                     lm, etag);
+    if (ranged)
+        snprintf(extra + n, sizeof(extra) - (size_t)n, "Content-Range: bytes %llu-%llu/%llu\r\n",
+                 (unsigned long long)first, (unsigned long long)last, (unsigned long long)size);
+    gw_resp_head(c, ranged ? 206 : 200, mime_type(path), len, extra);
+    if (c->is_head || len == 0) {
+        close(fd);
+        return;
+    }
+    c->file_fd = fd;
+    c->file_off = first;
+    c->file_left = len;
+}
+
+static void redirect_dir(gw_conn_t *c, const char *norm)
+{
+    /* nginx answers a directory without its trailing slash with 301 to "path/" */
+    char extra[4096 + 64];
+    const gw_http_request_t *r = &c->req;
+    snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm, r->query ? "?" : "",
+             r->query ? (int)r->query_len : 0, r->query ? r->query : "");
+    char body[256];
+    int n = snprintf(body, sizeof(body),
+                     "<html>\r\n<head><title>301 %s</title></head>\r\n<body>\r\n"
+                     "<center><h1>301 %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
+                     "</body>\r\n</html>\r\n",
+                     gw_http_reason(301), gw_http_reason(301));
+    gw_resp_simple(c, 301, "text/html", body, (size_t)n, extra);
+}
+
+static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc)
+{
+    const gw_http_request_t *r = &c->req;
+    if (r->method != GW_HTTP_GET && r->method != GW_HTTP_HEAD) {
+        gw_resp_error(c, 405);
+        return;
+    }
+    char norm[4096];
+    long nl = gw_http_normalize_path(r->path, r->path_len, norm, sizeof(norm));
+    if (nl < 0) {
+        gw_resp_error(c, 400);
+        return;
+    }
+    char path[PATH_MAX];
+    const char *root = loc->root ? loc->root : "html";
+    int pl = snprintf(path, sizeof(path), "%s%s", root, norm);
+    if (pl < 0 || (size_t)pl >= sizeof(path)) {
+        gw_resp_error(c, 414);
+        return;
+    }
+    if (norm[nl - 1] == '/') {
+        for (size_t i = 0; i < loc->index.n; i++) {
+            char ipath[PATH_MAX];
+            int il = snprintf(ipath, sizeof(ipath), "%s%s", path, loc->index.v[i]);
+            if (il < 0 || (size_t)il >= sizeof(ipath))
+                continue;
+            int fd = open(ipath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+            if (fd < 0) {
+                if (errno == ENOENT)
+                    continue;
+                gw_resp_error(c, open_error_status(errno));
+                return;
+            }
+            struct stat st;
+            if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                continue;
+            }
+            serve_file(c, fd, &st, ipath);
+            return;
+        }
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            gw_log(GW_LOG_ERROR, 0, "directory index of \"%s\" is forbidden, client: %s", path,
+                   c->peer_text);
+            gw_resp_error(c, 403);
+        } else {
+            gw_resp_error(c, 404);
+        }
+        return;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int st = open_error_status(errno);
+        if (st != 404)
+            gw_log(GW_LOG_ERROR, errno, "open() \"%s\" failed, client: %s", path, c->peer_text);
+        gw_resp_error(c, st);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        gw_log(GW_LOG_ERROR, errno, "fstat() \"%s\" failed", path);
+        close(fd);
+        gw_resp_error(c, 500);
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        redirect_dir(c, norm);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        gw_resp_error(c, 404);
+        return;
+    }
+    serve_file(c, fd, &st, path);
+}
+
+void gw_http_handle(gw_conn_t *c)
+{
+    const gw_server_t *s = c->vs->conf;
+    const gw_http_request_t *r = &c->req;
+    const gw_location_t *l = find_location(s, r->path, r->path_len);
+    if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
+        gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
+        return;
+    }
+    if (l && l->return_code) {
+        handle_return(c, l);
+        return;
+    }
+    if (l && l->stub_status) {
+        handle_status(c);
+        return;
+    }
+    handle_static(c, l ? &l->loc : &s->loc);
+}

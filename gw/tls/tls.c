@@ -1,0 +1,403 @@
+#include "tls/tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/conf.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/bn.h>
+#include <openssl/rand.h>
+#include <openssl/x509v3.h>
+
+int gw_tls_init(void)
+{
+    if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
+                          NULL))
+        return -1;
+    return 0;
+}
+
+/* Append OpenSSL's error queue as one reason string. */
+static void ssl_reason(char *buf, size_t cap)
+{
+    unsigned long e;
+    const char *data;
+    int flags;
+    size_t n = 0;
+    buf[0] = '\0';
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        char one[256];
+        ERR_error_string_n(e, one, sizeof(one));
+        int m = snprintf(buf + n, cap - n, "%s%s%s%s", n ? "; " : "", one,
+                         (flags & ERR_TXT_STRING) && data[0] ? ": " : "",
+                         (flags & ERR_TXT_STRING) ? data : "");
+        if (m < 0 || (size_t)m >= cap - n)
+            break;
+        n += (size_t)m;
+    }
+    if (!n)
+        snprintf(buf, cap, "unknown OpenSSL error");
+}
+
+/* RFC 7301 §3.2: the server selects one of the client's protocols; we speak only
+ * http/1.1, and "in the event that the server supports no protocols that the client
+ * advertises, then the server SHALL respond with a fatal no_application_protocol alert". */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                       const unsigned char *in, unsigned int inlen, void *arg)
+{
+    static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    unsigned char *sel = NULL;
+    unsigned char sel_len = 0;
+    if (SSL_select_next_proto(&sel, &sel_len, h11, sizeof(h11), in, inlen) ==
+        OPENSSL_NPN_NEGOTIATED) {
+        *out = sel;
+        *outlen = sel_len;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+static int proto_range(unsigned bits, int *min, int *max, uint64_t *no)
+{
+    static const struct {
+        unsigned bit;
+        int ver;
+        uint64_t op;
+    } map[] = {{GW_PROTO_TLSV1, TLS1_VERSION, SSL_OP_NO_TLSv1},
+               {GW_PROTO_TLSV1_1, TLS1_1_VERSION, SSL_OP_NO_TLSv1_1},
+               {GW_PROTO_TLSV1_2, TLS1_2_VERSION, SSL_OP_NO_TLSv1_2},
+               {GW_PROTO_TLSV1_3, TLS1_3_VERSION, SSL_OP_NO_TLSv1_3}};
+    *min = *max = 0;
+    *no = 0;
+    for (size_t i = 0; i < 4; i++) {
+        if (bits & map[i].bit) {
+            if (!*min)
+                *min = map[i].ver;
+            *max = map[i].ver;
+        }
+    }
+    /* holes inside the range (e.g. TLSv1 TLSv1.2) are closed with SSL_OP_NO_* */
+    for (size_t i = 0; i < 4; i++)
+        if (!(bits & map[i].bit) && map[i].ver > *min && map[i].ver < *max)
+            *no |= map[i].op;
+    return *min ? 0 : -1;
+}
+
+static uint64_t server_options(const gw_server_t *s, uint64_t no_versions)
+{
+    uint64_t op = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                  SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_SINGLE_ECDH_USE | no_versions;
+    if (s->srv.ssl_prefer_server_ciphers == 1)
+        op |= SSL_OP_CIPHER_SERVER_PREFERENCE;
+    if (s->srv.ssl_session_tickets == 0)
+        op |= SSL_OP_NO_TICKET;
+    return op;
+}
+
+static int apply_conf_cmds(SSL_CTX *ctx, SSL *ssl, const gw_server_t *s, char *why, size_t cap)
+{
+    if (!s->srv.n_conf_cmds)
+        return 0;
+    SSL_CONF_CTX *cctx = SSL_CONF_CTX_new();
+    if (!cctx) {
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    SSL_CONF_CTX_set_flags(cctx, SSL_CONF_FLAG_FILE | SSL_CONF_FLAG_SERVER |
+                                     SSL_CONF_FLAG_CERTIFICATE | SSL_CONF_FLAG_SHOW_ERRORS);
+    if (ctx)
+        SSL_CONF_CTX_set_ssl_ctx(cctx, ctx);
+    else
+        SSL_CONF_CTX_set_ssl(cctx, ssl);
+    for (size_t i = 0; i < s->srv.n_conf_cmds; i++) {
+        const gw_conf_cmd_t *c = &s->srv.conf_cmds[i];
+        if (SSL_CONF_cmd(cctx, c->name, c->value) <= 0) {
+            char r[512];
+            ssl_reason(r, sizeof(r));
+            snprintf(why, cap, "ssl_conf_command \"%s\" \"%s\" failed: %s", c->name, c->value,
+                     r);
+            SSL_CONF_CTX_free(cctx);
+            return -1;
+        }
+    }
+    if (!SSL_CONF_CTX_finish(cctx)) {
+        char r[512];
+        ssl_reason(r, sizeof(r));
+        snprintf(why, cap, "ssl_conf_command: %s", r);
+        SSL_CONF_CTX_free(cctx);
+        return -1;
+    }
+    SSL_CONF_CTX_free(cctx);
+    return 0;
+}
+
+/* A session id context that differs per server block, so that a session created under
+ * one virtual server is never resumed under another (RFC 8446 §4.6.1 lets the server
+ * refuse; OpenSSL checks this context on resumption). */
+static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    if (!m)
+        return;
+    EVP_DigestInit_ex(m, EVP_sha256(), NULL);
+    char where[64];
+    int wl = snprintf(where, sizeof(where), "%d", s->line);
+    EVP_DigestUpdate(m, s->file ? s->file : "", s->file ? strlen(s->file) : 0);
+    EVP_DigestUpdate(m, where, (size_t)wl);
+    for (size_t i = 0; i < s->server_names.n; i++)
+        EVP_DigestUpdate(m, s->server_names.v[i], strlen(s->server_names.v[i]) + 1);
+    for (size_t i = 0; i < s->srv.n_certs; i++)
+        EVP_DigestUpdate(m, s->srv.certs[i].cert, strlen(s->srv.certs[i].cert) + 1);
+    EVP_DigestFinal_ex(m, md, &mdlen);
+    EVP_MD_CTX_free(m);
+    SSL_CTX_set_session_id_context(ctx, md, mdlen > SSL_MAX_SID_CTX_LENGTH
+                                                 ? SSL_MAX_SID_CTX_LENGTH
+                                                 : mdlen);
+}
+
+SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hello_cb,
+                        gw_errlist_t *errs)
+{
+    char why[1024];
+    const char *file = s->file ? s->file : "<config>";
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        ssl_reason(why, sizeof(why));
+        gw_errlist_add(errs, "%s:%d: server: SSL_CTX_new failed: %s", file, s->line, why);
+        return NULL;
+    }
+    int min, max;
+    uint64_t no;
+    if (proto_range(s->srv.ssl_protocols, &min, &max, &no) != 0) {
+        gw_errlist_add(errs, "%s:%d: ssl_protocols: no protocol enabled", file, s->line);
+        goto fail;
+    }
+    if (!SSL_CTX_set_min_proto_version(ctx, min) || !SSL_CTX_set_max_proto_version(ctx, max)) {
+        ssl_reason(why, sizeof(why));
+        gw_errlist_add(errs, "%s:%d: ssl_protocols: %s", file, s->line, why);
+        goto fail;
+    }
+    SSL_CTX_set_options(ctx, server_options(s, no));
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    const char *ciphers = s->srv.ssl_ciphers ? s->srv.ssl_ciphers : "HIGH:!aNULL:!MD5";
+    if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
+        ssl_reason(why, sizeof(why));
+        gw_errlist_add(errs, "%s:%d: ssl_ciphers: invalid cipher list \"%s\": %s", file, s->line,
+                       ciphers, why);
+        goto fail;
+    }
+    for (size_t i = 0; i < s->srv.n_certs; i++) {
+        const gw_cert_pair_t *p = &s->srv.certs[i];
+        if (SSL_CTX_use_certificate_chain_file(ctx, p->cert) != 1) {
+            ssl_reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s:%d: ssl_certificate: cannot load \"%s\": %s", file, s->line,
+                           p->cert, why);
+            goto fail;
+        }
+        if (!p->key || SSL_CTX_use_PrivateKey_file(ctx, p->key, SSL_FILETYPE_PEM) != 1) {
+            ssl_reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s:%d: ssl_certificate_key: cannot load \"%s\": %s", file,
+                           s->line, p->key ? p->key : "(none)", why);
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            ssl_reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s:%d: ssl_certificate_key: \"%s\" does not match \"%s\": %s",
+                           file, s->line, p->key, p->cert, why);
+            goto fail;
+        }
+    }
+    switch (s->srv.ssl_session_cache) {
+    case GW_SESSION_CACHE_BUILTIN:
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+        SSL_CTX_sess_set_cache_size(ctx, s->srv.ssl_session_cache_size > 0
+                                             ? s->srv.ssl_session_cache_size
+                                             : 20480);
+        break;
+    default:
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+        /* TLS 1.3 stateful tickets need the cache: without cache and tickets, send none */
+        if (s->srv.ssl_session_tickets == 0)
+            SSL_CTX_set_num_tickets(ctx, 0);
+        break;
+    }
+    SSL_CTX_set_timeout(ctx, 300);
+    set_sid_ctx(ctx, s);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    if (client_hello_cb)
+        SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
+    if (apply_conf_cmds(ctx, NULL, s, why, sizeof(why)) != 0) {
+        gw_errlist_add(errs, "%s:%d: %s", file, s->line, why);
+        goto fail;
+    }
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    return NULL;
+}
+
+int gw_tls_hello_sni(SSL *ssl, const unsigned char **name, size_t *len)
+{
+    const unsigned char *p;
+    size_t n;
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &n))
+        return 0;
+    return gw_tls_parse_sni(p, n, name, len);
+}
+
+int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
+{
+    if (SSL_get_SSL_CTX(ssl) == ctx)
+        return 1;
+    if (!SSL_set_SSL_CTX(ssl, ctx))
+        return 0;
+    int min, max;
+    uint64_t no;
+    if (proto_range(s->srv.ssl_protocols, &min, &max, &no) != 0)
+        return 0;
+    SSL_clear_options(ssl, SSL_get_options(ssl));
+    SSL_set_options(ssl, SSL_CTX_get_options(ctx));
+    SSL_set_min_proto_version(ssl, min);
+    SSL_set_max_proto_version(ssl, max);
+    const char *ciphers = s->srv.ssl_ciphers ? s->srv.ssl_ciphers : "HIGH:!aNULL:!MD5";
+    if (!SSL_set_cipher_list(ssl, ciphers))
+        return 0;
+    SSL_set_num_tickets(ssl, SSL_CTX_get_num_tickets(ctx));
+    char why[256];
+    if (apply_conf_cmds(NULL, ssl, s, why, sizeof(why)) != 0)
+        return 0;
+    return 1;
+}
+
+const char *gw_tls_group_name(SSL *ssl)
+{
+    int nid = SSL_get_negotiated_group(ssl);
+    if (nid == NID_undef)
+        return "-";
+    const char *n = SSL_group_to_name(ssl, nid);
+    return n ? n : OBJ_nid2sn(nid);
+}
+
+/* ---- self-signed certificates for the embedded default ---- */
+
+static int write_atomic(const char *path, mode_t mode, int (*emit)(FILE *, void *), void *arg)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    int ok = emit(f, arg);
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int emit_key(FILE *f, void *arg)
+{
+    return PEM_write_PrivateKey(f, arg, NULL, NULL, 0, NULL, NULL);
+}
+
+static int emit_cert(FILE *f, void *arg)
+{
+    return PEM_write_X509(f, arg);
+}
+
+static X509 *self_sign(EVP_PKEY *pkey)
+{
+    X509 *x = X509_new();
+    if (!x)
+        return NULL;
+    X509_set_version(x, 2);
+    unsigned char serial[16];
+    ASN1_INTEGER *sn = NULL;
+    BIGNUM *bn = NULL;
+    if (RAND_bytes(serial, sizeof(serial)) != 1)
+        goto fail;
+    serial[0] &= 0x7f;
+    bn = BN_bin2bn(serial, sizeof(serial), NULL);
+    sn = bn ? BN_to_ASN1_INTEGER(bn, NULL) : NULL;
+    if (!sn || !X509_set_serialNumber(x, sn))
+        goto fail;
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 10L * 365 * 24 * 3600);
+    X509_set_pubkey(x, pkey);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"tlsgate", -1,
+                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1,
+                               -1, 0);
+    X509_set_issuer_name(x, name);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    static const char *const exts[][2] = {
+        {"subjectAltName", "DNS:localhost,IP:127.0.0.1,IP:::1"},
+        {"basicConstraints", "critical,CA:FALSE"},
+        {"keyUsage", "critical,digitalSignature,keyEncipherment"},
+        {"extendedKeyUsage", "serverAuth"},
+    };
+    for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+        X509_EXTENSION *e = X509V3_EXT_conf(NULL, &v3, exts[i][0], exts[i][1]);
+        if (!e)
+            goto fail;
+        X509_add_ext(x, e, -1);
+        X509_EXTENSION_free(e);
+    }
+    if (!X509_sign(x, pkey, EVP_sha256()))
+        goto fail;
+    ASN1_INTEGER_free(sn);
+    BN_free(bn);
+    return x;
+fail:
+    ASN1_INTEGER_free(sn);
+    BN_free(bn);
+    X509_free(x);
+    return NULL;
+}
+
+int gw_tls_make_default_certs(const char *dir, gw_errlist_t *errs)
+{
+    static const char *const kinds[] = {"rsa", "ecdsa"};
+    for (size_t i = 0; i < 2; i++) {
+        char crt[4096], key[4096];
+        snprintf(crt, sizeof(crt), "%s/default-%s.crt", dir, kinds[i]);
+        snprintf(key, sizeof(key), "%s/default-%s.key", dir, kinds[i]);
+        if (access(crt, R_OK) == 0 && access(key, R_OK) == 0)
+            continue;
+        EVP_PKEY *pkey = i == 0 ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
+        X509 *x = pkey ? self_sign(pkey) : NULL;
+        int ok = x && write_atomic(key, 0600, emit_key, pkey) == 0 &&
+                 write_atomic(crt, 0644, emit_cert, x) == 0;
+        int e = errno;
+        X509_free(x);
+        EVP_PKEY_free(pkey);
+        if (!ok) {
+            char why[512];
+            ssl_reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s: cannot create the default %s certificate: %s", crt,
+                           kinds[i], e ? strerror(e) : why);
+            return -1;
+        }
+    }
+    return 0;
+}

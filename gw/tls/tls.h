@@ -1,0 +1,59 @@
+/*
+ * TLS through the system OpenSSL 3: one SSL_CTX per server block, SNI switching,
+ * ALPN, and the self-signed certificates of the embedded default configuration.
+ */
+#ifndef GW_TLS_TLS_H
+#define GW_TLS_TLS_H
+
+#include <stddef.h>
+
+#include <openssl/ssl.h>
+
+#include "conf/conf.h"
+#include "tls/sni.h"
+
+/** One-time OpenSSL initialisation (error strings, ex_data index). Returns 0 or -1. */
+int gw_tls_init(void);
+
+/**
+ * Build the SSL_CTX of server block s: protocols, ciphers, options (client-initiated
+ * renegotiation refused, compression off), every certificate/key pair (RSA and ECDSA
+ * side by side: OpenSSL picks by the client's signature algorithms), session cache and
+ * tickets, session id context unique to the block, ALPN "http/1.1", and the
+ * ssl_conf_command list, applied last. client_hello_cb is installed as the ClientHello
+ * callback (SNI switching) with arg NULL.
+ *
+ * Returns a new SSL_CTX (caller owns; SSL_CTX_free), or NULL after adding
+ * "FILE:LINE: server: reason" messages (with OpenSSL's reasons) to errs.
+ */
+SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hello_cb,
+                        gw_errlist_t *errs);
+
+/**
+ * Extract the host_name of the server_name extension (RFC 6066 §3) from the ClientHello
+ * being processed in a ClientHello callback. Returns 1 and points *name and *len into
+ * OpenSSL's copy of the hello, 0 when the client sent no SNI, -1 when the extension is
+ * malformed (the handshake should then fail with a decode_error alert).
+ */
+int gw_tls_hello_sni(SSL *ssl, const unsigned char **name, size_t *len);
+
+/**
+ * Switch a handshaking connection to server block s's SSL_CTX (from a ClientHello
+ * callback): certificates, and also the protocol range, options and cipher lists that
+ * SSL_set_SSL_CTX alone would not carry over. Returns 1, or 0 on failure.
+ */
+int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s);
+
+/**
+ * Make sure dir holds the embedded default's certificates: default-rsa.{crt,key}
+ * (RSA-2048) and default-ecdsa.{crt,key} (ECDSA P-256), self-signed for CN=localhost
+ * with subjectAltName DNS:localhost, IP:127.0.0.1, IP:::1, valid 10 years. Existing
+ * files are kept. Keys are written mode 0600, atomically (temporary file + rename).
+ * Returns 0, or -1 after adding a message to errs.
+ */
+int gw_tls_make_default_certs(const char *dir, gw_errlist_t *errs);
+
+/** Name of the negotiated group of a finished handshake, e.g. "X25519", or "-". */
+const char *gw_tls_group_name(SSL *ssl);
+
+#endif

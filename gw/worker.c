@@ -1,0 +1,238 @@
+#include "worker.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/ssl.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "http/conn.h"
+
+#define ACCEPT_BATCH 64
+#define ACCEPT_RETRY_MS 100 /* after EMFILE/ENFILE, as nginx's accept mutex delay */
+
+gw_worker_t *gw_worker;
+
+typedef struct sigwatch {
+    gw_io_t io;
+    int fd;
+} sigwatch_t;
+
+static sigwatch_t sigwatch;
+static int stop_fast;
+
+static void begin_graceful_stop(void);
+
+void gw_worker_accepting(int on)
+{
+    gw_worker_t *w = gw_worker;
+    if (on && (w->shutting_down || w->n_conns >= w->max_conns || gw_timer_armed(&w->accept_timer)))
+        return;
+    for (size_t i = 0; i < w->n_listeners; i++) {
+        gw_wlistener_t *l = &w->listeners[i];
+        if (on && !l->registered) {
+            /* level-triggered + EPOLLEXCLUSIVE: one worker woken per new connection */
+            if (gw_loop_add(&w->loop, l->fd, EPOLLIN | EPOLLEXCLUSIVE, &l->io) == 0)
+                l->registered = 1;
+            else
+                gw_log(GW_LOG_ALERT, errno, "epoll_ctl(ADD) of a listener failed");
+        } else if (!on && l->registered) {
+            gw_loop_del(&w->loop, l->fd);
+            l->registered = 0;
+        }
+    }
+}
+
+static void on_accept_timer(gw_timer_t *t)
+{
+    gw_worker_accepting(1);
+}
+
+static void on_listener(gw_io_t *io, uint32_t events)
+{
+    gw_wlistener_t *l = (gw_wlistener_t *)io;
+    gw_worker_t *w = gw_worker;
+    for (int i = 0; i < ACCEPT_BATCH && w->n_conns < w->max_conns && l->registered; i++) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                return;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* back-pressure, never a busy loop: stop accepting for a moment */
+                gw_log(GW_LOG_ALERT, errno, "accept4() failed, pausing accepts for %d ms",
+                       ACCEPT_RETRY_MS);
+                gw_worker_accepting(0);
+                gw_timer_add(&w->loop, &w->accept_timer, ACCEPT_RETRY_MS);
+                return;
+            }
+            gw_log(GW_LOG_ALERT, errno, "accept4() failed");
+            return;
+        }
+        GW_STAT_ADD(accepted, 1);
+        gw_conn_accepted(l->laddr, fd, (struct sockaddr *)&peer, plen);
+    }
+}
+
+static void on_signal(gw_io_t *io, uint32_t events)
+{
+    struct signalfd_siginfo si;
+    while (read(sigwatch.fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        switch (si.ssi_signo) {
+        case SIGQUIT:
+            if (!gw_worker->shutting_down)
+                gw_log(GW_LOG_NOTICE, 0, "gracefully shutting down");
+            begin_graceful_stop();
+            break;
+        case SIGTERM:
+        case SIGINT:
+            stop_fast = 1;
+            break;
+        case SIGUSR1:
+            if (gw_log_reopen() != 0)
+                gw_log(GW_LOG_ALERT, errno, "cannot reopen the error log");
+            gw_cycle_reopen_logs(gw_worker->cycle);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void begin_graceful_stop(void)
+{
+    gw_worker_t *w = gw_worker;
+    if (w->shutting_down)
+        return;
+    w->shutting_down = 1;
+    w->shutdown_deadline_ms = gw_now_ms() + w->cycle->conf->worker_shutdown_timeout_ms;
+    gw_worker_accepting(0);
+    for (size_t i = 0; i < w->n_listeners; i++) {
+        /* the master keeps its copy: connections queued there go to the new workers */
+        close(w->listeners[i].fd);
+        w->listeners[i].fd = -1;
+    }
+    gw_conn_shutdown_all(1);
+}
+
+static void set_affinity(const gw_conf_t *conf, int index)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (conf->cpu_affinity_auto) {
+        cpu_set_t avail;
+        if (sched_getaffinity(0, sizeof(avail), &avail) != 0)
+            return;
+        int n = CPU_COUNT(&avail), k = index % (n ? n : 1), seen = 0;
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+            if (CPU_ISSET(cpu, &avail) && seen++ == k) {
+                CPU_SET(cpu, &set);
+                break;
+            }
+        }
+    } else if (conf->n_cpu_affinity) {
+        uint64_t mask = conf->cpu_affinity[(size_t)index % conf->n_cpu_affinity];
+        for (int cpu = 0; cpu < 64; cpu++)
+            if (mask & (1ull << cpu))
+                CPU_SET(cpu, &set);
+    } else {
+        return;
+    }
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        gw_log(GW_LOG_ALERT, errno, "sched_setaffinity() failed");
+}
+
+void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
+{
+    static gw_worker_t w;
+    memset(&w, 0, sizeof(w));
+    gw_worker = &w;
+    w.cycle = cycle;
+    w.index = index;
+    w.max_conns = cycle->conf->worker_connections > 0 ? cycle->conf->worker_connections : 1024;
+    w.accept_timer.cb = on_accept_timer;
+
+    /* signals arrive through a signalfd in the loop: no handler races */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGQUIT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (int s = 1; s < 32; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &dfl, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_SETMASK, &set, NULL);
+
+    if (cycle->conf->worker_rlimit_nofile > 0) {
+        struct rlimit rl = {(rlim_t)cycle->conf->worker_rlimit_nofile,
+                            (rlim_t)cycle->conf->worker_rlimit_nofile};
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            gw_log(GW_LOG_ALERT, errno, "setrlimit(RLIMIT_NOFILE, %lld) failed",
+                   (long long)cycle->conf->worker_rlimit_nofile);
+    }
+    set_affinity(cycle->conf, index);
+    gw_clock_update();
+
+    if (gw_loop_init(&w.loop) != 0) {
+        gw_log(GW_LOG_EMERG, errno, "epoll_create1() failed");
+        exit(2);
+    }
+    sigwatch.io.handler = on_signal;
+    sigwatch.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigwatch.fd < 0 || gw_loop_add(&w.loop, sigwatch.fd, EPOLLIN, &sigwatch.io) != 0) {
+        gw_log(GW_LOG_EMERG, errno, "signalfd() failed");
+        exit(2);
+    }
+    w.n_listeners = cycle->n_laddrs;
+    w.listeners = calloc(w.n_listeners ? w.n_listeners : 1, sizeof(*w.listeners));
+    if (!w.listeners)
+        exit(2);
+    for (size_t i = 0; i < w.n_listeners; i++) {
+        w.listeners[i].io.handler = on_listener;
+        w.listeners[i].fd = fds[i];
+        w.listeners[i].laddr = &cycle->laddrs[i];
+    }
+    gw_worker_accepting(1);
+    gw_log(GW_LOG_INFO, 0, "worker %d started", index);
+
+    for (;;) {
+        gw_loop_once(&w.loop, w.shutting_down ? 100 : -1);
+        if (stop_fast)
+            break;
+        if (w.shutting_down) {
+            if (w.n_conns == 0)
+                break;
+            if (gw_now_ms() >= w.shutdown_deadline_ms) {
+                gw_log(GW_LOG_WARN, 0, "worker_shutdown_timeout: closing %d connections",
+                       w.n_conns);
+                break;
+            }
+        }
+    }
+    gw_conn_shutdown_all(0);
+    for (size_t i = 0; i < w.n_listeners; i++)
+        if (w.listeners[i].fd >= 0)
+            close(w.listeners[i].fd);
+    free(w.listeners);
+    close(sigwatch.fd);
+    gw_loop_dispose(&w.loop);
+    gw_log(GW_LOG_INFO, 0, "worker %d exiting", index);
+    gw_cycle_free(cycle);
+    exit(0);
+}

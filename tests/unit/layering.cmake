@@ -1,0 +1,1 @@
+add_test(NAME layering COMMAND ${CMAKE_SOURCE_DIR}/tests/layering.sh)
