@@ -10,6 +10,12 @@
 
 #define GW_HTTP_MAX_HEADERS 100 /* absolute cap on header fields in one request */
 
+/* Limits used by gw_http_parse_request() when it is given no limits. */
+#define GW_HTTP_DEFAULT_MAX_REQUEST_LINE 8192
+#define GW_HTTP_DEFAULT_MAX_FIELD_LINE 8192
+#define GW_HTTP_DEFAULT_MAX_HEADER_BLOCK 32768
+#define GW_HTTP_DEFAULT_MAX_HEADERS GW_HTTP_MAX_HEADERS
+
 enum gw_http_method {
     GW_HTTP_OTHER = 0, /* a syntactically valid token we do not know */
     GW_HTTP_GET,
@@ -44,7 +50,10 @@ typedef struct gw_http_request {
     size_t method_len;
     const char *target; /* raw request-target as sent */
     size_t target_len;
-    const char *path; /* origin-form path part of target (before '?'), still percent-encoded */
+    /* origin-form path part of target (before '?'), still percent-encoded. For an
+     * absolute-form target it is the path after the authority, or a "/" elsewhere in the
+     * buffer when the target has none; for the asterisk-form it is the "*". */
+    const char *path;
     size_t path_len;
     const char *query; /* after '?', without it; NULL if none */
     size_t query_len;
@@ -59,8 +68,9 @@ typedef struct gw_http_request {
     int chunked;        /* Transfer-Encoding: chunked (the only coding we accept) */
     int has_content_length;
     uint64_t content_length;
-    const char *range; /* Range header value, NULL if absent */
+    const char *range; /* Range header value, NULL if absent or repeated */
     size_t range_len;
+    /* The first field line of each of these (NULL if absent): */
     const char *if_none_match;
     size_t if_none_match_len;
     const char *if_modified_since;
@@ -75,12 +85,14 @@ typedef struct gw_http_request {
  * Parse one request head (request line + header fields + empty line) from buf.
  *
  * buf/len: bytes received so far on the connection, starting at the request line.
+ * limits: NULL means the GW_HTTP_DEFAULT_* limits. Every pointer stored in req points
+ * into buf[0..return value).
  * Leading empty lines (CRLF) before the request line are skipped, as RFC 9112 §2.2
  * allows. Bare LF line endings are accepted (RFC 9112 §2.2 MAY); a bare CR is an error.
  *
  * Returns:
  *   > 0  the head is complete; the value is its length in bytes (the body, if any,
- *        starts at buf + return value); req is filled.
+ *        starts at buf + return value; so does a pipelined next request); req is filled.
  *   0    incomplete: call again with more bytes (the same prefix, longer len). A limit
  *        already exceeded by the partial input is reported at once (not 0).
  *   < 0  a negated HTTP status to answer with, after which the connection is closed:
@@ -91,7 +103,8 @@ typedef struct gw_http_request {
  *        -414 request line longer than limits->max_request_line,
  *        -431 a field line, the number of fields, or the whole head over the limits,
  *        -501 a Transfer-Encoding other than "chunked" (RFC 9112 §6.1),
- *        -505 an HTTP version other than 1.0 and 1.1.
+ *        -505 an HTTP major version other than 1 (HTTP/1.x, x > 1, is handled as 1.1,
+ *             RFC 9110 §2.5; version 0.9 is refused).
  */
 int gw_http_parse_request(const char *buf, size_t len, const gw_http_limits_t *limits,
                           gw_http_request_t *req);
@@ -118,7 +131,11 @@ void gw_http_chunked_init(gw_http_chunked_t *d);
  *           the body ended inside the buffer: the rest belongs to the next request).
  *
  * Returns 1 when the last chunk and trailers are complete, 0 when more input is
- * needed, -400 on malformed framing, -413 when the decoded size passes max_body.
+ * needed (then all input was consumed), -400 on malformed framing, -413 when the decoded
+ * size passes max_body (detected on the chunk-size line, before the data arrives). On an
+ * error *len still holds the data decoded before it, and later calls return the same
+ * error. Chunk framing lines must end in CRLF (no bare LF, unlike the head), and the
+ * trailer section is limited to 16 KiB.
  */
 int gw_http_chunked_decode(gw_http_chunked_t *d, char *buf, size_t *len, size_t *consumed,
                            uint64_t max_body);
@@ -126,11 +143,13 @@ int gw_http_chunked_decode(gw_http_chunked_t *d, char *buf, size_t *len, size_t 
 /**
  * Turn an origin-form path into a safe file-system-relative path: percent-decode
  * (RFC 3986 §2.1), merge "//" runs, resolve "." and ".." segments (RFC 3986 §5.2.4).
+ * Segments are split after decoding, so "%2F" separates like "/" and "%2e%2e" is "..".
+ * A trailing "/" (also one left by a final "." or "..") is kept.
  *
  * out/out_cap: destination buffer in bytes; the result is NUL-terminated and starts with '/'.
  * Returns the length of the result, or -1 when the path is invalid: not starting with
  * '/', a bad %XX escape, a decoded NUL byte, ".." above the root, or not fitting in
- * out_cap.
+ * out_cap (the decoded path before dot-segment removal must fit; path_len + 1 always does).
  */
 long gw_http_normalize_path(const char *path, size_t path_len, char *out, size_t out_cap);
 
@@ -139,8 +158,9 @@ long gw_http_normalize_path(const char *path, size_t path_len, char *out, size_t
  * "bytes=A-B", "bytes=A-", "bytes=-N" is honoured.
  *
  * Returns 1 and sets [*first, *last] (inclusive) when satisfiable, 0 when the header
- * should be ignored (unknown unit, several ranges, syntax error: serve the whole
- * resource with 200), -416 when the single range is not satisfiable.
+ * should be ignored (unknown unit, several ranges, syntax error, last < first, or a
+ * suffix range of an empty resource: serve the whole resource with 200), -416 when the
+ * single range is not satisfiable (first >= size, or "bytes=-0").
  */
 int gw_http_parse_range(const char *value, size_t len, uint64_t size, uint64_t *first,
                         uint64_t *last);
