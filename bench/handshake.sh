@@ -1,0 +1,552 @@
+#!/usr/bin/env bash
+# bench/handshake.sh: full TLS handshakes/s of tlsgate vs Debian's nginx, side by side.
+#
+# Usage (from the repo root, after `cmake --build build --target tlsgate`):
+#   bench/handshake.sh
+#   TLSGATE_BIN=build-rel/tlsgate BENCH_SECONDS=3 bench/handshake.sh
+#
+# Environment:
+#   TLSGATE_BIN     tlsgate binary (default build/tlsgate)
+#   NGINX_BIN       nginx binary (default: nginx from PATH or /usr/sbin/nginx)
+#   BENCH_SECONDS   measured wrk run per server and case (default 10)
+#   BENCH_WARMUP    warm-up wrk run before each measured run, seconds (default 2; 0 = none)
+#   BENCH_CONNS     wrk connections (default 50)
+#   BENCH_REPEAT    1: nginx then tlsgate per case; 2: nginx tlsgate nginx tlsgate (default 1)
+#   BENCH_CASES     which cases to run, subset of "a b" (default "a b")
+#   BENCH_SAVE      1: also write the table to bench/results/handshake-<date>.md
+#   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#
+# Cases (the server config pins them; wrk negotiates whatever the server allows, and
+# each case is verified once per server with `openssl s_client`):
+#   a  TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048 certificate
+#   b  TLSv1.3 (default ciphersuites and groups), ECDSA P-256 certificate only
+#
+# Both servers: one worker pinned to CPU 0 (worker_cpu_affinity 01), access_log off,
+# error_log at the default level (error), keepalive_timeout default,
+# ssl_session_cache off + ssl_session_tickets off (no resumption at all; wrk with
+# `Connection: close` makes a full handshake per request anyway), default ssl_ecdh_curve
+# / groups, 127.0.0.1 on free ports. wrk runs on CPU 1: -t1 -c BENCH_CONNS
+# -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin.
+#
+# Columns: hs/s = wrk Requests/sec (one request = one full handshake); accepts =
+# stub_status "accepts" delta over the measured run (cross-check); CPU us/hs = worker
+# utime+stime delta over the measured run (/proc/PID/stat fields 14+15) / wrk requests;
+# worker CPU % = that CPU time / wall time; client CPU % = wrk's utime+stime / wall
+# ("client-bound" when > 90%: then hs/s measures wrk, CPU us/hs is still valid).
+# Latency depends on the accept policy: nginx runs with its default multi_accept off
+# (one accept per wake-up); a server that accepts a batch per wake-up puts ready requests
+# behind that batch's handshakes, so its p50 is higher at the same CPU cost.
+set -euo pipefail
+
+die() { echo "handshake.sh: error: $*" >&2; exit 1; }
+note() { echo "handshake.sh: $*" >&2; }
+
+SECS=${BENCH_SECONDS:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNS:-50}
+REPEAT=${BENCH_REPEAT:-1}
+CASES=${BENCH_CASES:-a b}
+SAVE=${BENCH_SAVE:-0}
+for v in SECS WARMUP CONNS REPEAT; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
+done
+((SECS > 0)) || die "BENCH_SECONDS must be > 0"
+((CONNS > 0)) || die "BENCH_CONNS must be > 0"
+((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
+for c in $CASES; do [[ $c == a || $c == b ]] || die "unknown case '$c' in BENCH_CASES (a, b)"; done
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# --- tools -------------------------------------------------------------------------------
+install_missing() {
+    local pkgs=() p sudo=()
+    # nginx-light and nginx both provide /usr/sbin/nginx; accept either (or any nginx).
+    if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] && [[ -z ${NGINX_BIN:-} ]]; then
+        pkgs+=(nginx-light)
+    fi
+    command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
+    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
+    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
+    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
+    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
+    ((${#pkgs[@]} == 0)) && return 0
+    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
+    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    note "installing: ${pkgs[*]}"
+    # Keep the package from starting the system nginx service: install under a
+    # policy-rc.d that denies service starts, unless the system already has one.
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+        "${sudo[@]}" chmod 755 "$policy"
+        made_policy=1
+    fi
+    local rc=0
+    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
+    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
+    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
+}
+install_missing
+
+NGINX=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+[[ -x $NGINX ]] || die "nginx not found ($NGINX)"
+
+TG=${TLSGATE_BIN:-build/tlsgate}
+if [[ $TG != /* ]]; then
+    if [[ -e $TG ]]; then TG=$PWD/$TG; else TG=$ROOT/$TG; fi
+fi
+[[ -x $TG ]] || die "tlsgate binary not found or not executable: $TG (build it: cmake -S . -B build && cmake --build build --target tlsgate, or set TLSGATE_BIN)"
+
+NCPU=$(nproc)
+SRV_CPU=0
+CLI_CPU=1
+if ((NCPU < 2)); then
+    note "warning: only $NCPU CPU: server and wrk share CPU 0, numbers are not meaningful"
+    CLI_CPU=0
+fi
+HZ=$(getconf CLK_TCK)
+
+# --- state and cleanup -------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hs.XXXXXX")
+chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
+declare -A MASTER=() WORKER=() PORT=() ELOG=()
+WRK_PID=""
+
+stop_server() {
+    local name=$1 m=${MASTER[$1]:-} i
+    [[ -n $m ]] || return 0
+    MASTER[$name]=""
+    kill -TERM "$m" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$m" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$m" 2>/dev/null; then
+        note "$name master $m did not stop on SIGTERM in 5 s, sending SIGKILL"
+        pkill -KILL -P "$m" 2>/dev/null || true
+        kill -KILL "$m" 2>/dev/null || true
+    fi
+    wait "$m" 2>/dev/null || true
+    # a worker that outlived its master
+    if [[ -n ${WORKER[$name]:-} ]]; then kill -KILL "${WORKER[$name]}" 2>/dev/null || true; fi
+    WORKER[$name]=""
+}
+
+cleanup() {
+    set +e
+    [[ -n $WRK_PID ]] && kill -TERM "$WRK_PID" 2>/dev/null && wait "$WRK_PID" 2>/dev/null
+    stop_server nginx
+    stop_server tlsgate
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- files -------------------------------------------------------------------------------
+mkdir -p "$TMP/html" "$TMP/certs"
+: >"$TMP/html/0kb.bin"
+head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
+    die "cannot create the RSA certificate"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
+    die "cannot create the ECDSA certificate"
+chmod 600 "$TMP"/certs/*.key
+
+# --- helpers -----------------------------------------------------------------------------
+# A port nobody uses on this host now (no socket in any state, v4 or v6).
+free_port() {
+    local used p i
+    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
+    done
+    die "no free port found"
+}
+
+listening() { # port: 0 if something listens on 127.0.0.1:port
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
+        /proc/net/tcp
+}
+
+# utime+stime of a process, clock ticks
+cpu_ticks() {
+    local line rest
+    read -r line <"/proc/$1/stat" || return 1
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest # $1 = field 3 (state) ... $12 = field 14 (utime), $13 = field 15 (stime)
+    echo $((${12} + ${13}))
+}
+
+# cutime+cstime of this shell: CPU of reaped children (wrk), clock ticks
+children_ticks() {
+    local line rest
+    read -r line <"/proc/$$/stat"
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest # $14 = field 16 (cutime), $15 = field 17 (cstime)
+    echo $((${14} + ${15}))
+}
+
+now_ns() { date +%s%N; }
+
+# HTTPS GET via openssl s_client; prints the raw response
+https_get() {
+    printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$2" |
+        timeout 10 openssl s_client -quiet -connect "127.0.0.1:$1" -servername localhost 2>/dev/null || true
+}
+
+accepts() { # port -> stub_status "accepts", or "" if unavailable
+    https_get "$1" /status | awk '/^server accepts handled requests/ { getline; print $1; exit }'
+}
+
+print_log() {
+    local f
+    for f in "$@"; do
+        [[ -s $f ]] || continue
+        echo "----- $f (last 40 lines) -----" >&2
+        tail -n 40 "$f" >&2
+    done
+}
+
+# nginx -V lists the compiled-in temp paths; point every one of them into TMP so that the
+# bench instance never touches /var/lib/nginx. Only for modules that are compiled in.
+nginx_temp_paths() {
+    local v dir=$1
+    v=$("$NGINX" -V 2>&1)
+    echo "    client_body_temp_path $dir/body;"
+    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
+    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
+    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
+    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
+}
+
+case_tls() { # case -> the server's ssl_* lines
+    case $1 in
+    a) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.2;\n        ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;\n' \
+        "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" ;;
+    b) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.3;\n' \
+        "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" ;;
+    esac
+}
+
+case_title() {
+    case $1 in
+    a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048" ;;
+    b) echo "TLSv1.3, ECDSA P-256" ;;
+    esac
+}
+
+write_conf() { # name case port dir
+    local name=$1 cs=$2 port=$3 d=$4
+    {
+        if [[ $name == nginx ]]; then
+            echo "daemon off;"
+            echo "master_process on;"
+        fi
+        echo "worker_processes 1;"
+        echo "worker_cpu_affinity 01;"
+        echo "error_log $d/error.log;"
+        echo "pid $d/$name.pid;"
+        echo "events { worker_connections 4096; }"
+        echo "http {"
+        echo "    access_log off;"
+        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
+        echo "    ssl_session_cache off;"
+        echo "    ssl_session_tickets off;"
+        echo "    server {"
+        echo "        listen 127.0.0.1:$port ssl;"
+        echo "        server_name localhost;"
+        case_tls "$cs"
+        echo "        root $TMP/html;"
+        echo "        location = /status { stub_status; }"
+        echo "    }"
+        echo "}"
+    } >"$d/$name.conf"
+}
+
+start_server() { # name case
+    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
+    mkdir -p "$d/tmp" "$d/state"
+    for ((attempt = 1; attempt <= 5; attempt++)); do
+        port=$(free_port)
+        write_conf "$name" "$cs" "$port" "$d"
+        : >"$d/error.log"
+        : >"$d/stdout.log"
+        if [[ $name == nginx ]]; then
+            "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" >>"$d/stdout.log" 2>&1 &
+        else
+            TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
+        fi
+        m=$!
+        MASTER[$name]=$m
+        ELOG[$name]=$d
+        w=""
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$m" 2>/dev/null || break
+            kids=$(pgrep -P "$m" || true)
+            if [[ -n $kids ]] && listening "$port"; then
+                w=$kids
+                break
+            fi
+            sleep 0.1
+        done
+        if [[ -n $w ]]; then
+            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker process, master $m has children: ${w//$'\n'/ }"; }
+            WORKER[$name]=$w
+            PORT[$name]=$port
+            sleep 0.2 # let the worker finish its start-up
+            [[ $(pgrep -P "$m" || true) == "$w" ]] || { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start (master $m)"; }
+            return 0
+        fi
+        if kill -0 "$m" 2>/dev/null; then
+            stop_server "$name"
+            print_log "$d/error.log" "$d/stdout.log"
+            die "$name did not start listening on 127.0.0.1:$port with a worker within 10 s (config: $d/$name.conf)"
+        fi
+        wait "$m" 2>/dev/null || true
+        MASTER[$name]=""
+        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
+            note "$name: port $port taken meanwhile, retrying with another"
+            continue
+        fi
+        echo "----- $d/$name.conf -----" >&2
+        cat "$d/$name.conf" >&2
+        print_log "$d/error.log" "$d/stdout.log"
+        die "$name failed to start (its error log is above)"
+    done
+    die "$name: no free port after 5 attempts"
+}
+
+check_alive() { # name: the same worker must still be there
+    local name=$1 m=${MASTER[$1]} w=${WORKER[$1]} now
+    if ! kill -0 "$m" 2>/dev/null; then
+        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
+        die "$name master $m died during the bench"
+    fi
+    now=$(pgrep -P "$m" || true)
+    if [[ $now != "$w" ]]; then
+        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
+        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
+    fi
+}
+
+check_affinity() { # name
+    local name=$1 w=${WORKER[$1]} aff
+    aff=$(taskset -pc "$w" 2>/dev/null | sed 's/.*: *//')
+    if [[ $aff != "$SRV_CPU" ]]; then
+        note "WARNING: $name worker $w runs on CPUs '$aff' despite worker_cpu_affinity 01; pinning it with taskset"
+        taskset -pc "$SRV_CPU" "$w" >/dev/null
+    fi
+}
+
+# verify protocol, cipher, server key and that /0kb.bin is served; prints one line
+verify() { # name case
+    local name=$1 cs=$2 port=${PORT[$1]} out proto cipher key temp tickets status want_p want_c want_k
+    out=$(printf 'GET /0kb.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
+        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost -ign_eof 2>&1 || true)
+    proto=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
+    cipher=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
+    [[ -n $proto ]] || proto=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
+    temp=$(awk -F': ' '/^Server Temp Key:/ { print $2; exit }' <<<"$out")
+    key=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
+        openssl x509 -noout -text 2>/dev/null |
+        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
+             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
+    # TLSv1.3: one "Post-Handshake New Session Ticket arrived" per ticket; TLSv1.2: the
+    # session summary shows a ticket lifetime hint when the server sent a ticket
+    if [[ $proto == TLSv1.3 ]]; then
+        tickets=$(grep -c 'Post-Handshake New Session Ticket arrived' <<<"$out" || true)
+    else
+        tickets=$(grep -c 'TLS session ticket lifetime hint' <<<"$out" || true)
+    fi
+    status=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+    case $cs in
+    a) want_p=TLSv1.2 want_c=ECDHE-RSA-AES256-GCM-SHA384 want_k=RSA-2048 ;;
+    b) want_p=TLSv1.3 want_c='TLS_*' want_k=EC-prime256v1 ;;
+    esac
+    local line="verify $name case $cs: $proto $cipher, server cert $key, temp key ${temp:-?}, session tickets sent: $tickets, GET /0kb.bin: ${status:-no response}"
+    echo "$line"
+    VERIFY_LINES+=("$line")
+    TICKETS[$cs-$name]=$tickets
+    # shellcheck disable=SC2053
+    if [[ $proto != "$want_p" || $cipher != $want_c || $key != "$want_k" || $status != 200 ]]; then
+        echo "$out" | head -n 60 >&2
+        die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
+    fi
+}
+
+to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s / 1.00m
+    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
+        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
+        else if (u == "h") v *= 3600000; printf "%.2f", v }'
+}
+
+# Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time.
+run_wrk() {
+    local name=$1 secs=$2 out=$3 rc=0
+    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$CONNS" -d "${secs}s" \
+        -H 'Connection: close' --latency "https://127.0.0.1:${PORT[$name]}/0kb.bin" >"$out" 2>&1 &
+    WRK_PID=$!
+    wait "$WRK_PID" || rc=$?
+    WRK_PID=""
+    if ((rc != 0)); then
+        cat "$out" >&2
+        ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((secs + 30)) s"
+        die "wrk against $name failed (rc $rc)"
+    fi
+}
+
+declare -a ROWS=() VERIFY_LINES=()
+declare -A TICKETS=()
+declare -A SUM_CPU=() SUM_HS=() SUM_RPS=() N_RUNS=()
+
+measure() { # name case rep
+    local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" a0 a1 c0 c1 k0 k1 t0 t1
+    check_alive "$name"
+    if ((WARMUP > 0)); then
+        run_wrk "$name" "$WARMUP" "$TMP/warmup-$name-$cs-$rep.txt"
+        check_alive "$name"
+    fi
+    a0=$(accepts "${PORT[$name]}")
+    c0=$(cpu_ticks "${WORKER[$name]}")
+    k0=$(children_ticks)
+    t0=$(now_ns)
+    run_wrk "$name" "$SECS" "$out"
+    t1=$(now_ns)
+    k1=$(children_ticks)
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name"
+    a1=$(accepts "${PORT[$name]}")
+
+    # parse wrk
+    local reqs rps p50 p99 serr n2xx
+    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
+    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
+    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
+    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
+    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit } END { }' "$out")
+    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
+    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name case $cs"; }
+    [[ -n $serr ]] || serr=0
+    [[ -n $n2xx ]] || n2xx=0
+    local acc="n/a"
+    [[ -n $a0 && -n $a1 ]] && acc=$((a1 - a0 - 1)) # minus the status request itself
+
+    local row
+    row=$(awk -v name="$name" -v cs="$cs" -v rep="$rep" -v reqs="$reqs" -v rps="$rps" \
+        -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
+        -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" -v serr="$serr" -v n2xx="$n2xx" \
+        -v acc="$acc" -v conns="$CONNS" 'BEGIN {
+        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
+        us = reqs > 0 ? cpu_s * 1e6 / reqs : 0
+        wpct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
+        flag = ""
+        if (cpct > 90) flag = "client-bound"
+        if (serr > 0 || n2xx > 0) flag = flag (flag ? ", " : "") "ERRORS"
+        if (acc != "n/a" && (acc - reqs > conns + 0.02 * reqs || reqs - acc > 0.02 * reqs)) flag = flag (flag ? ", " : "") "accepts!=requests"
+        printf "%s|%s|%d|%.0f|%s|%.1f|%.0f|%.2f|%.2f|%d|%d|%.0f|%s|%.6f\n",
+            cs, name, rep, rps, acc, us, wpct, p50, p99, serr, n2xx, cpct, flag, cpu_s
+    }')
+    ROWS+=("$row")
+    SUM_CPU[$cs-$name]=$(awk -v a="${SUM_CPU[$cs-$name]:-0}" -v b=$((c1 - c0)) -v hz="$HZ" 'BEGIN { printf "%.6f", a + b / hz }')
+    SUM_HS[$cs-$name]=$((${SUM_HS[$cs-$name]:-0} + reqs))
+    SUM_RPS[$cs-$name]=$(awk -v a="${SUM_RPS[$cs-$name]:-0}" -v b="$rps" 'BEGIN { printf "%.2f", a + b }')
+    N_RUNS[$cs-$name]=$((${N_RUNS[$cs-$name]:-0} + 1))
+    IFS='|' read -r _ _ _ rps acc us wpct p50 p99 serr n2xx cpct flag _ <<<"$row"
+    printf '  %-7s case %s run %d: %6s hs/s  %6s us/hs  worker %3s%%  p50 %sms p99 %sms  errors %s  non-2xx %s  accepts %s  client %s%% %s\n' \
+        "$name" "$cs" "$rep" "$rps" "$us" "$wpct" "$p50" "$p99" "$serr" "$n2xx" "$acc" "$cpct" "$flag"
+}
+
+# --- run ---------------------------------------------------------------------------------
+NGINX_VER=$("$NGINX" -v 2>&1 | sed 's/^nginx version: //')
+TG_VER=$("$TG" -v 2>&1 | head -n 1 || true)
+echo "tlsgate: $TG ($TG_VER); nginx: $NGINX ($NGINX_VER); $(openssl version)"
+echo "server worker on CPU $SRV_CPU, wrk on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; $CONNS connections; repeat $REPEAT"
+
+for cs in $CASES; do
+    echo
+    echo "== case $cs: $(case_title "$cs") =="
+    start_server nginx "$cs"
+    start_server tlsgate "$cs"
+    for name in nginx tlsgate; do
+        check_affinity "$name"
+        verify "$name" "$cs"
+    done
+    for ((rep = 1; rep <= REPEAT; rep++)); do
+        for name in nginx tlsgate; do
+            measure "$name" "$cs" "$rep"
+        done
+    done
+    stop_server nginx
+    stop_server tlsgate
+    # tlsgate's error log after the load: anything at [crit]/[alert]/[emerg] is a bug report
+    if grep -E '\[(crit|alert|emerg)\]' "$TMP/tlsgate-$cs/error.log" "$TMP/tlsgate-$cs/stdout.log" >/dev/null 2>&1; then
+        note "WARNING: tlsgate logged critical messages in case $cs:"
+        grep -hE '\[(crit|alert|emerg)\]' "$TMP/tlsgate-$cs/error.log" "$TMP/tlsgate-$cs/stdout.log" | sort | uniq -c | sort -rn | head -n 10 >&2
+    fi
+done
+
+# --- report ------------------------------------------------------------------------------
+report() {
+    local cs name row
+    echo "# TLS full-handshake benchmark: tlsgate vs nginx"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+    echo "tlsgate $TG_VER; nginx $NGINX_VER; $(openssl version)"
+    echo
+    echo "One worker per server on CPU $SRV_CPU; \`taskset -c $CLI_CPU wrk -t1 -c $CONNS -d ${SECS}s -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin\`"
+    echo "after a ${WARMUP}s warm-up; run order per case: (nginx, tlsgate) x $REPEAT. Both servers: access_log off,"
+    echo "ssl_session_cache off, ssl_session_tickets off, keepalive_timeout default, default ECDH groups."
+    echo
+    for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
+    for cs in $CASES; do
+        if [[ ${TICKETS[$cs-nginx]:-} != "${TICKETS[$cs-tlsgate]:-}" ]]; then
+            echo "- note, case $cs: the servers send different numbers of session tickets per handshake" \
+                "(nginx ${TICKETS[$cs-nginx]:-?}, tlsgate ${TICKETS[$cs-tlsgate]:-?}) although both have" \
+                "ssl_session_cache off and ssl_session_tickets off; ticket creation is part of the measured CPU."
+        fi
+    done
+    echo
+    echo "| case | server | run | handshakes/s | accepts | CPU µs/handshake | worker CPU % | p50 ms | p99 ms | socket errors | non-2xx | client CPU % | note |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r cs name rep rps acc us wpct p50 p99 serr n2xx cpct flag _ <<<"$row"
+        echo "| $cs | $name | $rep | $rps | $acc | $us | $wpct | $p50 | $p99 | $serr | $n2xx | $cpct | $flag |"
+    done
+    echo
+    echo "| case | nginx µs/hs | tlsgate µs/hs | **ratio tlsgate/nginx CPU µs/hs** | nginx hs/s | tlsgate hs/s | ratio hs/s |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    for cs in $CASES; do
+        awk -v cs="$cs ($(case_title "$cs"))" \
+            -v nc="${SUM_CPU[$cs-nginx]}" -v nh="${SUM_HS[$cs-nginx]}" -v nr="${SUM_RPS[$cs-nginx]}" -v nn="${N_RUNS[$cs-nginx]}" \
+            -v tc="${SUM_CPU[$cs-tlsgate]}" -v th="${SUM_HS[$cs-tlsgate]}" -v tr="${SUM_RPS[$cs-tlsgate]}" -v tn="${N_RUNS[$cs-tlsgate]}" 'BEGIN {
+            nus = nh > 0 ? nc * 1e6 / nh : 0; tus = th > 0 ? tc * 1e6 / th : 0
+            nrps = nr / nn; trps = tr / tn
+            r1 = (nus > 0) ? tus / nus : 0; r2 = (nrps > 0) ? trps / nrps : 0
+            printf "| %s | %.1f | %.1f | **%.3f** | %.0f | %.0f | %.3f |\n", cs, nus, tus, r1, nrps, trps, r2 }'
+    done
+}
+
+echo
+REPORT=$(report)
+echo "$REPORT"
+if [[ $SAVE == 1 ]]; then
+    mkdir -p "$ROOT/bench/results"
+    f="$ROOT/bench/results/handshake-$(date +%Y%m%d-%H%M%S).md"
+    echo "$REPORT" >"$f"
+    echo
+    echo "saved: ${f#"$ROOT"/}"
+fi
