@@ -4,7 +4,8 @@
  * The syntax is nginx's: `name arg...;` and `name arg... { ... }`, `#` comments,
  * single- or double-quoted strings with backslash escapes. Directives are described
  * by one declarative table (gw/conf/directives.c); docs/config.md is generated from
- * it (`tlsgate --directives-md`) and a test keeps the two in sync.
+ * it by gw_conf_write_docs() (program `conf_docs`, target `conf_docs_md`) and the test
+ * `conf_docs_in_sync` keeps the two in sync.
  *
  * Ownership: everything reachable from a gw_conf_t is owned by it and freed by
  * gw_conf_free(). Strings are NUL-terminated heap copies.
@@ -56,6 +57,8 @@ typedef struct gw_strlist {
 typedef struct gw_cert_pair {
     char *cert; /* absolute path (relative paths are resolved against the prefix) */
     char *key;  /* absolute path; NULL until the matching ssl_certificate_key is seen */
+    int cert_line; /* line of the ssl_certificate directive (0 if none), for messages */
+    int key_line;  /* line of the ssl_certificate_key directive (0 if none) */
 } gw_cert_pair_t;
 
 /** `ssl_conf_command NAME VALUE` */
@@ -126,12 +129,14 @@ typedef struct gw_listen {
     int reuseport;
     int backlog;         /* default 511 */
     int default_server;
+    int line;            /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 
 typedef struct gw_server {
-    gw_listen_t *listens; /* default: 0.0.0.0:80? no: a server without listen is an error */
+    gw_listen_t *listens; /* at least one: a server without listen is an error */
     size_t n_listens;
-    gw_strlist_t server_names; /* "example.com", "*.example.com", "" (empty = no name) */
+    gw_strlist_t server_names; /* lower-cased "example.com", "*.example.com", or "" (requests
+                                  without a host name); {""} when not given, never empty */
     gw_srv_settings_t srv;
     gw_loc_settings_t loc;
     gw_location_t *locations; /* in file order; matching picks exact first, then longest prefix */
@@ -148,12 +153,14 @@ typedef struct gw_http_conf {
 } gw_http_conf_t;
 
 typedef struct gw_conf {
-    char *prefix;                /* absolute, no trailing slash */
-    char *conf_file;             /* absolute path, or "<embedded>" */
+    char *prefix;                /* absolute, no trailing slash (but "/" stays "/") */
+    char *conf_file;             /* absolute path (gw_conf_load_file), else the name given to
+                                    gw_conf_parse ("<embedded>" if NULL) */
     int daemon;                  /* default 0 */
-    int worker_processes;        /* default 1; "auto" = number of online CPUs */
+    int worker_processes;        /* 1..1024, default 1; "auto" = number of online CPUs */
     int cpu_affinity_auto;       /* worker_cpu_affinity auto */
-    uint64_t *cpu_affinity;      /* worker_cpu_affinity MASK..., one mask per worker */
+    uint64_t *cpu_affinity;      /* worker_cpu_affinity MASK..., one mask per worker (bit 0 =
+                                    CPU 0); with auto: the optional mask of usable CPUs */
     size_t n_cpu_affinity;
     int64_t worker_rlimit_nofile; /* 0 = leave alone */
     int64_t worker_shutdown_timeout_ms; /* graceful stop bound, default 10s */
@@ -167,7 +174,11 @@ typedef struct gw_conf {
     gw_strlist_t files;
 } gw_conf_t;
 
-/** Accumulated error messages, each "FILE:LINE: directive: reason". */
+/**
+ * Accumulated error messages, each "FILE:LINE: DIRECTIVE: REASON" (DIRECTIVE is "syntax"
+ * for a syntax error outside any directive; FILE is "<command line>" for -g globals), or
+ * "PATH: cannot open: ..." / "PATH: cannot read: ..." from gw_conf_load_file().
+ */
 typedef struct gw_errlist {
     char **v;
     size_t n;
@@ -184,12 +195,13 @@ void gw_errlist_clear(gw_errlist_t *errs);
  *
  * name:    file name used in messages (e.g. the path, or "<embedded>").
  * text:    the configuration, len bytes, need not be NUL-terminated; NUL bytes are errors.
- * prefix:  absolute directory that relative paths resolve against (nginx -p).
+ * prefix:  absolute directory that relative paths resolve against (nginx -p); NULL = "/".
  * globals: extra main-context directives (nginx -g), parsed after the text as
  *          "<command line>"; may be NULL.
- * state_dir: directory used for the default pid file; absolute.
- * errs:    receives every error found; parsing continues after an error so that all
- *          are reported (not only the first).
+ * state_dir: directory used for the default pid file; absolute; NULL = prefix.
+ * errs:    receives every error found (appended, in file order per pass: syntax errors
+ *          first, then the others); parsing continues after an error so that all are
+ *          reported (not only the first). May be NULL: messages are then dropped.
  *
  * Returns the config, or NULL when errs received at least one message. Checks done
  * here: syntax, unknown directive, directive not allowed in this block, arity, value

@@ -896,7 +896,9 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     gw_timer_add(&w->loop, &c->timer, s->client_header_timeout_ms);
     if (w->n_conns >= w->max_conns)
         gw_worker_accepting(0);
-    conn_drive(c);
+    /* Not driven here: epoll reports the ClientHello (edge-triggered registration of a
+     * socket that already has data reports it at the next wait), so accepting never
+     * runs ahead of the connections that are already waiting for us. */
 }
 
 void gw_conn_shutdown_all(int graceful)

@@ -1,0 +1,666 @@
+/*
+ * Configuration reader: error list, tree walk (dispatch through the directive table of
+ * directives.c), merge step (defaults and http -> server -> location inheritance),
+ * checks across directives, and gw_conf_parse/load_file/free.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "lexer.h"
+
+#define CMDLINE_NAME "<command line>"
+#define DEFAULT_NAME "<default>"
+#define MAX_FILE_SIZE (16 * 1024 * 1024) /* bytes of a config file */
+
+/* ---- allocation helpers ---- */
+
+static void oom(void)
+{
+    fputs("tlsgate: out of memory while reading the configuration\n", stderr);
+    abort();
+}
+
+void *gw_conf_xrealloc(void *p, size_t size)
+{
+    void *q = realloc(p, size ? size : 1);
+    if (!q)
+        oom();
+    return q;
+}
+
+void *gw_conf_xcalloc(size_t n, size_t size)
+{
+    void *q = calloc(n ? n : 1, size ? size : 1);
+    if (!q)
+        oom();
+    return q;
+}
+
+char *gw_conf_xstrdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        oom();
+    return d;
+}
+
+void *gw_conf_xpush(void *arrp, size_t *n, size_t elem)
+{
+    void *v;
+    memcpy(&v, arrp, sizeof(v));
+    if (*n >= SIZE_MAX / elem - 1)
+        oom();
+    v = gw_conf_xrealloc(v, (*n + 1) * elem);
+    memcpy(arrp, &v, sizeof(v));
+    char *e = (char *)v + *n * elem;
+    memset(e, 0, elem);
+    (*n)++;
+    return e;
+}
+
+/* ---- error list ---- */
+
+void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
+{
+    va_list ap;
+    char *msg = NULL;
+    va_start(ap, fmt);
+    int r = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        oom();
+    char **slot = gw_conf_xpush(&errs->v, &errs->n, sizeof(*errs->v));
+    *slot = msg;
+}
+
+void gw_errlist_clear(gw_errlist_t *errs)
+{
+    if (!errs)
+        return;
+    for (size_t i = 0; i < errs->n; i++)
+        free(errs->v[i]);
+    free(errs->v);
+    errs->v = NULL;
+    errs->n = 0;
+}
+
+/* ---- messages ---- */
+
+char *gw_conf_quote(char *buf, size_t size, const char *s, size_t max)
+{
+    size_t o = 0, i;
+    if (size < 8) {
+        if (size)
+            buf[0] = '\0';
+        return buf;
+    }
+    for (i = 0; s[i] && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char tmp[8];
+        size_t k;
+        if (c < 0x20 || c == 0x7f)
+            k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", c);
+        else if (c == '"' || c == '\\')
+            k = (size_t)snprintf(tmp, sizeof(tmp), "\\%c", c);
+        else
+            k = (size_t)snprintf(tmp, sizeof(tmp), "%c", c);
+        if (o + k + 4 > size)
+            break;
+        memcpy(buf + o, tmp, k);
+        o += k;
+    }
+    if (s[i]) {
+        memcpy(buf + o, "...", 3); /* o + 4 <= size holds here */
+        o += 3;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static void verror_at(gw_conf_parser_t *p, const char *file, int line, const char *name,
+                      const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static void verror_at(gw_conf_parser_t *p, const char *file, int line, const char *name,
+                      const char *fmt, va_list ap)
+{
+    char q[300];
+    char *reason = NULL;
+    if (vasprintf(&reason, fmt, ap) < 0)
+        oom();
+    gw_errlist_add(p->errs, "%s:%d: %s: %s", file, line, gw_conf_quote(q, sizeof(q), name, 64),
+                   reason);
+    free(reason);
+}
+
+static void error_at(gw_conf_parser_t *p, const char *file, int line, const char *name,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void error_at(gw_conf_parser_t *p, const char *file, int line, const char *name,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verror_at(p, file, line, name, fmt, ap);
+    va_end(ap);
+}
+
+void gw_conf_error(gw_conf_parser_t *p, int line, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verror_at(p, p->file, line, name, fmt, ap);
+    va_end(ap);
+}
+
+int gw_conf_bad_value(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, const char *fmt,
+                      ...)
+{
+    char q[600];
+    char *reason = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&reason, fmt, ap);
+    va_end(ap);
+    if (r < 0)
+        oom();
+    gw_conf_error(p, n->line, n->args[0], "invalid value \"%s\": %s",
+                  gw_conf_quote(q, sizeof(q), argi < n->n_args ? n->args[argi] : "", 128), reason);
+    free(reason);
+    return -1;
+}
+
+/* ---- paths ---- */
+
+/* "dir" + "/" + "name" without doubling the slash; heap string. */
+static char *join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *s = gw_conf_xcalloc(1, a + b + 2);
+    memcpy(s, dir, a);
+    if (a == 0 || dir[a - 1] != '/')
+        s[a++] = '/';
+    memcpy(s + a, name, b + 1);
+    return s;
+}
+
+char *gw_conf_abs_path(const gw_conf_parser_t *p, const char *path)
+{
+    if (path[0] == '/')
+        return gw_conf_xstrdup(path);
+    return join(p->conf->prefix, path);
+}
+
+/* ---- walking ---- */
+
+static void *group_base(gw_conf_parser_t *p, gw_conf_scope_t *sc, int group)
+{
+    switch (group) {
+    case GW_GRP_MAIN:
+        return p->conf;
+    case GW_GRP_SRV:
+        return sc->srv;
+    case GW_GRP_LOC:
+        return sc->loc;
+    case GW_GRP_SERVER:
+        return sc->server;
+    case GW_GRP_LOCATION:
+        return sc->location;
+    default:
+        return NULL;
+    }
+}
+
+void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t *block)
+{
+    for (size_t i = 0; i < block->n_children; i++) {
+        const gw_conf_node_t *n = &block->children[i];
+        const char *name = n->args[0];
+        int idx = gw_conf_find_directive(name);
+        if (idx < 0) {
+            gw_conf_error(p, n->line, name, "unknown directive");
+            continue;
+        }
+        const gw_conf_directive_t *d = &gw_conf_directives[idx];
+        if (!(d->ctx & sc->ctx)) {
+            gw_conf_error(p, n->line, name, "directive is not allowed here");
+            continue;
+        }
+        if ((d->flags & GW_DIR_BLOCK) && !n->has_block) {
+            gw_conf_error(p, n->line, name, "directive has no opening \"{\"");
+            continue;
+        }
+        if (!(d->flags & GW_DIR_BLOCK) && n->has_block) {
+            gw_conf_error(p, n->line, name, "directive does not take a block");
+            continue;
+        }
+        size_t nargs = n->n_args - 1;
+        if (nargs < (size_t)d->min_args || (d->max_args >= 0 && nargs > (size_t)d->max_args)) {
+            gw_conf_error(p, n->line, name, "invalid number of arguments");
+            continue;
+        }
+        if (sc->seen[idx] && !(d->flags & GW_DIR_MULTI)) {
+            gw_conf_error(p, n->line, name, "directive is duplicate");
+            continue;
+        }
+        if (sc->seen[idx] < 255)
+            sc->seen[idx]++;
+        void *base = group_base(p, sc, d->group);
+        if (d->group != GW_GRP_NONE && !base) {
+            gw_conf_error(p, n->line, name, "internal error: no settings for this block");
+            continue;
+        }
+        d->set(p, sc, d, n, base);
+    }
+}
+
+/* ---- init / free ---- */
+
+void gw_conf_srv_init(gw_srv_settings_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->keepalive_timeout_ms = GW_UNSET_MS;
+    s->keepalive_requests = GW_UNSET_INT;
+    s->client_header_timeout_ms = GW_UNSET_MS;
+    s->client_header_buffer_size = GW_UNSET_SIZE;
+    s->large_header_buffers_num = GW_UNSET_INT;
+    s->large_header_buffers_size = GW_UNSET_SIZE;
+    s->client_max_body_size = GW_UNSET_SIZE;
+    s->send_timeout_ms = GW_UNSET_MS;
+    s->ssl_prefer_server_ciphers = GW_UNSET_INT;
+    s->ssl_session_cache = GW_SESSION_CACHE_UNSET;
+    s->ssl_session_cache_size = GW_UNSET_INT;
+    s->ssl_session_tickets = GW_UNSET_INT;
+}
+
+void gw_conf_loc_init(gw_loc_settings_t *l)
+{
+    memset(l, 0, sizeof(*l));
+}
+
+static void strlist_free(gw_strlist_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        char **slot = gw_conf_xpush(&dst->v, &dst->n, sizeof(*dst->v));
+        *slot = gw_conf_xstrdup(src->v[i]);
+    }
+}
+
+static void srv_free(gw_srv_settings_t *s)
+{
+    free(s->access_log);
+    free(s->ssl_ciphers);
+    for (size_t i = 0; i < s->n_conf_cmds; i++) {
+        free(s->conf_cmds[i].name);
+        free(s->conf_cmds[i].value);
+    }
+    free(s->conf_cmds);
+    for (size_t i = 0; i < s->n_certs; i++) {
+        free(s->certs[i].cert);
+        free(s->certs[i].key);
+    }
+    free(s->certs);
+    memset(s, 0, sizeof(*s));
+}
+
+static void loc_free(gw_loc_settings_t *l)
+{
+    free(l->root);
+    strlist_free(&l->index);
+}
+
+void gw_conf_free(gw_conf_t *conf)
+{
+    if (!conf)
+        return;
+    free(conf->prefix);
+    free(conf->conf_file);
+    free(conf->cpu_affinity);
+    free(conf->error_log);
+    free(conf->pid);
+    srv_free(&conf->http.srv);
+    loc_free(&conf->http.loc);
+    for (size_t i = 0; i < conf->http.n_servers; i++) {
+        gw_server_t *s = &conf->http.servers[i];
+        for (size_t j = 0; j < s->n_listens; j++)
+            free(s->listens[j].text);
+        free(s->listens);
+        strlist_free(&s->server_names);
+        srv_free(&s->srv);
+        loc_free(&s->loc);
+        for (size_t j = 0; j < s->n_locations; j++) {
+            gw_location_t *l = &s->locations[j];
+            free(l->path);
+            loc_free(&l->loc);
+            free(l->return_text);
+        }
+        free(s->locations);
+    }
+    free(conf->http.servers);
+    strlist_free(&conf->files);
+    free(conf);
+}
+
+/* ---- merge ---- */
+
+/* Apply every table default the http block / main context did not override. */
+static void apply_defaults(gw_conf_parser_t *p)
+{
+    gw_conf_t *c = p->conf;
+    const char *saved = p->file;
+    p->file = DEFAULT_NAME;
+    for (size_t i = 0; i < gw_conf_n_directives; i++) {
+        const gw_conf_directive_t *d = &gw_conf_directives[i];
+        if (!d->default_text || (d->flags & GW_DIR_DEFAULT_DOC))
+            continue;
+        gw_conf_scope_t sc = {0};
+        void *base;
+        const unsigned char *seen;
+        switch (d->group) {
+        case GW_GRP_MAIN:
+            base = c;
+            sc.ctx = (d->ctx & GW_CTX_MAIN) ? GW_CTX_MAIN : GW_CTX_EVENTS;
+            seen = (d->ctx & GW_CTX_MAIN) ? p->main_seen : p->events_seen;
+            break;
+        case GW_GRP_SRV:
+            base = &c->http.srv;
+            sc.ctx = GW_CTX_HTTP;
+            seen = p->http_seen;
+            break;
+        case GW_GRP_LOC:
+            base = &c->http.loc;
+            sc.ctx = GW_CTX_HTTP;
+            seen = p->http_seen;
+            break;
+        default:
+            continue;
+        }
+        if (seen[i])
+            continue;
+        sc.srv = &c->http.srv;
+        sc.loc = &c->http.loc;
+        /* split the default text into words */
+        gw_conf_node_t n = {0};
+        char *copy = gw_conf_xstrdup(d->default_text);
+        char *save = NULL;
+        char **slot = gw_conf_xpush(&n.args, &n.n_args, sizeof(*n.args));
+        *slot = (char *)d->name;
+        for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+            slot = gw_conf_xpush(&n.args, &n.n_args, sizeof(*n.args));
+            *slot = w;
+        }
+        n.line = 1;
+        d->set(p, &sc, d, &n, base);
+        free(n.args);
+        free(copy);
+    }
+    p->file = saved;
+}
+
+#define INHERIT(field, unset)                                                                      \
+    do {                                                                                           \
+        if (s->field == (unset))                                                                   \
+            s->field = h->field;                                                                   \
+    } while (0)
+
+static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
+{
+    INHERIT(keepalive_timeout_ms, GW_UNSET_MS);
+    INHERIT(keepalive_requests, GW_UNSET_INT);
+    INHERIT(client_header_timeout_ms, GW_UNSET_MS);
+    INHERIT(client_header_buffer_size, GW_UNSET_SIZE);
+    if (s->large_header_buffers_num == GW_UNSET_INT) {
+        s->large_header_buffers_num = h->large_header_buffers_num;
+        s->large_header_buffers_size = h->large_header_buffers_size;
+    }
+    INHERIT(client_max_body_size, GW_UNSET_SIZE);
+    INHERIT(send_timeout_ms, GW_UNSET_MS);
+    if (!s->access_log_set)
+        s->access_log = gw_conf_xstrdup(h->access_log);
+    INHERIT(ssl_protocols, 0u);
+    if (!s->ssl_ciphers)
+        s->ssl_ciphers = gw_conf_xstrdup(h->ssl_ciphers);
+    INHERIT(ssl_prefer_server_ciphers, GW_UNSET_INT);
+    if (s->ssl_session_cache == GW_SESSION_CACHE_UNSET) {
+        s->ssl_session_cache = h->ssl_session_cache;
+        s->ssl_session_cache_size = h->ssl_session_cache_size;
+    }
+    INHERIT(ssl_session_tickets, GW_UNSET_INT);
+    if (h->n_conf_cmds > 0) {
+        /* http's commands first, then the server's own */
+        size_t n = h->n_conf_cmds + s->n_conf_cmds;
+        gw_conf_cmd_t *v = gw_conf_xcalloc(n, sizeof(*v));
+        for (size_t i = 0; i < h->n_conf_cmds; i++) {
+            v[i].name = gw_conf_xstrdup(h->conf_cmds[i].name);
+            v[i].value = gw_conf_xstrdup(h->conf_cmds[i].value);
+        }
+        if (s->n_conf_cmds)
+            memcpy(v + h->n_conf_cmds, s->conf_cmds, s->n_conf_cmds * sizeof(*v));
+        free(s->conf_cmds);
+        s->conf_cmds = v;
+        s->n_conf_cmds = n;
+    }
+    if (s->n_certs == 0 && h->n_certs > 0) {
+        s->certs = gw_conf_xcalloc(h->n_certs, sizeof(*s->certs));
+        for (size_t i = 0; i < h->n_certs; i++) {
+            s->certs[i] = h->certs[i];
+            s->certs[i].cert = gw_conf_xstrdup(h->certs[i].cert);
+            s->certs[i].key = gw_conf_xstrdup(h->certs[i].key);
+        }
+        s->n_certs = h->n_certs;
+    }
+}
+
+static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
+{
+    if (!s->root)
+        s->root = gw_conf_xstrdup(h->root);
+    if (s->index.n == 0)
+        strlist_copy(&s->index, &h->index);
+}
+
+#undef INHERIT
+
+static void merge(gw_conf_parser_t *p, const char *state_dir)
+{
+    gw_conf_t *c = p->conf;
+    apply_defaults(p);
+    if (!c->pid)
+        c->pid = join(state_dir, "tlsgate.pid");
+    if (c->worker_rlimit_nofile < 0)
+        c->worker_rlimit_nofile = 0;
+    for (size_t i = 0; i < c->http.n_servers; i++) {
+        gw_server_t *s = &c->http.servers[i];
+        merge_srv(&s->srv, &c->http.srv);
+        merge_loc(&s->loc, &c->http.loc);
+        if (s->server_names.n == 0) {
+            char **slot = gw_conf_xpush(&s->server_names.v, &s->server_names.n, sizeof(char *));
+            *slot = gw_conf_xstrdup("");
+        }
+        for (size_t j = 0; j < s->n_locations; j++)
+            merge_loc(&s->locations[j].loc, &s->loc);
+    }
+}
+
+/* Checks that need the whole, merged configuration. */
+static void validate(gw_conf_parser_t *p)
+{
+    gw_conf_t *c = p->conf;
+    if (p->syntax_errors || !c->http_present)
+        return;
+    if (c->http.n_servers == 0 && !p->saw_server)
+        error_at(p, p->http_file, p->http_line, "http", "no server block defined");
+    int http_cert = p->http_saw_cert;
+    for (size_t i = 0; i < c->http.n_servers; i++) {
+        const gw_server_t *s = &c->http.servers[i];
+        int saw = http_cert || (i < p->n_srv_saw_cert && p->srv_saw_cert[i]);
+        if (s->srv.n_certs > 0 || saw)
+            continue;
+        for (size_t j = 0; j < s->n_listens; j++) {
+            const gw_listen_t *l = &s->listens[j];
+            if (l->ssl)
+                error_at(p, s->file, l->line, "listen",
+                         "no ssl_certificate defined for the listen %s ssl", l->text);
+        }
+    }
+}
+
+/* ---- entry points ---- */
+
+static const char *add_file(gw_conf_t *c, const char *name)
+{
+    char **slot = gw_conf_xpush(&c->files.v, &c->files.n, sizeof(char *));
+    *slot = gw_conf_xstrdup(name);
+    return *slot;
+}
+
+static void init_main(gw_conf_t *c)
+{
+    c->daemon = GW_UNSET_INT;
+    c->worker_processes = GW_UNSET_INT;
+    c->worker_rlimit_nofile = GW_UNSET_SIZE;
+    c->worker_shutdown_timeout_ms = GW_UNSET_MS;
+    c->error_log_level = GW_UNSET_INT;
+    c->worker_connections = GW_UNSET_INT;
+    gw_conf_srv_init(&c->http.srv);
+    gw_conf_loc_init(&c->http.loc);
+}
+
+/* prefix without trailing slashes ("/" stays "/"); NULL or "" means "/". */
+static char *norm_prefix(const char *prefix)
+{
+    if (!prefix || !*prefix)
+        return gw_conf_xstrdup("/");
+    char *s = gw_conf_xstrdup(prefix);
+    size_t n = strlen(s);
+    while (n > 1 && s[n - 1] == '/')
+        s[--n] = '\0';
+    return s;
+}
+
+gw_conf_t *gw_conf_parse(const char *name, const char *text, size_t len, const char *prefix,
+                         const char *globals, const char *state_dir, gw_errlist_t *errs)
+{
+    gw_errlist_t local = {0};
+    if (!errs)
+        errs = &local;
+    size_t start = errs->n;
+    if (!name)
+        name = "<embedded>";
+    if (!text)
+        len = 0;
+
+    gw_conf_t *c = gw_conf_xcalloc(1, sizeof(*c));
+    init_main(c);
+    c->prefix = norm_prefix(prefix);
+    c->conf_file = gw_conf_xstrdup(name);
+    const char *fname = add_file(c, name);
+    const char *gname = globals ? add_file(c, CMDLINE_NAME) : NULL;
+
+    gw_conf_parser_t *p = gw_conf_xcalloc(1, sizeof(*p));
+    p->conf = c;
+    p->errs = errs;
+
+    gw_conf_node_t root = {0}, groot = {0};
+    if (gw_conf_lex(fname, text ? text : "", len, &root, errs) > 0)
+        p->syntax_errors = 1;
+    if (globals && gw_conf_lex(gname, globals, strlen(globals), &groot, errs) > 0)
+        p->syntax_errors = 1;
+
+    gw_conf_scope_t sc = {.ctx = GW_CTX_MAIN, .seen = p->main_seen};
+    p->file = fname;
+    gw_conf_walk(p, &sc, &root);
+    if (globals) {
+        p->file = gname;
+        gw_conf_walk(p, &sc, &groot);
+    }
+    gw_conf_node_free(&root);
+    gw_conf_node_free(&groot);
+
+    merge(p, state_dir && *state_dir ? state_dir : c->prefix);
+    validate(p);
+
+    if (errs->n > start) {
+        gw_conf_free(c);
+        c = NULL;
+    }
+    free(p->srv_saw_cert);
+    free(p);
+    gw_errlist_clear(&local);
+    return c;
+}
+
+gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *globals,
+                             const char *state_dir, gw_errlist_t *errs)
+{
+    gw_errlist_t local = {0};
+    if (!errs)
+        errs = &local;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gw_errlist_add(errs, "%s: cannot open: %s", path, strerror(errno));
+        gw_errlist_clear(&local);
+        return NULL;
+    }
+    size_t cap = 65536, len = 0;
+    char *buf = gw_conf_xcalloc(1, cap);
+    for (;;) {
+        if (len == cap) {
+            char extra;
+            if (cap >= MAX_FILE_SIZE && fread(&extra, 1, 1, f) == 1) {
+                gw_errlist_add(errs, "%s: cannot read: file larger than %d bytes", path,
+                               MAX_FILE_SIZE);
+                free(buf);
+                fclose(f);
+                gw_errlist_clear(&local);
+                return NULL;
+            }
+            if (cap >= MAX_FILE_SIZE)
+                break;
+            cap *= 2;
+            buf = gw_conf_xrealloc(buf, cap);
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                gw_errlist_add(errs, "%s: cannot read: %s", path, strerror(errno));
+                free(buf);
+                fclose(f);
+                gw_errlist_clear(&local);
+                return NULL;
+            }
+            break;
+        }
+    }
+    fclose(f);
+
+    char *abs = NULL;
+    if (path[0] == '/') {
+        abs = gw_conf_xstrdup(path);
+    } else {
+        char *cwd = getcwd(NULL, 0);
+        abs = join(cwd ? cwd : "/", path);
+        free(cwd);
+    }
+    gw_conf_t *c = gw_conf_parse(abs, buf, len, prefix, globals, state_dir, errs);
+    free(abs);
+    free(buf);
+    gw_errlist_clear(&local);
+    return c;
+}

@@ -1,0 +1,1099 @@
+/*
+ * The directive table (one row per directive: contexts, arity, setter, field, default,
+ * documentation), the setters, and gw_conf_write_docs() which renders the table as
+ * docs/config.md.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "lexer.h"
+
+#define FIELD(base, d, type) ((type *)((char *)(base) + (d)->offset))
+
+#define SESSION_CACHE_DEFAULT_SIZE 20480
+#define LISTEN_BACKLOG_DEFAULT 511
+#define MAX_SERVER_NAME 253
+
+/* ---- value parsing ---- */
+
+/* Unsigned decimal number, digits only. 0, or -1 (not a number) or -2 (overflow). */
+static int parse_u64(const char *s, size_t len, int64_t *out)
+{
+    int64_t v = 0;
+    if (len == 0)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        int dgt = s[i] - '0';
+        if (v > (INT64_MAX - dgt) / 10)
+            return -2;
+        v = v * 10 + dgt;
+    }
+    *out = v;
+    return 0;
+}
+
+/* "1024", "16k", "1m", "1g" (case-insensitive) in bytes; 0, -1 (syntax) or -2 (overflow). */
+static int parse_size(const char *s, int64_t *out)
+{
+    size_t len = strlen(s);
+    int64_t mult = 1;
+    if (len > 0) {
+        switch (s[len - 1]) {
+        case 'k':
+        case 'K':
+            mult = 1024;
+            len--;
+            break;
+        case 'm':
+        case 'M':
+            mult = 1024 * 1024;
+            len--;
+            break;
+        case 'g':
+        case 'G':
+            mult = 1024 * 1024 * 1024;
+            len--;
+            break;
+        default:
+            break;
+        }
+    }
+    int64_t v;
+    int r = parse_u64(s, len, &v);
+    if (r != 0)
+        return r;
+    if (v > INT64_MAX / mult)
+        return -2;
+    *out = v * mult;
+    return 0;
+}
+
+/*
+ * Time in milliseconds: a plain number is seconds; otherwise one or more NUMBER UNIT parts
+ * with units in decreasing order, each at most once: d, h, m, s, ms ("1m30s", "1h", "500ms").
+ * 0, -1 (syntax) or -2 (overflow).
+ */
+static int parse_time(const char *s, int64_t *out)
+{
+    static const struct {
+        const char *unit;
+        int64_t ms;
+    } units[] = {{"d", 86400000}, {"h", 3600000}, {"ms", 1}, {"m", 60000}, {"s", 1000}};
+    static const int rank[] = {0, 1, 4, 2, 3}; /* order of the units above: d h m s ms */
+    size_t len = strlen(s);
+    int64_t v = 0;
+    if (len == 0)
+        return -1;
+    int r = parse_u64(s, len, &v);
+    if (r != -1) { /* plain number: seconds */
+        if (r == -2 || v > INT64_MAX / 1000)
+            return -2;
+        *out = v * 1000;
+        return 0;
+    }
+    int64_t total = 0;
+    int last = -1;
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len && s[j] >= '0' && s[j] <= '9')
+            j++;
+        r = parse_u64(s + i, j - i, &v);
+        if (r != 0)
+            return r;
+        size_t u;
+        for (u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+            size_t ul = strlen(units[u].unit);
+            if (strncmp(s + j, units[u].unit, ul) == 0 &&
+                (j + ul == len || (s[j + ul] >= '0' && s[j + ul] <= '9')))
+                break;
+        }
+        if (u == sizeof(units) / sizeof(units[0]))
+            return -1;
+        if (rank[u] <= last)
+            return -1;
+        last = rank[u];
+        if (v > INT64_MAX / units[u].ms)
+            return -2;
+        v *= units[u].ms;
+        if (total > INT64_MAX - v)
+            return -2;
+        total += v;
+        i = j + strlen(units[u].unit);
+    }
+    *out = total;
+    return 0;
+}
+
+static int range_error(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi,
+                       const gw_conf_directive_t *d)
+{
+    if (d->hi == INT64_MAX)
+        return gw_conf_bad_value(p, n, argi, "must be at least %lld", (long long)d->lo);
+    return gw_conf_bad_value(p, n, argi, "must be between %lld and %lld", (long long)d->lo,
+                             (long long)d->hi);
+}
+
+/* A number in d's range from n->args[argi]. */
+static int get_number(gw_conf_parser_t *p, const gw_conf_directive_t *d, const gw_conf_node_t *n,
+                      size_t argi, int64_t *out)
+{
+    const char *a = n->args[argi];
+    int64_t v;
+    int r = parse_u64(a, strlen(a), &v);
+    if (r == -1)
+        return gw_conf_bad_value(p, n, argi, "not a number");
+    if (r == -2 || v < d->lo || v > d->hi)
+        return range_error(p, n, argi, d);
+    *out = v;
+    return 0;
+}
+
+static int get_size(gw_conf_parser_t *p, const gw_conf_directive_t *d, const gw_conf_node_t *n,
+                    size_t argi, int64_t *out)
+{
+    int64_t v;
+    int r = parse_size(n->args[argi], &v);
+    if (r == -1)
+        return gw_conf_bad_value(p, n, argi, "not a size (bytes, or with k, m or g suffix)");
+    if (r == -2)
+        return gw_conf_bad_value(p, n, argi, "size too large");
+    if (v < d->lo || v > d->hi)
+        return range_error(p, n, argi, d);
+    *out = v;
+    return 0;
+}
+
+/* ---- generic setters ---- */
+
+static int set_flag(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    const char *a = n->args[1];
+    if (strcasecmp(a, "on") == 0)
+        *FIELD(base, d, int) = 1;
+    else if (strcasecmp(a, "off") == 0)
+        *FIELD(base, d, int) = 0;
+    else
+        return gw_conf_bad_value(p, n, 1, "must be \"on\" or \"off\"");
+    return 0;
+}
+
+static int set_int(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                   const gw_conf_node_t *n, void *base)
+{
+    int64_t v;
+    if (get_number(p, d, n, 1, &v) != 0)
+        return -1;
+    *FIELD(base, d, int) = (int)v;
+    return 0;
+}
+
+static int set_num64(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                     const gw_conf_node_t *n, void *base)
+{
+    return get_number(p, d, n, 1, FIELD(base, d, int64_t));
+}
+
+static int set_size(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    return get_size(p, d, n, 1, FIELD(base, d, int64_t));
+}
+
+static int set_time(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    int64_t v;
+    int r = parse_time(n->args[1], &v);
+    if (r == -1)
+        return gw_conf_bad_value(p, n, 1, "not a time (e.g. 500ms, 75s, 1m30s, 1h, 1d)");
+    if (r == -2)
+        return gw_conf_bad_value(p, n, 1, "time too large");
+    *FIELD(base, d, int64_t) = v;
+    return 0;
+}
+
+static void replace_str(char **field, char *v)
+{
+    free(*field);
+    *field = v;
+}
+
+static int set_str(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                   const gw_conf_node_t *n, void *base)
+{
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty value");
+    replace_str(FIELD(base, d, char *), gw_conf_xstrdup(n->args[1]));
+    return 0;
+}
+
+static int set_path(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    replace_str(FIELD(base, d, char *), gw_conf_abs_path(p, n->args[1]));
+    return 0;
+}
+
+static void strlist_add(gw_strlist_t *l, const char *s)
+{
+    char **slot = gw_conf_xpush(&l->v, &l->n, sizeof(*l->v));
+    *slot = gw_conf_xstrdup(s);
+}
+
+/* Appends every argument (non-empty) to a gw_strlist_t. */
+static int set_strlist(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                       const gw_conf_node_t *n, void *base)
+{
+    for (size_t i = 1; i < n->n_args; i++)
+        if (!n->args[i][0])
+            return gw_conf_bad_value(p, n, i, "empty value");
+    for (size_t i = 1; i < n->n_args; i++)
+        strlist_add(FIELD(base, d, gw_strlist_t), n->args[i]);
+    return 0;
+}
+
+/* ---- main context ---- */
+
+static int set_worker_processes(gw_conf_parser_t *p, gw_conf_scope_t *sc,
+                                const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
+{
+    gw_conf_t *c = base;
+    if (strcmp(n->args[1], "auto") == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        c->worker_processes = cpus < 1 ? 1 : cpus > d->hi ? (int)d->hi : (int)cpus;
+        return 0;
+    }
+    return set_int(p, sc, d, n, base);
+}
+
+/* A binary CPU mask ("0101"), rightmost digit = CPU 0. */
+static int parse_mask(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, uint64_t *out)
+{
+    const char *a = n->args[argi];
+    size_t len = strlen(a);
+    uint64_t m = 0;
+    if (len == 0 || strspn(a, "01") != len)
+        return gw_conf_bad_value(p, n, argi, "a CPU mask is made of 0 and 1 digits");
+    if (len > 64)
+        return gw_conf_bad_value(p, n, argi, "a CPU mask has at most 64 digits");
+    for (size_t i = 0; i < len; i++)
+        m = (m << 1) | (uint64_t)(a[i] - '0');
+    if (m == 0)
+        return gw_conf_bad_value(p, n, argi, "the mask selects no CPU");
+    *out = m;
+    return 0;
+}
+
+static int set_cpu_affinity(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                            const gw_conf_node_t *n, void *base)
+{
+    gw_conf_t *c = base;
+    size_t first = 1;
+    if (strcmp(n->args[1], "auto") == 0) {
+        if (n->n_args > 3) {
+            gw_conf_error(p, n->line, n->args[0], "invalid number of arguments");
+            return -1;
+        }
+        first = 2;
+    }
+    uint64_t *masks = gw_conf_xcalloc(n->n_args, sizeof(*masks));
+    size_t nm = 0;
+    for (size_t i = first; i < n->n_args; i++) {
+        if (parse_mask(p, n, i, &masks[nm]) != 0) {
+            free(masks);
+            return -1;
+        }
+        nm++;
+    }
+    c->cpu_affinity_auto = first == 2;
+    free(c->cpu_affinity);
+    c->cpu_affinity = nm ? masks : NULL;
+    c->n_cpu_affinity = nm;
+    if (!nm)
+        free(masks);
+    return 0;
+}
+
+static int set_error_log(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                         const gw_conf_node_t *n, void *base)
+{
+    static const char *const levels[] = {"emerg", "alert",  "crit", "error",
+                                         "warn",  "notice", "info", "debug"};
+    gw_conf_t *c = base;
+    const char *a = n->args[1];
+    int level = GW_LOG_ERROR;
+    if (!a[0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    if (strncmp(a, "syslog:", 7) == 0 || strncmp(a, "memory:", 7) == 0)
+        return gw_conf_bad_value(p, n, 1, "only a file or \"stderr\" is supported");
+    if (n->n_args == 3) {
+        for (level = 0; level < (int)(sizeof(levels) / sizeof(levels[0])); level++)
+            if (strcmp(n->args[2], levels[level]) == 0)
+                break;
+        if (level == (int)(sizeof(levels) / sizeof(levels[0])))
+            return gw_conf_bad_value(
+                p, n, 2, "must be debug, info, notice, warn, error, crit, alert or emerg");
+    }
+    replace_str(&c->error_log,
+                strcmp(a, "stderr") == 0 ? gw_conf_xstrdup(a) : gw_conf_abs_path(p, a));
+    c->error_log_level = level;
+    return 0;
+}
+
+static int set_events(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_conf_scope_t in = {.ctx = GW_CTX_EVENTS, .seen = p->events_seen};
+    gw_conf_walk(p, &in, n);
+    return 0;
+}
+
+void gw_conf_check_certs(gw_conf_parser_t *p, const gw_srv_settings_t *srv)
+{
+    char q[300];
+    for (size_t i = 0; i < srv->n_certs; i++) {
+        const gw_cert_pair_t *cp = &srv->certs[i];
+        if (!cp->cert)
+            gw_conf_error(p, cp->key_line, "ssl_certificate_key",
+                          "key \"%s\" has no matching ssl_certificate",
+                          gw_conf_quote(q, sizeof(q), cp->key, 128));
+        else if (!cp->key)
+            gw_conf_error(p, cp->cert_line, "ssl_certificate",
+                          "certificate \"%s\" has no matching ssl_certificate_key",
+                          gw_conf_quote(q, sizeof(q), cp->cert, 128));
+    }
+}
+
+/* Whether block n has a direct child directive called name. */
+static int has_child(const gw_conf_node_t *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_children; i++)
+        if (strcmp(n->children[i].args[0], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int set_http(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    gw_conf_t *c = p->conf;
+    c->http_present = 1;
+    p->http_file = p->file;
+    p->http_line = n->line;
+    gw_conf_scope_t in = {
+        .ctx = GW_CTX_HTTP, .srv = &c->http.srv, .loc = &c->http.loc, .seen = p->http_seen};
+    gw_conf_walk(p, &in, n);
+    gw_conf_check_certs(p, &c->http.srv);
+    p->http_saw_cert = has_child(n, "ssl_certificate") || has_child(n, "ssl_certificate_key");
+    p->saw_server = has_child(n, "server");
+    return 0;
+}
+
+/* ---- http and server ---- */
+
+static int set_server(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_http_conf_t *h = &p->conf->http;
+    gw_server_t *s = gw_conf_xpush(&h->servers, &h->n_servers, sizeof(*s));
+    gw_conf_srv_init(&s->srv);
+    gw_conf_loc_init(&s->loc);
+    s->file = p->file;
+    s->line = n->line;
+    unsigned char *saw = gw_conf_xpush(&p->srv_saw_cert, &p->n_srv_saw_cert, 1);
+
+    unsigned char seen[GW_CONF_MAX_DIRECTIVES] = {0};
+    gw_conf_scope_t in = {
+        .ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s, .seen = seen};
+    gw_conf_walk(p, &in, n);
+    gw_conf_check_certs(p, &s->srv);
+    /* by name, so that a listen or certificate with an error does not also count as missing */
+    *saw = has_child(n, "ssl_certificate") || has_child(n, "ssl_certificate_key");
+    if (!has_child(n, "listen") && !p->syntax_errors)
+        gw_conf_error(p, n->line, "server", "no listen directive defined");
+    return 0;
+}
+
+static int set_access_log(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                          const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    const char *a = n->args[1];
+    if (strcmp(a, "off") == 0) {
+        if (n->n_args > 2) {
+            gw_conf_error(p, n->line, n->args[0], "invalid number of arguments");
+            return -1;
+        }
+        replace_str(&s->access_log, NULL);
+        s->access_log_set = 1;
+        return 0;
+    }
+    if (!a[0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    if (strncmp(a, "syslog:", 7) == 0)
+        return gw_conf_bad_value(p, n, 1, "only a file is supported");
+    if (n->n_args > 2 && strcmp(n->args[2], "combined") != 0)
+        return gw_conf_bad_value(p, n, 2, "only the \"combined\" format is supported");
+    replace_str(&s->access_log, gw_conf_abs_path(p, a));
+    s->access_log_set = 1;
+    return 0;
+}
+
+static int set_keepalive_timeout(gw_conf_parser_t *p, gw_conf_scope_t *sc,
+                                 const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
+{
+    if (n->n_args > 2)
+        return gw_conf_bad_value(p, n, 2, "the header timeout argument is not supported");
+    return set_time(p, sc, d, n, base);
+}
+
+static int set_large_buffers(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                             const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    static const gw_conf_directive_t num = {.lo = 1, .hi = 1024};
+    static const gw_conf_directive_t size = {.lo = 1, .hi = INT32_MAX};
+    int64_t v, sz;
+    if (get_number(p, &num, n, 1, &v) != 0 || get_size(p, &size, n, 2, &sz) != 0)
+        return -1;
+    s->large_header_buffers_num = (int)v;
+    s->large_header_buffers_size = sz;
+    return 0;
+}
+
+static int set_certificate(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                           const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    int is_key = strcmp(d->name, "ssl_certificate_key") == 0;
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    /* the Nth certificate and the Nth key form pair N, whatever their order */
+    size_t i;
+    for (i = 0; i < s->n_certs; i++)
+        if (!(is_key ? s->certs[i].key : s->certs[i].cert))
+            break;
+    gw_cert_pair_t *cp =
+        i < s->n_certs ? &s->certs[i] : gw_conf_xpush(&s->certs, &s->n_certs, sizeof(*cp));
+    if (is_key) {
+        cp->key = gw_conf_abs_path(p, n->args[1]);
+        cp->key_line = n->line;
+    } else {
+        cp->cert = gw_conf_abs_path(p, n->args[1]);
+        cp->cert_line = n->line;
+    }
+    return 0;
+}
+
+static int set_protocols(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                         const gw_conf_node_t *n, void *base)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } protos[] = {{"TLSv1", GW_PROTO_TLSV1},
+                  {"TLSv1.1", GW_PROTO_TLSV1_1},
+                  {"TLSv1.2", GW_PROTO_TLSV1_2},
+                  {"TLSv1.3", GW_PROTO_TLSV1_3}};
+    unsigned bits = 0;
+    for (size_t i = 1; i < n->n_args; i++) {
+        size_t k;
+        for (k = 0; k < sizeof(protos) / sizeof(protos[0]); k++)
+            if (strcasecmp(n->args[i], protos[k].name) == 0)
+                break;
+        if (k < sizeof(protos) / sizeof(protos[0])) {
+            bits |= protos[k].bit;
+            continue;
+        }
+        if (strcasecmp(n->args[i], "SSLv2") == 0 || strcasecmp(n->args[i], "SSLv3") == 0)
+            return gw_conf_bad_value(p, n, i, "SSL protocols are not supported");
+        return gw_conf_bad_value(p, n, i, "must be TLSv1, TLSv1.1, TLSv1.2 or TLSv1.3");
+    }
+    *FIELD(base, d, unsigned) = bits;
+    return 0;
+}
+
+static int set_conf_command(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                            const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty command name");
+    gw_conf_cmd_t *cmd = gw_conf_xpush(&s->conf_cmds, &s->n_conf_cmds, sizeof(*cmd));
+    cmd->name = gw_conf_xstrdup(n->args[1]);
+    cmd->value = gw_conf_xstrdup(n->args[2]);
+    return 0;
+}
+
+static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                             const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    int mode = GW_SESSION_CACHE_UNSET;
+    int64_t size = SESSION_CACHE_DEFAULT_SIZE;
+    for (size_t i = 1; i < n->n_args; i++) {
+        const char *a = n->args[i];
+        if (strcmp(a, "off") == 0 || strcmp(a, "none") == 0) {
+            if (n->n_args > 2)
+                return gw_conf_bad_value(p, n, i, "\"%s\" must be the only argument", a);
+            mode = a[0] == 'o' ? GW_SESSION_CACHE_OFF : GW_SESSION_CACHE_NONE;
+        } else if (strncmp(a, "shared:", 7) == 0) {
+            return gw_conf_bad_value(p, n, i, "shared session cache is not supported yet");
+        } else if (strcmp(a, "builtin") == 0 || strncmp(a, "builtin:", 8) == 0) {
+            if (mode != GW_SESSION_CACHE_UNSET)
+                return gw_conf_bad_value(p, n, i, "builtin is given twice");
+            mode = GW_SESSION_CACHE_BUILTIN;
+            if (a[7] == ':') {
+                int r = parse_u64(a + 8, strlen(a + 8), &size);
+                if (r != 0 || size < 1 || size > INT_MAX)
+                    return gw_conf_bad_value(p, n, i,
+                                             "builtin size must be a number of sessions "
+                                             "between 1 and %d",
+                                             INT_MAX);
+            }
+        } else {
+            return gw_conf_bad_value(p, n, i, "must be off, none, builtin or builtin:N");
+        }
+    }
+    s->ssl_session_cache = mode;
+    s->ssl_session_cache_size = (int)size;
+    return 0;
+}
+
+/* ---- server ---- */
+
+/* Port 1..65535, digits only; -1 when invalid. */
+static int parse_port(const char *s)
+{
+    int64_t v;
+    if (strlen(s) > 5 || parse_u64(s, strlen(s), &v) != 0 || v < 1 || v > 65535)
+        return -1;
+    return (int)v;
+}
+
+/* Fill l's address from "ADDR:PORT", "PORT", "*:PORT", "ADDR" or "[IPv6]:PORT". */
+static int parse_listen_addr(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_listen_t *l)
+{
+    const char *a = n->args[1];
+    char host[64];
+    const char *port_s = NULL;
+    int v6 = 0;
+    if (a[0] == '[') {
+        const char *rb = strchr(a, ']');
+        if (!rb || (size_t)(rb - a - 1) >= sizeof(host))
+            return gw_conf_bad_value(p, n, 1, "invalid IPv6 address");
+        memcpy(host, a + 1, (size_t)(rb - a - 1));
+        host[rb - a - 1] = '\0';
+        if (rb[1] == ':')
+            port_s = rb + 2;
+        else if (rb[1] != '\0')
+            return gw_conf_bad_value(p, n, 1, "expected \":PORT\" after \"]\"");
+        v6 = 1;
+    } else {
+        const char *colon = strchr(a, ':');
+        if (colon && strchr(colon + 1, ':'))
+            return gw_conf_bad_value(p, n, 1, "IPv6 addresses must be in brackets ([::1]:443)");
+        if (colon) {
+            if ((size_t)(colon - a) >= sizeof(host))
+                return gw_conf_bad_value(p, n, 1, "invalid address");
+            memcpy(host, a, (size_t)(colon - a));
+            host[colon - a] = '\0';
+            port_s = colon + 1;
+        } else if (a[0] && strspn(a, "0123456789") == strlen(a)) {
+            strcpy(host, "*");
+            port_s = a;
+        } else {
+            if (strlen(a) >= sizeof(host))
+                return gw_conf_bad_value(p, n, 1, "invalid address");
+            strcpy(host, a);
+        }
+        if (strcmp(host, "*") == 0)
+            strcpy(host, "0.0.0.0");
+    }
+    int port = 80;
+    if (port_s && (port = parse_port(port_s)) < 0)
+        return gw_conf_bad_value(p, n, 1, "the port must be a number between 1 and 65535");
+
+    char text[INET6_ADDRSTRLEN + 16], norm[INET6_ADDRSTRLEN];
+    memset(&l->addr, 0, sizeof(l->addr));
+    if (v6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&l->addr;
+        if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+            return gw_conf_bad_value(p, n, 1, "invalid IPv6 address");
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)port);
+        l->addrlen = sizeof(*sin6);
+        inet_ntop(AF_INET6, &sin6->sin6_addr, norm, sizeof(norm));
+        snprintf(text, sizeof(text), "[%s]:%d", norm, port);
+    } else {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&l->addr;
+        if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+            if (!host[0])
+                return gw_conf_bad_value(p, n, 1, "missing address before \":\"");
+            if (strspn(host, "0123456789.") == strlen(host))
+                return gw_conf_bad_value(p, n, 1, "invalid IPv4 address");
+            return gw_conf_bad_value(p, n, 1,
+                                     "host names are not supported, use a numeric address");
+        }
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)port);
+        l->addrlen = sizeof(*sin);
+        inet_ntop(AF_INET, &sin->sin_addr, norm, sizeof(norm));
+        snprintf(text, sizeof(text), "%s:%d", norm, port);
+    }
+    l->text = gw_conf_xstrdup(text);
+    return 0;
+}
+
+static int set_listen(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_server_t *s = base;
+    gw_listen_t l = {.backlog = LISTEN_BACKLOG_DEFAULT, .line = n->line};
+    if (parse_listen_addr(p, n, &l) != 0)
+        return -1;
+    for (size_t i = 2; i < n->n_args; i++) {
+        const char *a = n->args[i];
+        if (strcmp(a, "ssl") == 0) {
+            l.ssl = 1;
+        } else if (strcmp(a, "reuseport") == 0) {
+            l.reuseport = 1;
+        } else if (strcmp(a, "default_server") == 0) {
+            l.default_server = 1;
+        } else if (strncmp(a, "backlog=", 8) == 0) {
+            int64_t v;
+            if (parse_u64(a + 8, strlen(a + 8), &v) != 0 || v < 1 || v > 65535) {
+                free(l.text);
+                return gw_conf_bad_value(p, n, i, "backlog must be between 1 and 65535");
+            }
+            l.backlog = (int)v;
+        } else {
+            free(l.text);
+            return gw_conf_bad_value(p, n, i, "unsupported listen parameter");
+        }
+    }
+    for (size_t i = 0; i < s->n_listens; i++) {
+        if (strcmp(s->listens[i].text, l.text) == 0) {
+            gw_conf_error(p, n->line, n->args[0], "duplicate listen %s in this server (line %d)",
+                          l.text, s->listens[i].line);
+            free(l.text);
+            return -1;
+        }
+    }
+    if (l.default_server) {
+        /* other servers: every one before this (this is the last) */
+        const gw_http_conf_t *h = &p->conf->http;
+        for (size_t i = 0; i < h->n_servers && &h->servers[i] != s; i++) {
+            const gw_server_t *o = &h->servers[i];
+            for (size_t j = 0; j < o->n_listens; j++) {
+                if (o->listens[j].default_server && strcmp(o->listens[j].text, l.text) == 0) {
+                    gw_conf_error(p, n->line, n->args[0],
+                                  "duplicate default server for %s (first at %s:%d)", l.text,
+                                  o->file, o->listens[j].line);
+                    free(l.text);
+                    return -1;
+                }
+            }
+        }
+    }
+    gw_listen_t *slot = gw_conf_xpush(&s->listens, &s->n_listens, sizeof(*slot));
+    *slot = l;
+    return 0;
+}
+
+/* Server names: exact, "*.suffix", ".suffix" (= suffix and *.suffix), "" ; lower-cased. */
+static int set_server_name(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                           const gw_conf_node_t *n, void *base)
+{
+    gw_server_t *s = base;
+    for (size_t i = 1; i < n->n_args; i++) {
+        const char *a = n->args[i];
+        size_t len = strlen(a);
+        if (a[0] == '~')
+            return gw_conf_bad_value(p, n, i, "regular expression server names are not supported");
+        if (len > MAX_SERVER_NAME)
+            return gw_conf_bad_value(p, n, i, "longer than %d characters", MAX_SERVER_NAME);
+        const char *rest = a;
+        if (a[0] == '*' && a[1] == '.')
+            rest = a + 2;
+        else if (a[0] == '.')
+            rest = a + 1;
+        if (strchr(rest, '*'))
+            return gw_conf_bad_value(p, n, i,
+                                     "a wildcard is only allowed as the first label "
+                                     "(\"*.example.com\")");
+        if (strspn(rest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") !=
+            strlen(rest))
+            return gw_conf_bad_value(p, n, i,
+                                     "a server name may contain letters, digits, \".\", \"-\" "
+                                     "and \"_\" only");
+        if (rest != a && !rest[0])
+            return gw_conf_bad_value(p, n, i, "a wildcard needs a domain after it");
+    }
+    for (size_t i = 1; i < n->n_args; i++) {
+        char *name = gw_conf_xcalloc(1, strlen(n->args[i]) + 3);
+        const char *a = n->args[i];
+        if (a[0] == '.') {
+            strcpy(name, a + 1);
+        } else {
+            strcpy(name, a);
+        }
+        for (char *c = name; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        strlist_add(&s->server_names, name);
+        if (a[0] == '.') {
+            /* ".example.com" also matches "*.example.com" */
+            memmove(name + 2, name, strlen(name) + 1);
+            name[0] = '*';
+            name[1] = '.';
+            strlist_add(&s->server_names, name);
+        }
+        free(name);
+    }
+    return 0;
+}
+
+static int set_location(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                        const gw_conf_node_t *n, void *base)
+{
+    gw_server_t *s = sc->server;
+    int match = GW_LOC_PREFIX;
+    const char *path;
+    size_t argi;
+    if (n->n_args == 3) {
+        const char *m = n->args[1];
+        argi = 2;
+        if (strcmp(m, "=") == 0)
+            match = GW_LOC_EXACT;
+        else if (strcmp(m, "^~") == 0)
+            match = GW_LOC_PREFIX; /* no regex locations, so ^~ is a plain prefix */
+        else if (strcmp(m, "~") == 0 || strcmp(m, "~*") == 0)
+            return gw_conf_bad_value(p, n, 1, "regular expression locations are not supported");
+        else
+            return gw_conf_bad_value(p, n, 1, "the modifier must be \"=\" or \"^~\"");
+        path = n->args[2];
+    } else {
+        argi = 1;
+        path = n->args[1];
+        if (path[0] == '=') {
+            match = GW_LOC_EXACT;
+            path++;
+        } else if (path[0] == '@') {
+            return gw_conf_bad_value(p, n, 1, "named locations are not supported");
+        } else if (path[0] == '~') {
+            return gw_conf_bad_value(p, n, 1, "regular expression locations are not supported");
+        }
+    }
+    if (path[0] != '/')
+        return gw_conf_bad_value(p, n, argi, "the path must start with \"/\"");
+    for (size_t i = 0; i < s->n_locations; i++) {
+        if (s->locations[i].match == match && strcmp(s->locations[i].path, path) == 0) {
+            char q[300];
+            gw_conf_error(p, n->line, n->args[0], "duplicate location \"%s%s\" (line %d)",
+                          match == GW_LOC_EXACT ? "= " : "", gw_conf_quote(q, sizeof(q), path, 128),
+                          s->locations[i].line);
+            return -1;
+        }
+    }
+    gw_location_t *l = gw_conf_xpush(&s->locations, &s->n_locations, sizeof(*l));
+    gw_conf_loc_init(&l->loc);
+    l->match = match;
+    l->path = gw_conf_xstrdup(path);
+    l->file = p->file;
+    l->line = n->line;
+    unsigned char seen[GW_CONF_MAX_DIRECTIVES] = {0};
+    gw_conf_scope_t in = {
+        .ctx = GW_CTX_LOCATION, .loc = &l->loc, .server = s, .location = l, .seen = seen};
+    gw_conf_walk(p, &in, n);
+    return 0;
+}
+
+/* ---- http, server, location ---- */
+
+static int set_root(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                    const gw_conf_node_t *n, void *base)
+{
+    if (set_path(p, sc, d, n, base) != 0)
+        return -1;
+    char *r = *FIELD(base, d, char *);
+    size_t len = strlen(r);
+    while (len > 1 && r[len - 1] == '/')
+        r[--len] = '\0';
+    return 0;
+}
+
+/* ---- location ---- */
+
+static int is_redirect(int code)
+{
+    return code == 301 || code == 302 || code == 303 || code == 307 || code == 308;
+}
+
+static int set_return(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_location_t *l = base;
+    const char *a = n->args[1];
+    if (n->n_args == 2 && (strncmp(a, "http://", 7) == 0 || strncmp(a, "https://", 8) == 0)) {
+        l->return_code = 302;
+        replace_str(&l->return_text, gw_conf_xstrdup(a));
+        return 0;
+    }
+    int64_t code;
+    if (parse_u64(a, strlen(a), &code) != 0 || !((code >= 200 && code <= 599) || code == 444))
+        return gw_conf_bad_value(p, n, 1,
+                                 "must be a status code (200-599 or 444) or an http:// or "
+                                 "https:// URL");
+    if (is_redirect((int)code) && (n->n_args < 3 || !n->args[2][0]))
+        return gw_conf_bad_value(p, n, 1, "a redirect needs a URL argument");
+    if (code == 444 && n->n_args == 3)
+        return gw_conf_bad_value(p, n, 2, "444 closes the connection and takes no text");
+    l->return_code = (int)code;
+    replace_str(&l->return_text, n->n_args == 3 ? gw_conf_xstrdup(n->args[2]) : NULL);
+    return 0;
+}
+
+static int set_stub_status(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                           const gw_conf_node_t *n, void *base)
+{
+    ((gw_location_t *)base)->stub_status = 1;
+    return 0;
+}
+
+/* ---- the table ---- */
+
+#define M GW_CTX_MAIN
+#define E GW_CTX_EVENTS
+#define H GW_CTX_HTTP
+#define S GW_CTX_SERVER
+#define L GW_CTX_LOCATION
+#define HS (GW_CTX_HTTP | GW_CTX_SERVER)
+#define HSL (GW_CTX_HTTP | GW_CTX_SERVER | GW_CTX_LOCATION)
+
+/* Rows: name, contexts, flags, min/max arguments, group + field, setter, numeric range,
+ * argument synopsis, default (applied by the merge step), description. */
+#define MAIN(f) GW_GRP_MAIN, offsetof(gw_conf_t, f)
+#define SRV(f) GW_GRP_SRV, offsetof(gw_srv_settings_t, f)
+#define LOC(f) GW_GRP_LOC, offsetof(gw_loc_settings_t, f)
+#define SERVER(f) GW_GRP_SERVER, offsetof(gw_server_t, f)
+#define LOCATION(f) GW_GRP_LOCATION, offsetof(gw_location_t, f)
+#define NOFIELD GW_GRP_NONE, 0
+#define ANY 0, INT64_MAX
+
+const gw_conf_directive_t gw_conf_directives[] = {
+    /* main */
+    {"daemon", M, 0, 1, 1, MAIN(daemon), set_flag, ANY, "`on` \\| `off`", "off",
+     "Detach from the terminal and run in the background."},
+    {"worker_processes", M, 0, 1, 1, MAIN(worker_processes), set_worker_processes, 1, 1024,
+     "*N* \\| `auto`", "1", "Number of worker processes; `auto` is the number of online CPUs."},
+    {"worker_cpu_affinity", M, 0, 1, 1024, MAIN(cpu_affinity), set_cpu_affinity, ANY,
+     "`auto` [*MASK*] \\| *MASK*...", NULL,
+     "Bind workers to CPUs: one binary mask per worker (rightmost digit is CPU 0), or `auto` "
+     "(one CPU per worker, optionally limited to the CPUs of *MASK*)."},
+    {"worker_rlimit_nofile", M, 0, 1, 1, MAIN(worker_rlimit_nofile), set_num64, 1, INT32_MAX, "*N*",
+     NULL, "Open-file limit (RLIMIT_NOFILE) of the workers; left alone when not given."},
+    {"worker_shutdown_timeout", M, 0, 1, 1, MAIN(worker_shutdown_timeout_ms), set_time, ANY,
+     "*TIME*", "10s", "How long a graceful stop waits for open connections before closing them."},
+    {"error_log", M, 0, 1, 2, MAIN(error_log), set_error_log, ANY, "*FILE* \\| `stderr` [*LEVEL*]",
+     "stderr error",
+     "Where errors are logged and the least severe level logged: `debug`, `info`, `notice`, "
+     "`warn`, `error`, `crit`, `alert` or `emerg`."},
+    {"pid", M, GW_DIR_DEFAULT_DOC, 1, 1, MAIN(pid), set_path, ANY, "*FILE*",
+     "<state_dir>/tlsgate.pid", "File the master process writes its PID to."},
+    {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
+     "Connection processing settings."},
+    {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
+     "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
+    /* events */
+    {"worker_connections", E, 0, 1, 1, MAIN(worker_connections), set_int, 1, 1048576, "*N*", "1024",
+     "Maximum number of simultaneous connections of one worker."},
+    /* http */
+    {"server", H, GW_DIR_BLOCK | GW_DIR_MULTI, 0, 0, NOFIELD, set_server, ANY, "`{ ... }`", NULL,
+     "A virtual server: its addresses, names, settings and locations. Needs a `listen`."},
+    /* server */
+    {"listen", S, GW_DIR_MULTI, 1, 5, SERVER(listens), set_listen, ANY,
+     "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`reuseport`] [`backlog=`*N*] "
+     "[`default_server`]",
+     NULL,
+     "Address to accept connections on; numeric addresses only, `*:`*PORT* and a bare *PORT* "
+     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`."},
+    {"server_name", S, GW_DIR_MULTI | GW_DIR_DEFAULT_DOC, 1, -1, SERVER(server_names),
+     set_server_name, ANY, "*NAME*...", "\"\"",
+     "Host names of the server: exact names, `*.example.com`, `.example.com` (both), or `\"\"` "
+     "(requests without a host name); compared case-insensitively."},
+    {"location", S, GW_DIR_BLOCK | GW_DIR_MULTI, 1, 2, NOFIELD, set_location, ANY,
+     "[`=`] */PATH* `{ ... }`", NULL,
+     "Settings for requests whose path starts with */PATH* (or, with `=`, equals it); the "
+     "exact match wins, then the longest prefix."},
+    /* http and server */
+    {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY,
+     "`off` \\| *FILE* [`combined`]", "off", "Log requests to *FILE* in the combined format."},
+    {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, ANY,
+     "*TIME*", "75s", "How long an idle keep-alive connection stays open."},
+    {"keepalive_requests", HS, 0, 1, 1, SRV(keepalive_requests), set_int, 0, INT_MAX, "*N*", "1000",
+     "Maximum number of requests served on one connection."},
+    {"client_header_timeout", HS, 0, 1, 1, SRV(client_header_timeout_ms), set_time, ANY, "*TIME*",
+     "60s", "Time allowed for the TLS handshake and for receiving a complete request header."},
+    {"client_header_buffer_size", HS, 0, 1, 1, SRV(client_header_buffer_size), set_size, 1,
+     INT32_MAX, "*SIZE*", "1k", "Buffer size for reading a request header."},
+    {"large_client_header_buffers", HS, 0, 2, 2, SRV(large_header_buffers_num), set_large_buffers,
+     ANY, "*NUM* *SIZE*", "4 8k",
+     "Number and size of the buffers for large request headers: a request line or a header "
+     "field must fit in one *SIZE* buffer."},
+    {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
+     "Largest request body accepted; `0` means no limit."},
+    {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, ANY, "*TIME*", "60s",
+     "Close the connection when the client accepts no data for this long."},
+    {"ssl_certificate", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*", NULL,
+     "PEM certificate (chain) file; repeat for several certificates (e.g. RSA and ECDSA). The "
+     "*N*th `ssl_certificate_key` is its key. A server without one inherits http's."},
+    {"ssl_certificate_key", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*",
+     NULL, "PEM private key of the *N*th `ssl_certificate`."},
+    {"ssl_protocols", HS, 0, 1, -1, SRV(ssl_protocols), set_protocols, ANY,
+     "[`TLSv1`] [`TLSv1.1`] [`TLSv1.2`] [`TLSv1.3`]", "TLSv1.2 TLSv1.3", "TLS versions accepted."},
+    {"ssl_ciphers", HS, 0, 1, 1, SRV(ssl_ciphers), set_str, ANY, "*CIPHERS*", "HIGH:!aNULL:!MD5",
+     "OpenSSL cipher list for TLS 1.2 and older."},
+    {"ssl_conf_command", HS, GW_DIR_MULTI, 2, 2, SRV(conf_cmds), set_conf_command, ANY,
+     "*NAME* *VALUE*", NULL,
+     "OpenSSL configuration command (SSL_CONF_cmd), applied in order; http's come before the "
+     "server's."},
+    {"ssl_prefer_server_ciphers", HS, 0, 1, 1, SRV(ssl_prefer_server_ciphers), set_flag, ANY,
+     "`on` \\| `off`", "off", "Prefer the server's cipher order over the client's."},
+    {"ssl_session_cache", HS, 0, 1, 2, SRV(ssl_session_cache), set_session_cache, ANY,
+     "`off` \\| `none` \\| `builtin`[`:`*N*]", "none",
+     "TLS session cache: `off` tells clients sessions cannot be reused, `none` keeps no cache "
+     "(without that promise), `builtin` is OpenSSL's per-process cache of *N* sessions "
+     "(default 20480). `shared:` is not supported yet."},
+    {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
+     "on", "Allow session resumption with TLS session tickets."},
+    /* http, server and location */
+    {"root", HSL, 0, 1, 1, LOC(root), set_root, ANY, "*PATH*", "html",
+     "Directory files are served from (the request path is appended to it)."},
+    {"index", HSL, GW_DIR_MULTI, 1, -1, LOC(index), set_strlist, ANY, "*FILE*...", "index.html",
+     "Files tried, in order, for a request ending with `/`."},
+    /* location */
+    {"return", L, 0, 1, 2, LOCATION(return_code), set_return, ANY,
+     "*CODE* [*TEXT* \\| *URL*] \\| *URL*", NULL,
+     "Answer with *CODE* (200-599) and *TEXT* as body, redirect to *URL* (301, 302, 303, 307, "
+     "308; a lone `http://` or `https://` *URL* means 302), or close the connection (444)."},
+    {"stub_status", L, 0, 0, 0, LOCATION(stub_status), set_stub_status, ANY, "", NULL,
+     "Serve the status page (like nginx's stub_status) at this location."},
+};
+
+const size_t gw_conf_n_directives = sizeof(gw_conf_directives) / sizeof(gw_conf_directives[0]);
+
+_Static_assert(sizeof(gw_conf_directives) / sizeof(gw_conf_directives[0]) <= GW_CONF_MAX_DIRECTIVES,
+               "raise GW_CONF_MAX_DIRECTIVES");
+
+int gw_conf_find_directive(const char *name)
+{
+    for (size_t i = 0; i < gw_conf_n_directives; i++)
+        if (strcmp(gw_conf_directives[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---- documentation ---- */
+
+static const char *ctx_names(unsigned ctx, char *buf, size_t size)
+{
+    static const char *const names[] = {"main", "events", "http", "server", "location"};
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 5; i++) {
+        if (ctx & (1u << i)) {
+            int r = snprintf(buf + o, size - o, "%s%s", o ? ", " : "", names[i]);
+            if (r < 0 || (size_t)r >= size - o)
+                break;
+            o += (size_t)r;
+        }
+    }
+    return buf;
+}
+
+int gw_conf_write_docs(void *fp)
+{
+    FILE *f = fp;
+    static const struct {
+        unsigned ctx;
+        const char *title;
+        const char *intro;
+    } sections[] = {
+        {GW_CTX_MAIN, "Main context", "Directives at the top level of the file."},
+        {GW_CTX_EVENTS, "events", "Inside `events { ... }`."},
+        {GW_CTX_HTTP, "http",
+         "Inside `http { ... }`. Settings given here are the defaults of every server."},
+        {GW_CTX_SERVER, "server", "Inside `server { ... }` (in `http`)."},
+        {GW_CTX_LOCATION, "location", "Inside `location /PATH { ... }` (in `server`)."},
+    };
+    fputs("# tlsgate configuration\n"
+          "\n"
+          "<!-- Generated from the directive table in gw/conf/directives.c by "
+          "gw_conf_write_docs();\n"
+          "     do not edit: rebuild with `cmake --build BUILD --target conf_docs_md`. -->\n"
+          "\n"
+          "tlsgate reads an nginx-style configuration file. Only the directives below are "
+          "known; anything else is an error, and all errors of a file are reported at once as "
+          "`FILE:LINE: DIRECTIVE: REASON`. Directives given with `-g` on the command line are "
+          "read after the file, in the main context, as the file `<command line>`.\n"
+          "\n"
+          "## Syntax\n"
+          "\n"
+          "A simple directive is a name and arguments separated by whitespace and ended by "
+          "`;` (`worker_processes 4;`); a block directive is followed by `{ ... }` holding "
+          "further directives (`http { server { ... } }`). `#` starts a comment that runs to "
+          "the end of the line. An argument containing whitespace, `;`, `{`, `}` or `#` must "
+          "be quoted with `\"` or `'`; inside and outside quotes `\\\"`, `\\'` and `\\\\` stand "
+          "for the character itself and `\\n`, `\\t`, `\\r` for newline, tab and carriage "
+          "return. Blocks nest at most 16 deep and a token is at most 4096 bytes.\n"
+          "\n"
+          "*SIZE* is a number of bytes, optionally followed by `k`, `m` or `g` (KiB, MiB, GiB; "
+          "either case): `512`, `16k`, `1m`. *TIME* is a number of seconds, or numbers "
+          "with units in decreasing order: `ms`, `s`, `m` (minutes), `h`, `d` - for example "
+          "`500ms`, `75s`, `1m30s`, `1h`, `1d`. Relative paths (*FILE*, *PATH*) are resolved "
+          "against the prefix directory (`-p`).\n"
+          "\n"
+          "Inheritance: a directive allowed in several blocks applies to the block it is in and "
+          "to the blocks inside it that do not set it themselves (http, then server, then "
+          "location). `ssl_certificate` pairs are inherited as a whole, only by servers that "
+          "define none; `ssl_conf_command`s of http come before a server's own. A directive "
+          "that may appear only once per block is an error when repeated.\n",
+          f);
+    for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+        fprintf(f, "\n## %s\n\n%s\n\n", sections[s].title, sections[s].intro);
+        fputs("| directive | arguments | default | contexts | description |\n"
+              "|---|---|---|---|---|\n",
+              f);
+        for (size_t i = 0; i < gw_conf_n_directives; i++) {
+            const gw_conf_directive_t *d = &gw_conf_directives[i];
+            if (!(d->ctx & sections[s].ctx))
+                continue;
+            char ctx[64];
+            fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");
+            if (d->default_text)
+                fprintf(f, "`%s`", d->default_text);
+            else
+                fputs("-", f);
+            fprintf(f, " | %s | %s%s |\n", ctx_names(d->ctx, ctx, sizeof(ctx)), d->doc,
+                    (d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK) ? " May be repeated."
+                                                                            : "");
+        }
+    }
+    fflush(f);
+    return ferror(f) ? -1 : 0;
+}
