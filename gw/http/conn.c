@@ -527,7 +527,8 @@ static void finish_request(gw_conn_t *c)
         close(c->file_fd);
         c->file_fd = -1;
     }
-    c->out_len = c->out_off = 0;
+    if (c->out_off == c->out_len) /* else: deferred behind a pipelined request's answer */
+        c->out_len = c->out_off = 0;
     int reuse = c->keep_alive && !c->close_after && !gw_worker->shutting_down && !c->read_eof;
     if (!reuse) {
         c->state = GW_CONN_LINGER;
@@ -616,6 +617,31 @@ static int consume_body(gw_conn_t *c)
     }
 }
 
+static void head_limits(const gw_conn_t *c, gw_http_limits_t *lim)
+{
+    const gw_srv_settings_t *s = srv(c);
+    lim->max_request_line = (size_t)s->large_header_buffers_size;
+    lim->max_field_line = (size_t)s->large_header_buffers_size;
+    lim->max_header_block = c->in_max;
+    lim->max_headers = GW_HTTP_MAX_HEADERS;
+}
+
+/* Is the next pipelined request's head complete in the buffer already? Then its answer
+ * can join this one in a single write (one TLS record, one syscall) instead of two.
+ * Only for small in-memory answers; never when the next head is partial (the client
+ * may wait for our answer before sending the rest). */
+static int pipelined_next_ready(const gw_conn_t *c)
+{
+    if (!c->keep_alive || c->close_after || c->file_left || c->out_off || c->read_eof ||
+        gw_worker->shutting_down || c->in_len <= c->head_len || c->out_len > 8192 ||
+        c->requests >= (unsigned)srv(c)->keepalive_requests)
+        return 0;
+    gw_http_limits_t lim;
+    head_limits(c, &lim);
+    static gw_http_request_t probe; /* one thread per worker: no stack for 3 KiB */
+    return gw_http_parse_request(c->in + c->head_len, c->in_len - c->head_len, &lim, &probe) > 0;
+}
+
 static int fill_from_file(gw_conn_t *c)
 {
     size_t room = c->out_cap - c->out_len;
@@ -661,13 +687,8 @@ static void conn_drive(gw_conn_t *c)
         }
         case GW_CONN_READ_HEAD: {
             if (c->in_len) {
-                const gw_srv_settings_t *s = srv(c);
-                gw_http_limits_t lim = {
-                    .max_request_line = (size_t)s->large_header_buffers_size,
-                    .max_field_line = (size_t)s->large_header_buffers_size,
-                    .max_header_block = c->in_max,
-                    .max_headers = GW_HTTP_MAX_HEADERS,
-                };
+                gw_http_limits_t lim;
+                head_limits(c, &lim);
                 int r = gw_http_parse_request(c->in, c->in_len, &lim, &c->req);
                 if (r > 0) {
                     c->head_len = (size_t)r;
@@ -751,6 +772,10 @@ static void conn_drive(gw_conn_t *c)
             continue;
         }
         case GW_CONN_WRITE: {
+            if (pipelined_next_ready(c)) {
+                finish_request(c); /* keeps this answer in the buffer, parses the next */
+                continue;
+            }
             if (c->out_off == c->out_len && c->file_left) {
                 c->out_off = c->out_len = 0;
                 if (fill_from_file(c) != 0) {

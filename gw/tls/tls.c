@@ -200,20 +200,20 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         const gw_cert_pair_t *p = &s->srv.certs[i];
         if (SSL_CTX_use_certificate_chain_file(ctx, p->cert) != 1) {
             ssl_reason(why, sizeof(why));
-            gw_errlist_add(errs, "%s:%d: ssl_certificate: cannot load \"%s\": %s", file, s->line,
-                           p->cert, why);
+            gw_errlist_add(errs, "%s:%d: ssl_certificate: cannot load \"%s\": %s", file,
+                           p->cert_line ? p->cert_line : s->line, p->cert, why);
             goto fail;
         }
         if (!p->key || SSL_CTX_use_PrivateKey_file(ctx, p->key, SSL_FILETYPE_PEM) != 1) {
             ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: cannot load \"%s\": %s", file,
-                           s->line, p->key ? p->key : "(none)", why);
+                           p->key_line ? p->key_line : s->line, p->key ? p->key : "(none)", why);
             goto fail;
         }
         if (SSL_CTX_check_private_key(ctx) != 1) {
             ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: \"%s\" does not match \"%s\": %s",
-                           file, s->line, p->key, p->cert, why);
+                           file, p->key_line ? p->key_line : s->line, p->key, p->cert, why);
             goto fail;
         }
     }
