@@ -284,6 +284,10 @@ static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc)
         return;
     }
     char norm[4096];
+    if (r->path_len >= sizeof(norm)) {
+        gw_resp_error(c, 414); /* longer than any file name we could open */
+        return;
+    }
     long nl = gw_http_normalize_path(r->path, r->path_len, norm, sizeof(norm));
     if (nl < 0) {
         gw_resp_error(c, 400);

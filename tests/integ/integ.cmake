@@ -1,0 +1,23 @@
+# Integration tests: Python 3 (standard library) driving the real tlsgate binary with
+# real clients (curl, openssl s_client, wrk). Each test_<x>.py is one CTest test
+# integ_<x>; every server listens on 127.0.0.1 on free ports in its own temp dir, so the
+# tests may run in parallel (ctest -j). Run one by hand:
+#   python3 tests/integ/test_<x>.py build/tlsgate [test_function...]
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(WARNING "python3 not found: the integration tests (integ_*) are not registered")
+  return()
+endif()
+foreach(_integ static tls edge config load reload default process)
+  add_test(NAME integ_${_integ}
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
+                   $<TARGET_FILE:tlsgate>)
+  set_tests_properties(integ_${_integ} PROPERTIES
+                       TIMEOUT 120
+                       LABELS integ
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endforeach()
+# integ_default uses the fixed port 8443 (never two at once); it prints SKIPPED and exits 0
+# when the port is taken.
+set_tests_properties(integ_default PROPERTIES RESOURCE_LOCK tlsgate_port_8443
+                     SKIP_REGULAR_EXPRESSION "SKIPPED test_embedded_default")
