@@ -244,10 +244,7 @@ static int test_config(const gw_options_t *opt)
         return 1;
     gw_errlist_t errs = {0};
     const char *name = opt->conf_file ? opt->conf_file : "<embedded>";
-    gw_conf_t *conf = gw_options_load(opt, &errs);
-    gw_cycle_t *c = conf ? gw_cycle_new(conf, gw_conn_client_hello, &errs) : NULL;
-    if (c && c->n_laddrs == 0)
-        gw_errlist_add(&errs, "%s: no \"listen\" in any server: nothing to serve", name);
+    gw_cycle_t *c = gw_build_cycle(opt, &errs);
     int ok = c && errs.n == 0;
     for (size_t i = 0; i < errs.n; i++)
         fprintf(stderr, "tlsgate: [emerg] %s\n", errs.v[i]);
@@ -298,6 +295,7 @@ int main(int argc, char **argv)
         *want = argv[++i];
     }
 
+    gw_tls_set_async_callback(gw_conn_async_callback);
     gw_options_t opt = {0};
     char *sd = state_dir();
     if (mkdir_p(sd, 0700) != 0) {

@@ -17,6 +17,7 @@
 #include "cycle.h"
 #include "http/conn.h"
 #include "net/listen.h"
+#include "tls/accel.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -35,6 +36,7 @@ typedef struct msock {
 
 typedef struct wproc {
     pid_t pid;
+    int slot; /* gw_stats->workers[slot], or -1 */
     int index;
     unsigned generation;
     int64_t started_ms;
@@ -166,16 +168,45 @@ static int bind_sockets(gw_cycle_t *c, int at_start)
 
 /* ---- workers ---- */
 
-static pid_t spawn(int index)
+static int alloc_slot(void)
 {
+    for (int i = 0; i < GW_STATS_MAX_WORKERS; i++) {
+        if (gw_stats->workers[i].pid == 0) {
+            memset(&gw_stats->workers[i], 0, sizeof(gw_stats->workers[i]));
+            gw_stats->workers[i].pid = -1; /* reserved until the fork is done */
+            gw_stats->workers[i].generation = generation;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void free_slot(int slot)
+{
+    if (slot >= 0)
+        memset(&gw_stats->workers[slot], 0, sizeof(gw_stats->workers[slot]));
+}
+
+static pid_t spawn(int index, int *slot_out)
+{
+    int slot = alloc_slot();
+    *slot_out = slot;
     pid_t pid = fork();
+    if (pid > 0 && slot >= 0)
+        gw_stats->workers[slot].pid = pid;
+    if (pid < 0)
+        free_slot(slot);
     if (pid < 0) {
         gw_log(GW_LOG_ALERT, errno, "fork() failed");
         return -1;
     }
     if (pid > 0)
         return pid;
-    /* child: keep only this worker's listening sockets */
+    /* child: its own counters, and only this worker's listening sockets */
+    if (slot >= 0) {
+        gw_wstats = &gw_stats->workers[slot];
+        gw_wstats->pid = getpid();
+    }
     int *fds = calloc(cycle->n_laddrs ? cycle->n_laddrs : 1, sizeof(int));
     if (!fds)
         _exit(2);
@@ -199,8 +230,10 @@ static void start_workers(void)
             gw_log(GW_LOG_ALERT, 0, "too many worker processes");
             return;
         }
-        pid_t pid = spawn(i);
+        int slot;
+        pid_t pid = spawn(i, &slot);
         workers[n_workers++] = (wproc_t){.pid = pid,
+                                         .slot = pid > 0 ? slot : -1,
                                          .index = i,
                                          .generation = generation,
                                          .started_ms = gw_now_ms(),
@@ -235,6 +268,8 @@ static void reap(int stopping)
             if (w->pid != pid)
                 continue;
             w->pid = 0;
+            free_slot(w->slot);
+            w->slot = -1;
             int bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
             if (bad) {
                 if (WIFSIGNALED(status))
@@ -274,8 +309,10 @@ static void respawn_due(void)
             pending = 1;
             continue;
         }
-        pid_t pid = spawn(w->index);
+        int slot;
+        pid_t pid = spawn(w->index, &slot);
         if (pid > 0) {
+            w->slot = slot;
             gw_log(GW_LOG_NOTICE, 0, "started worker process %d (slot %d)", pid, w->index);
             w->pid = pid;
             w->started_ms = now;
@@ -321,16 +358,32 @@ static void remove_pid(const char *path)
         unlink(path);
 }
 
+gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
+{
+    gw_conf_t *conf = gw_options_load(opt, errs);
+    if (!conf)
+        return NULL;
+    if (gw_accel_load(conf, errs) != 0) {
+        gw_conf_free(conf);
+        return NULL;
+    }
+    gw_cycle_t *c = gw_cycle_new(conf, gw_conn_client_hello, errs);
+    if (c && c->n_laddrs == 0) {
+        gw_errlist_add(errs, "%s: no \"listen\" in any server: nothing to serve",
+                       c->conf->conf_file);
+        gw_cycle_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* ---- reload ---- */
 
 static void reload(const gw_options_t *opt)
 {
     gw_log(GW_LOG_NOTICE, 0, "reconfiguring");
     gw_errlist_t errs = {0};
-    gw_conf_t *conf = gw_options_load(opt, &errs);
-    gw_cycle_t *nc = conf ? gw_cycle_new(conf, gw_conn_client_hello, &errs) : NULL;
-    if (nc && nc->n_laddrs == 0)
-        gw_errlist_add(&errs, "%s: no \"listen\" in any server", conf->conf_file);
+    gw_cycle_t *nc = gw_build_cycle(opt, &errs);
     if (!nc || errs.n) {
         for (size_t i = 0; i < errs.n; i++)
             gw_log(GW_LOG_EMERG, 0, "%s", errs.v[i]);
@@ -391,11 +444,7 @@ int gw_master_run(const gw_options_t *opt)
         return 1;
     }
     gw_errlist_t errs = {0};
-    gw_conf_t *conf = gw_options_load(opt, &errs);
-    cycle = conf ? gw_cycle_new(conf, gw_conn_client_hello, &errs) : NULL;
-    if (cycle && cycle->n_laddrs == 0)
-        gw_errlist_add(&errs, "%s: no \"listen\" in any server: nothing to serve",
-                       cycle->conf->conf_file);
+    cycle = gw_build_cycle(opt, &errs);
     if (!cycle || errs.n) {
         for (size_t i = 0; i < errs.n; i++)
             fprintf(stderr, "tlsgate: [emerg] %s\n", errs.v[i]);

@@ -19,6 +19,15 @@ typedef struct gw_options {
  */
 gw_conf_t *gw_options_load(const gw_options_t *opt, gw_errlist_t *errs);
 
+struct gw_cycle;
+
+/**
+ * Load the configuration, then the providers and engines it names (tls/accel.h), then
+ * build the cycle (certificates, keys, access logs). Returns NULL after adding messages
+ * to errs; nothing is bound. Used at start, on reload and by -t.
+ */
+struct gw_cycle *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs);
+
 /**
  * Run the master until it is stopped: build the cycle, bind, (daemonise,) write the pid
  * file, fork the workers, and serve signals (HUP reload, QUIT graceful stop, TERM/INT fast

@@ -11,12 +11,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/async.h>
 #include <openssl/ssl.h>
 
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/conn.h"
+#include "tls/accel.h"
 
 /* Connections accepted per listener wake-up. Small, so that new handshakes interleave with
  * the events of connections already open (nginx accepts one per wake-up by default); a
@@ -216,11 +218,24 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         w.listeners[i].fd = fds[i];
         w.listeners[i].laddr = &cycle->laddrs[i];
     }
+    if (cycle->conf->ssl_async_jobs > 0 &&
+        !ASYNC_init_thread((size_t)cycle->conf->ssl_async_jobs, 0))
+        gw_log(GW_LOG_ALERT, 0, "ASYNC_init_thread(%d) failed", cycle->conf->ssl_async_jobs);
+    if (gw_conn_async_init() != 0) {
+        gw_log(GW_LOG_EMERG, errno, "eventfd() for async wakes failed");
+        exit(2);
+    }
+    int poll_hook = gw_accel_has_poll();
     gw_worker_accepting(1);
     gw_log(GW_LOG_INFO, 0, "worker %d started", index);
 
     for (;;) {
         gw_loop_once(&w.loop, w.shutting_down ? 100 : -1);
+        /* After the ready events: let a polling provider complete what it queued (partial
+         * batches never wait for a timer), then resume the jobs that completed. */
+        if (poll_hook && gw_conn_async_paused() > 0)
+            gw_accel_poll();
+        gw_conn_async_process();
         if (stop_fast)
             break;
         if (w.shutting_down) {

@@ -236,7 +236,7 @@ void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t
             gw_conf_error(p, n->line, name, "directive has no opening \"{\"");
             continue;
         }
-        if (!(d->flags & GW_DIR_BLOCK) && n->has_block) {
+        if (!(d->flags & (GW_DIR_BLOCK | GW_DIR_BLOCK_OPT)) && n->has_block) {
             gw_conf_error(p, n->line, name, "directive does not take a block");
             continue;
         }
@@ -277,6 +277,8 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_session_cache = GW_SESSION_CACHE_UNSET;
     s->ssl_session_cache_size = GW_UNSET_INT;
     s->ssl_session_tickets = GW_UNSET_INT;
+    s->ssl_async = GW_UNSET_INT;
+    s->ssl_async_notify = GW_UNSET_INT;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -333,6 +335,19 @@ void gw_conf_free(gw_conf_t *conf)
     free(conf->cpu_affinity);
     free(conf->error_log);
     free(conf->pid);
+    for (size_t i = 0; i < conf->n_providers; i++) {
+        gw_provider_conf_t *pv = &conf->providers[i];
+        free(pv->name);
+        free(pv->path);
+        for (size_t j = 0; j < pv->n_params; j++) {
+            free(pv->params[j].name);
+            free(pv->params[j].value);
+        }
+        free(pv->params);
+    }
+    free(conf->providers);
+    free(conf->ssl_propquery);
+    strlist_free(&conf->ssl_engines);
     srv_free(&conf->http.srv);
     loc_free(&conf->http.loc);
     for (size_t i = 0; i < conf->http.n_servers; i++) {
@@ -441,6 +456,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
         s->ssl_session_cache_size = h->ssl_session_cache_size;
     }
     INHERIT(ssl_session_tickets, GW_UNSET_INT);
+    INHERIT(ssl_async, GW_UNSET_INT);
+    INHERIT(ssl_async_notify, GW_UNSET_INT);
     if (h->n_conf_cmds > 0) {
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;

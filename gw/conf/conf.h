@@ -61,6 +61,21 @@ typedef struct gw_cert_pair {
     int key_line;  /* line of the ssl_certificate_key directive (0 if none) */
 } gw_cert_pair_t;
 
+/** ssl_async_notify: how a paused async job's completion reaches the worker */
+enum gw_async_notify {
+    GW_ASYNC_NOTIFY_CALLBACK = 0, /* SSL_CTX_set_async_callback (cheapest) */
+    GW_ASYNC_NOTIFY_FD,           /* the job's wait fds, polled with epoll */
+};
+
+/** `ssl_provider NAME [{ path DIR; PARAM VALUE; ... }]` */
+typedef struct gw_provider_conf {
+    char *name;
+    char *path;          /* directory holding NAME.so; NULL = OpenSSL's module dir */
+    struct gw_conf_cmd *params; /* PARAM VALUE pairs passed to the provider */
+    size_t n_params;
+    int line;
+} gw_provider_conf_t;
+
 /** `ssl_conf_command NAME VALUE` */
 typedef struct gw_conf_cmd {
     char *name;
@@ -81,6 +96,8 @@ typedef struct gw_srv_settings {
     int64_t client_max_body_size;      /* bytes, default 1m; 0 = unlimited */
     int64_t send_timeout_ms;           /* default 60s */
     char *access_log;                  /* path, or NULL = off; default off */
+    int ssl_async;                     /* 0/1, default 0: SSL_MODE_ASYNC (accelerators) */
+    int ssl_async_notify;              /* enum gw_async_notify, default callback */
     int access_log_set;                /* 1 once access_log was given at this level */
 
     unsigned ssl_protocols;            /* GW_PROTO_* bits; 0 = unset; default TLSv1.2 TLSv1.3 */
@@ -168,6 +185,11 @@ typedef struct gw_conf {
     int error_log_level;         /* enum gw_log_level, default GW_LOG_ERROR */
     char *pid;                   /* path; default "<state dir>/tlsgate.pid" */
     int worker_connections;      /* events { worker_connections N; } default 1024 */
+    gw_provider_conf_t *providers; /* ssl_provider, in order; "default" is always loaded */
+    size_t n_providers;
+    char *ssl_propquery;         /* EVP default properties, e.g. "?provider=tlsgate"; NULL */
+    gw_strlist_t ssl_engines;    /* ssl_engine IDs (legacy ENGINE API), in order */
+    int ssl_async_jobs;          /* async job pool size per worker; 0 = OpenSSL's default */
     int http_present;            /* 1 when an http block was given */
     gw_http_conf_t http;
     /* string storage owned by the config (file names referenced by file fields) */

@@ -875,6 +875,78 @@ static int set_stub_status(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_co
     return 0;
 }
 
+/* ssl_provider NAME; | ssl_provider NAME { path DIR; PARAM VALUE; ... } */
+static int set_provider(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                        const gw_conf_node_t *n, void *base)
+{
+    gw_conf_t *c = base;
+    const char *name = n->args[1];
+    if (!name[0] || strchr(name, '/') || strchr(name, ' '))
+        return gw_conf_bad_value(p, n, 1, "must be a provider name (e.g. tlsgate, qatprovider)");
+    for (size_t i = 0; i < c->n_providers; i++)
+        if (strcmp(c->providers[i].name, name) == 0)
+            return gw_conf_bad_value(p, n, 1, "provider is already configured");
+    if (strcmp(name, "default") == 0 && n->has_block)
+        return gw_conf_bad_value(p, n, 1, "the default provider takes no parameters here");
+    gw_provider_conf_t pv = {.name = gw_conf_xstrdup(name), .line = n->line};
+    int bad = 0;
+    for (size_t i = 0; i < n->n_children; i++) {
+        const gw_conf_node_t *ch = &n->children[i];
+        const char *key = ch->args[0];
+        if (ch->has_block || ch->n_args != 2) {
+            gw_conf_error(p, ch->line, key, "a provider parameter is \"NAME VALUE;\"");
+            bad = 1;
+            continue;
+        }
+        if (strcmp(key, "path") == 0) {
+            free(pv.path);
+            pv.path = gw_conf_abs_path(p, ch->args[1]);
+            continue;
+        }
+        /* the generated OpenSSL config names sections after providers: keep keys plain */
+        int ok = key[0] != '\0';
+        for (const char *k = key; *k; k++)
+            if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+                  *k == '_' || *k == '-' || *k == '.'))
+                ok = 0;
+        if (!ok || strcmp(key, "module") == 0 || strcmp(key, "activate") == 0 ||
+            strchr(ch->args[1], '\n') || strchr(ch->args[1], '$')) {
+            gw_conf_error(p, ch->line, key, "invalid provider parameter");
+            bad = 1;
+            continue;
+        }
+        gw_conf_cmd_t *kv = gw_conf_xpush(&pv.params, &pv.n_params, sizeof(*kv));
+        kv->name = gw_conf_xstrdup(key);
+        kv->value = gw_conf_xstrdup(ch->args[1]);
+    }
+    gw_provider_conf_t *slot = gw_conf_xpush(&c->providers, &c->n_providers, sizeof(*slot));
+    *slot = pv;
+    return bad ? -1 : 0;
+}
+
+static int set_engine(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_conf_t *c = base;
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty engine id");
+    strlist_add(&c->ssl_engines, n->args[1]);
+    return 0;
+}
+
+static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc,
+                            const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
+{
+    const char *a = n->args[1];
+    if (strcmp(a, "callback") == 0)
+        *FIELD(base, d, int) = GW_ASYNC_NOTIFY_CALLBACK;
+    else if (strcmp(a, "fd") == 0)
+        *FIELD(base, d, int) = GW_ASYNC_NOTIFY_FD;
+    else
+        return gw_conf_bad_value(p, n, 1, "must be \"callback\" or \"fd\"");
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define M GW_CTX_MAIN
@@ -915,6 +987,19 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "`warn`, `error`, `crit`, `alert` or `emerg`."},
     {"pid", M, GW_DIR_DEFAULT_DOC, 1, 1, MAIN(pid), set_path, ANY, "*FILE*",
      "<state_dir>/tlsgate.pid", "File the master process writes its PID to."},
+    {"ssl_provider", M, GW_DIR_MULTI | GW_DIR_BLOCK_OPT, 1, 1, MAIN(providers), set_provider, ANY,
+     "*NAME* [`{ path` *DIR*`;` *PARAM* *VALUE*`; ... }`]", NULL,
+     "Load the OpenSSL 3 provider *NAME* (from *DIR*/*NAME*.so when `path` is given, else "
+     "OpenSSL's module directory) with its parameters, as an `openssl.cnf` provider section "
+     "would. The default provider stays loaded."},
+    {"ssl_propquery", M, 0, 1, 1, MAIN(ssl_propquery), set_str, ANY, "*QUERY*", NULL,
+     "Default property query for algorithm fetches, e.g. `?provider=tlsgate` (prefer, fall "
+     "back) or `provider=tlsgate` (require)."},
+    {"ssl_engine", M, GW_DIR_MULTI, 1, 1, MAIN(ssl_engines), set_engine, ANY, "*ID*", NULL,
+     "Load the legacy OpenSSL ENGINE *ID* and make it the default for all its methods."},
+    {"ssl_async_jobs", M, 0, 1, 1, MAIN(ssl_async_jobs), set_int, 1, 1048576, "*N*", NULL,
+     "Size of each worker's async job pool; when all are in use a handshake waits for one "
+     "(default: OpenSSL's, unbounded)."},
     {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
      "Connection processing settings."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
@@ -982,6 +1067,13 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
      "on", "Allow session resumption with TLS session tickets."},
     /* http, server and location */
+    {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
+     "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "
+     "engine that pauses a job (an accelerator) never blocks the worker."},
+    {"ssl_async_notify", HS, 0, 1, 1, SRV(ssl_async_notify), set_async_notify, ANY,
+     "`callback` \\| `fd`", "callback",
+     "How a paused job's completion reaches the worker: the async callback, or the job's "
+     "wait fds in epoll (for providers that only offer fds)."},
     {"root", HSL, 0, 1, 1, LOC(root), set_root, ANY, "*PATH*", "html",
      "Directory files are served from (the request path is appended to it)."},
     {"index", HSL, GW_DIR_MULTI, 1, -1, LOC(index), set_strlist, ANY, "*FILE*...", "index.html",

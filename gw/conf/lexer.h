@@ -93,6 +93,7 @@ enum gw_conf_group {
 #define GW_DIR_BLOCK 0x01u       /* takes a { } block and no ; */
 #define GW_DIR_MULTI 0x02u       /* may be repeated in one block */
 #define GW_DIR_DEFAULT_DOC 0x04u /* default text is documentation only (merge fills it) */
+#define GW_DIR_BLOCK_OPT 0x08u   /* may take a { } block or end with ; */
 
 #define GW_CONF_MAX_DIRECTIVES 64 /* size of the per-block "seen" arrays */
 

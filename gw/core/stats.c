@@ -5,6 +5,8 @@
 
 static gw_stats_t local_stats;
 gw_stats_t *gw_stats = &local_stats;
+static gw_worker_stats_t local_wstats;
+gw_worker_stats_t *gw_wstats = &local_wstats;
 
 int gw_stats_init_shared(void)
 {

@@ -8,6 +8,19 @@
 
 #include <stdint.h>
 
+#define GW_STATS_MAX_WORKERS 128 /* slots: current and draining generations together */
+
+/** Per worker process, for async TLS (ssl_async). A slot is live while pid != 0. */
+typedef struct gw_worker_stats {
+    int32_t pid;
+    uint32_t generation;
+    int64_t conns;          /* open connections */
+    int64_t paused;         /* async jobs paused now */
+    uint64_t resumed;       /* paused jobs resumed */
+    uint64_t drained;       /* connections closed while a job was paused, freed after it */
+    uint64_t want_async_job; /* SSL_ERROR_WANT_ASYNC_JOB: the job pool was exhausted */
+} gw_worker_stats_t;
+
 typedef struct gw_stats {
     uint64_t accepted;          /* connections accepted */
     uint64_t handled;           /* connections handled (not dropped at the limit) */
@@ -23,6 +36,7 @@ typedef struct gw_stats {
     uint64_t responses[6];      /* by status class: [1]=1xx ... [5]=5xx */
     uint64_t reloads;           /* successful configuration reloads */
     uint64_t worker_restarts;   /* workers respawned after an unexpected exit */
+    gw_worker_stats_t workers[GW_STATS_MAX_WORKERS];
 } gw_stats_t;
 
 /** The shared counters; points at a private zeroed block until gw_stats_init_shared(). */
@@ -33,5 +47,9 @@ int gw_stats_init_shared(void);
 
 #define GW_STAT_ADD(field, n) __atomic_fetch_add(&gw_stats->field, (n), __ATOMIC_RELAXED)
 #define GW_STAT_GET(field) __atomic_load_n(&gw_stats->field, __ATOMIC_RELAXED)
+
+/** This worker's slot (gw_worker_main sets it; a private dummy elsewhere). */
+extern gw_worker_stats_t *gw_wstats;
+#define GW_WSTAT_ADD(field, n) __atomic_fetch_add(&gw_wstats->field, (n), __ATOMIC_RELAXED)
 
 #endif

@@ -1,12 +1,14 @@
 #include "http/conn.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,12 +25,21 @@
 #define LINGER_MS 5000         /* nginx's lingering_timeout */
 #define SHUTDOWN_IDLE_MS 1000  /* graceful stop: an idle keep-alive client gets this long */
 
-enum io_result { IO_OK = 1, IO_AGAIN = 0, IO_EOF = -1, IO_ERROR = -2 };
+enum io_result { IO_OK = 1, IO_AGAIN = 0, IO_EOF = -1, IO_ERROR = -2, IO_ASYNC = -3,
+                 IO_ASYNC_JOB = -4 };
+
+/* the SSL call a paused async job belongs to */
+enum async_op { OP_HANDSHAKE = 1, OP_READ, OP_WRITE, OP_SHUTDOWN };
+
+#define DRAIN_WARN_MS 10000 /* a paused job that has not finished by then is logged */
+#define RETRY_MS 5          /* backstop for WANT_ASYNC_JOB when no job completes */
 
 enum stat_state { ST_NONE = 0, ST_READING, ST_WRITING, ST_WAITING };
 
 static void conn_drive(gw_conn_t *c);
 static void conn_close(gw_conn_t *c);
+static void conn_free(gw_conn_t *c);
+static int park(gw_conn_t *c, int rr, int op);
 
 #define CONN_OF_TIMER(t) ((gw_conn_t *)((char *)(t)-offsetof(gw_conn_t, timer)))
 
@@ -75,6 +86,10 @@ static int ssl_result(gw_conn_t *c, int ret, const char *op)
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:
         return IO_AGAIN;
+    case SSL_ERROR_WANT_ASYNC:
+        return IO_ASYNC;
+    case SSL_ERROR_WANT_ASYNC_JOB:
+        return IO_ASYNC_JOB;
     case SSL_ERROR_ZERO_RETURN:
         c->read_eof = 1;
         return IO_EOF;
@@ -263,6 +278,13 @@ int gw_conn_client_hello(SSL *ssl, int *alert, void *arg)
 static void on_timer(gw_timer_t *t)
 {
     gw_conn_t *c = CONN_OF_TIMER(t);
+    if (c->draining && c->async_paused) {
+        gw_log(GW_LOG_ALERT, 0, "an async job of client %s has been paused for %d s: the "
+               "connection is kept until the accelerator completes it", c->peer_text,
+               DRAIN_WARN_MS / 1000);
+        gw_timer_add(&gw_worker->loop, &c->timer, DRAIN_WARN_MS);
+        return;
+    }
     switch (c->state) {
     case GW_CONN_HANDSHAKE:
         gw_log(GW_LOG_INFO, 0, "client %s timed out in the TLS handshake", c->peer_text);
@@ -554,7 +576,14 @@ static void start_close(gw_conn_t *c)
     /* send close_notify (RFC 8446 §6.1) once, without waiting for the peer's */
     if (c->ssl && SSL_is_init_finished(c->ssl) && !c->read_eof) {
         ERR_clear_error();
-        SSL_shutdown(c->ssl);
+        int r = SSL_shutdown(c->ssl);
+        if (r < 0 && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_ASYNC) {
+            /* an accelerator paused the shutdown: close once it is done (tengine#1793) */
+            ERR_clear_error();
+            park(c, IO_ASYNC, OP_SHUTDOWN);
+            c->draining = 1;
+            return;
+        }
         ERR_clear_error();
     }
     int unread = c->in_len > c->head_len || (c->ssl && SSL_pending(c->ssl) > 0) ||
@@ -609,7 +638,7 @@ static int consume_body(gw_conn_t *c)
             return -413; /* cannot happen: everything buffered was consumed above */
         size_t got = 0;
         int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
-        if (r == IO_AGAIN)
+        if (r == IO_AGAIN || park(c, r, OP_READ))
             return 0;
         if (r != IO_OK)
             return -1;
@@ -679,7 +708,7 @@ static void conn_drive(gw_conn_t *c)
                 continue;
             }
             int rr = ssl_result(c, r, "SSL_do_handshake");
-            if (rr == IO_AGAIN)
+            if (rr == IO_AGAIN || park(c, rr, OP_HANDSHAKE))
                 return;
             GW_STAT_ADD(handshakes_failed, 1);
             conn_close(c);
@@ -722,7 +751,7 @@ static void conn_drive(gw_conn_t *c)
             }
             size_t got = 0;
             int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
-            if (r == IO_AGAIN)
+            if (r == IO_AGAIN || park(c, r, OP_READ))
                 return;
             if (r != IO_OK) {
                 if (c->in_len)
@@ -792,7 +821,7 @@ static void conn_drive(gw_conn_t *c)
             while (c->out_off < c->out_len) {
                 size_t put = 0;
                 int r = io_write(c, c->out + c->out_off, c->out_len - c->out_off, &put);
-                if (r == IO_AGAIN)
+                if (r == IO_AGAIN || park(c, r, OP_WRITE))
                     return;
                 if (r != IO_OK) {
                     conn_close(c);
@@ -831,17 +860,36 @@ static void conn_drive(gw_conn_t *c)
 static void on_event(gw_io_t *io, uint32_t events)
 {
     gw_conn_t *c = (gw_conn_t *)io;
+    /* "While a job is paused, no other SSL function is called on that connection": socket
+     * events wait for the job's wake (edge-triggered: the drive after it reads them). */
+    if (c->async_paused || c->async_retry)
+        return;
     conn_drive(c);
 }
 
 static void conn_close(gw_conn_t *c)
 {
+    if (c->async_paused) {
+        /* Never free an SSL whose job is paused (haproxy#3453): drain it. The job's wake
+         * resumes it until it finishes, then the connection is freed. */
+        if (!c->draining) {
+            c->draining = 1;
+            GW_WSTAT_ADD(drained, 1);
+        }
+        gw_timer_add(&gw_worker->loop, &c->timer, DRAIN_WARN_MS);
+        return;
+    }
+    conn_free(c);
+}
+
+static void async_forget(gw_conn_t *c);
+
+static void conn_free(gw_conn_t *c)
+{
     gw_worker_t *w = gw_worker;
     gw_timer_del(&w->loop, &c->timer);
-    if (c->state == GW_CONN_HANDSHAKE && c->ssl && !SSL_is_init_finished(c->ssl) &&
-        c->stat_state != ST_NONE) {
-        /* counted where it failed */
-    }
+    if (c->async_used)
+        async_forget(c);
     set_stat(c, ST_NONE);
     if (c->file_fd >= 0)
         close(c->file_fd);
@@ -859,6 +907,7 @@ static void conn_close(gw_conn_t *c)
     free(c->out);
     free(c);
     GW_STAT_ADD(active, -1);
+    GW_WSTAT_ADD(conns, -1);
     int was_full = w->n_conns >= w->max_conns;
     w->n_conns--;
     if (was_full && !w->shutting_down)
@@ -896,6 +945,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     w->conns = c;
     w->n_conns++;
     GW_STAT_ADD(active, 1);
+    GW_WSTAT_ADD(conns, 1);
     GW_STAT_ADD(handled, 1);
     set_stat(c, ST_READING);
 
@@ -908,6 +958,11 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         }
         SSL_set_app_data(c->ssl, c);
         SSL_set_accept_state(c->ssl);
+        if (SSL_get_mode(c->ssl) & SSL_MODE_ASYNC) {
+            c->async_fd_mode = c->vs->conf->srv.ssl_async_notify == GW_ASYNC_NOTIFY_FD;
+            if (!c->async_fd_mode)
+                SSL_set_async_callback_arg(c->ssl, c);
+        }
         c->state = GW_CONN_HANDSHAKE;
     } else {
         c->state = GW_CONN_READ_HEAD;
@@ -942,5 +997,268 @@ void gw_conn_shutdown_all(int graceful)
                 gw_timer_add(&w->loop, &c->timer, SHUTDOWN_IDLE_MS);
         }
         c = next;
+    }
+}
+
+/* ---- async TLS: wake queue, wait fds, job retries ---- */
+
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static gw_conn_t **wake_q;          /* connections whose job may resume (under wake_lock) */
+static size_t wake_n, wake_cap;
+static int wake_hint;               /* wake_n != 0, read without the lock */
+static gw_conn_t **work_q;          /* being processed (worker thread only) */
+static size_t work_n, work_cap, work_i;
+static int wake_fd = -1;
+static gw_io_t wake_io;
+static gw_conn_t *retry_head;       /* WANT_ASYNC_JOB: waiting for a free job */
+static gw_timer_t retry_timer;
+static int n_paused;
+
+int gw_conn_async_paused(void)
+{
+    return n_paused;
+}
+
+int gw_conn_async_callback(SSL *ssl, void *arg)
+{
+    gw_conn_t *c = arg;
+    pthread_mutex_lock(&wake_lock);
+    if (wake_n == wake_cap) {
+        size_t cap = wake_cap ? wake_cap * 2 : 64;
+        gw_conn_t **q = realloc(wake_q, cap * sizeof(*q));
+        if (!q) {
+            pthread_mutex_unlock(&wake_lock);
+            return 0; /* the provider falls back to its wait fd, if any */
+        }
+        wake_q = q;
+        wake_cap = cap;
+    }
+    wake_q[wake_n++] = c;
+    int first = wake_n == 1;
+    __atomic_store_n(&wake_hint, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&wake_lock);
+    if (first && wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(wake_fd, &one, sizeof(one));
+        (void)w;
+    }
+    return 1;
+}
+
+static void enqueue_local(gw_conn_t *c)
+{
+    if (work_n == work_cap) {
+        size_t cap = work_cap ? work_cap * 2 : 64;
+        gw_conn_t **q = realloc(work_q, cap * sizeof(*q));
+        if (!q)
+            abort();
+        work_q = q;
+        work_cap = cap;
+    }
+    work_q[work_n++] = c;
+}
+
+/* A freed connection must not stay in any queue (a provider that wakes twice). */
+static void async_forget(gw_conn_t *c)
+{
+    pthread_mutex_lock(&wake_lock);
+    for (size_t i = 0; i < wake_n; i++)
+        if (wake_q[i] == c)
+            wake_q[i] = NULL;
+    pthread_mutex_unlock(&wake_lock);
+    for (size_t i = work_i; i < work_n; i++)
+        if (work_q[i] == c)
+            work_q[i] = NULL;
+    if (c->async_retry) {
+        for (gw_conn_t **pp = &retry_head; *pp; pp = &(*pp)->retry_next) {
+            if (*pp == c) {
+                *pp = c->retry_next;
+                break;
+            }
+        }
+        c->async_retry = 0;
+    }
+    for (int i = 0; i < c->n_afd; i++)
+        gw_loop_del(&gw_worker->loop, c->afd[i].fd); /* the wait ctx closes it */
+    c->n_afd = 0;
+}
+
+static void on_async_fd(gw_io_t *io, uint32_t events)
+{
+    gw_async_fd_t *a = (gw_async_fd_t *)io;
+    if (a->c->async_paused)
+        enqueue_local(a->c);
+}
+
+/* ssl_async_notify fd: follow the job's wait fds in epoll. */
+static void update_async_fds(gw_conn_t *c)
+{
+    size_t nadd = 0, ndel = 0;
+    if (!SSL_get_changed_async_fds(c->ssl, NULL, &nadd, NULL, &ndel))
+        return;
+    OSSL_ASYNC_FD add[GW_CONN_MAX_ASYNC_FDS], del[GW_CONN_MAX_ASYNC_FDS];
+    if (nadd > GW_CONN_MAX_ASYNC_FDS || ndel > GW_CONN_MAX_ASYNC_FDS) {
+        gw_log(GW_LOG_ALERT, 0, "async job uses more than %d wait fds", GW_CONN_MAX_ASYNC_FDS);
+        return;
+    }
+    if (!SSL_get_changed_async_fds(c->ssl, add, &nadd, del, &ndel))
+        return;
+    for (size_t i = 0; i < ndel; i++) {
+        for (int k = 0; k < c->n_afd; k++) {
+            if (c->afd[k].fd == del[i]) {
+                gw_loop_del(&gw_worker->loop, del[i]);
+                c->afd[k] = c->afd[--c->n_afd];
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < nadd; i++) {
+        if (c->n_afd == GW_CONN_MAX_ASYNC_FDS)
+            break;
+        gw_async_fd_t *a = &c->afd[c->n_afd];
+        a->io.handler = on_async_fd;
+        a->fd = add[i];
+        a->c = c;
+        if (gw_loop_add(&gw_worker->loop, add[i], EPOLLIN | EPOLLET, &a->io) == 0)
+            c->n_afd++;
+        else
+            gw_log(GW_LOG_ALERT, errno, "epoll_ctl(ADD) of an async wait fd failed");
+    }
+}
+
+static void on_retry_timer(gw_timer_t *t)
+{
+    gw_conn_async_process();
+}
+
+/* An SSL call answered WANT_ASYNC or WANT_ASYNC_JOB: park the connection. Returns 1 when
+ * parked (the caller returns and waits), 0 for any other result. */
+static int park(gw_conn_t *c, int rr, int op)
+{
+    if (rr == IO_ASYNC) {
+        c->async_paused = 1;
+        c->async_op = op;
+        c->async_used = 1;
+        n_paused++;
+        GW_WSTAT_ADD(paused, 1);
+        if (c->async_fd_mode)
+            update_async_fds(c);
+        return 1;
+    }
+    if (rr == IO_ASYNC_JOB) {
+        /* every job of the pool is in use: retry when one finishes, never spin */
+        GW_WSTAT_ADD(want_async_job, 1);
+        if (!c->async_retry) {
+            c->async_retry = 1;
+            c->async_used = 1;
+            c->retry_next = retry_head;
+            retry_head = c;
+        }
+        if (!gw_timer_armed(&retry_timer)) {
+            retry_timer.cb = on_retry_timer;
+            gw_timer_add(&gw_worker->loop, &retry_timer, RETRY_MS);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Resume a draining connection's paused call once (the job keeps the arguments of the
+ * call that started it: those given here are ignored by OpenSSL). */
+static int resume_op(gw_conn_t *c)
+{
+    char byte;
+    size_t n;
+    int r;
+    ERR_clear_error();
+    switch (c->async_op) {
+    case OP_HANDSHAKE:
+        r = SSL_do_handshake(c->ssl);
+        break;
+    case OP_READ:
+        r = SSL_read_ex(c->ssl, &byte, 1, &n);
+        break;
+    case OP_WRITE:
+        r = SSL_write_ex(c->ssl, c->out ? c->out : &byte, 1, &n);
+        break;
+    default:
+        r = SSL_shutdown(c->ssl);
+        break;
+    }
+    int e = SSL_get_error(c->ssl, r);
+    ERR_clear_error();
+    return e == SSL_ERROR_WANT_ASYNC ? IO_ASYNC : IO_OK;
+}
+
+static void async_wake(gw_conn_t *c)
+{
+    if (!c->async_paused)
+        return; /* a spurious or duplicate wake */
+    c->async_paused = 0;
+    n_paused--;
+    GW_WSTAT_ADD(paused, -1);
+    GW_WSTAT_ADD(resumed, 1);
+    if (c->draining) {
+        if (resume_op(c) == IO_ASYNC) {
+            park(c, IO_ASYNC, c->async_op);
+            return;
+        }
+        conn_free(c);
+        return;
+    }
+    conn_drive(c);
+}
+
+static void on_wake_fd(gw_io_t *io, uint32_t events)
+{
+    uint64_t v;
+    ssize_t r = read(wake_fd, &v, sizeof(v));
+    (void)r;
+    gw_conn_async_process();
+}
+
+int gw_conn_async_init(void)
+{
+    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0)
+        return -1;
+    wake_io.handler = on_wake_fd;
+    return gw_loop_add(&gw_worker->loop, wake_fd, EPOLLIN | EPOLLET, &wake_io);
+}
+
+void gw_conn_async_process(void)
+{
+    int woke = 0;
+    if (__atomic_load_n(&wake_hint, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&wake_lock);
+        for (size_t i = 0; i < wake_n; i++)
+            if (wake_q[i])
+                enqueue_local(wake_q[i]);
+        wake_n = 0;
+        __atomic_store_n(&wake_hint, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&wake_lock);
+    }
+    /* work_q also holds wakes seen on wait fds */
+    for (work_i = 0; work_i < work_n; work_i++) {
+        gw_conn_t *c = work_q[work_i];
+        if (c) {
+            work_q[work_i] = NULL;
+            async_wake(c);
+            woke = 1;
+        }
+    }
+    work_n = work_i = 0;
+    if (retry_head && (woke || !gw_timer_armed(&retry_timer))) {
+        /* a job may be free now: retry every waiter once (they re-queue if not) */
+        gw_conn_t *list = retry_head;
+        retry_head = NULL;
+        gw_timer_del(&gw_worker->loop, &retry_timer);
+        while (list) {
+            gw_conn_t *c = list;
+            list = c->retry_next;
+            c->retry_next = NULL;
+            c->async_retry = 0;
+            conn_drive(c);
+        }
     }
 }

@@ -24,6 +24,17 @@ enum gw_conn_state {
     GW_CONN_LINGER,      /* sent our last bytes; draining input until EOF before close */
 };
 
+struct gw_conn;
+
+/** A wait fd of a paused async job, registered in epoll (ssl_async_notify fd). */
+typedef struct gw_async_fd {
+    gw_io_t io; /* first: epoll dispatch */
+    int fd;
+    struct gw_conn *c;
+} gw_async_fd_t;
+
+#define GW_CONN_MAX_ASYNC_FDS 4
+
 typedef struct gw_conn {
     gw_io_t io; /* first: epoll dispatch */
     int fd;
@@ -67,6 +78,18 @@ typedef struct gw_conn {
     uint64_t file_off, file_left;
     int is_head;
     int close_after;         /* close once the response is written */
+
+    /* async TLS (ssl_async on): while a job is paused no other SSL call is made and the
+     * SSL is never freed; a connection closed meanwhile is drained (freed after). */
+    int async_paused;        /* a job is paused until its wake */
+    int async_op;            /* the SSL call that paused (resumed as is when draining) */
+    int async_retry;         /* WANT_ASYNC_JOB: waiting for a free job */
+    int async_fd_mode;       /* wake through wait fds, not the callback */
+    int async_used;          /* ever paused: queues may still name it */
+    int draining;            /* closed while paused: free when the job finishes */
+    struct gw_conn *retry_next;
+    gw_async_fd_t afd[GW_CONN_MAX_ASYNC_FDS];
+    int n_afd;
 } gw_conn_t;
 
 /** Accept handler glue: take over a freshly accepted non-blocking socket fd. */
@@ -74,6 +97,25 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
 
 /** Graceful stop began: idle connections close soon, busy ones after their response. */
 void gw_conn_shutdown_all(int graceful);
+
+/**
+ * The async callback (SSL_CTX_set_async_callback): may run on an accelerator's thread, so
+ * it only queues the connection (arg) for its worker and wakes the loop (eventfd).
+ */
+int gw_conn_async_callback(SSL *ssl, void *arg);
+
+/** Create the worker's wake eventfd and register it; 0 or -1 with errno. */
+int gw_conn_async_init(void);
+
+/**
+ * Resume the connections whose paused jobs completed (queued by the callback or seen on
+ * their wait fds) and retry those that waited for a free job. Called by the worker after
+ * every loop pass (and by the wake eventfd's handler).
+ */
+void gw_conn_async_process(void);
+
+/** Number of this worker's connections with a paused job (for the poll hook). */
+int gw_conn_async_paused(void);
 
 /** ClientHello callback for every SSL_CTX (SNI selects the server block). */
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);

@@ -119,9 +119,9 @@ static void handle_status(gw_conn_t *c)
         gw_resp_error(c, 405);
         return;
     }
-    char body[1024];
+    char body[1024 + GW_STATS_MAX_WORKERS * 160];
     int n = snprintf(
-        body, sizeof(body),
+        body, 1024,
         "Active connections: %lld \n"
         "server accepts handled requests\n"
         " %llu %llu %llu \n"
@@ -142,6 +142,21 @@ static void handle_status(gw_conn_t *c)
         (unsigned long long)GW_STAT_GET(responses[4]),
         (unsigned long long)GW_STAT_GET(responses[5]), (unsigned long long)GW_STAT_GET(reloads),
         (unsigned long long)GW_STAT_GET(worker_restarts));
+    /* per worker process: async TLS jobs (ssl_async) */
+    for (int i = 0; i < GW_STATS_MAX_WORKERS && n >= 0 && (size_t)n < sizeof(body) - 160; i++) {
+        const gw_worker_stats_t *ws = &gw_stats->workers[i];
+        int pid = __atomic_load_n(&ws->pid, __ATOMIC_RELAXED);
+        if (pid <= 0)
+            continue;
+        n += snprintf(body + n, sizeof(body) - (size_t)n,
+                      "Worker %d generation %u: connections: %lld async paused: %lld "
+                      "resumed: %llu drained: %llu want_async_job: %llu\n",
+                      pid, ws->generation, (long long)__atomic_load_n(&ws->conns, __ATOMIC_RELAXED),
+                      (long long)__atomic_load_n(&ws->paused, __ATOMIC_RELAXED),
+                      (unsigned long long)__atomic_load_n(&ws->resumed, __ATOMIC_RELAXED),
+                      (unsigned long long)__atomic_load_n(&ws->drained, __ATOMIC_RELAXED),
+                      (unsigned long long)__atomic_load_n(&ws->want_async_job, __ATOMIC_RELAXED));
+    }
     gw_resp_simple(c, 200, "text/plain", body, (size_t)n, "Cache-Control: no-cache\r\n");
 }
 

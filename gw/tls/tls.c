@@ -15,6 +15,13 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 
+static SSL_async_callback_fn async_callback;
+
+void gw_tls_set_async_callback(SSL_async_callback_fn cb)
+{
+    async_callback = cb;
+}
+
 int gw_tls_init(void)
 {
     if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
@@ -236,6 +243,12 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (client_hello_cb)
         SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
+    if (s->srv.ssl_async == 1) {
+        /* Every SSL call runs in an async job that an accelerator may pause. */
+        SSL_CTX_set_mode(ctx, SSL_MODE_ASYNC);
+        if (s->srv.ssl_async_notify != GW_ASYNC_NOTIFY_FD && async_callback)
+            SSL_CTX_set_async_callback(ctx, async_callback);
+    }
     if (apply_conf_cmds(ctx, NULL, s, why, sizeof(why)) != 0) {
         gw_errlist_add(errs, "%s:%d: %s", file, s->line, why);
         goto fail;

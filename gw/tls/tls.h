@@ -12,6 +12,14 @@
 #include "conf/conf.h"
 #include "tls/sni.h"
 
+/**
+ * The async callback installed on the SSL_CTX of every server with `ssl_async on` and
+ * `ssl_async_notify callback` (set once, before contexts are built). OpenSSL calls it,
+ * possibly from an accelerator's thread, when a paused job may be resumed; the SSL's
+ * callback argument is set per connection with SSL_set_async_callback_arg().
+ */
+void gw_tls_set_async_callback(SSL_async_callback_fn cb);
+
 /** One-time OpenSSL initialisation (error strings, ex_data index). Returns 0 or -1. */
 int gw_tls_init(void);
 

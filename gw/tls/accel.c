@@ -1,0 +1,271 @@
+/* see gw/tls/accel.h */
+#define OPENSSL_SUPPRESS_DEPRECATED /* ssl_engine: the ENGINE API is deprecated in 3.0 */
+
+#include "tls/accel.h"
+
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/bio.h>
+#include <openssl/conf.h>
+#include <openssl/core_names.h>
+#include <openssl/engine.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/provider.h>
+
+#define MAX_PROVIDERS 16
+
+static struct {
+    char *name;
+    OSSL_PROVIDER *prov; /* a reference of our own, for params and the poll hook */
+    int has_poll;
+    char *signature;     /* path + params as loaded, to notice changes on reload */
+} loaded[MAX_PROVIDERS];
+static size_t n_loaded;
+static char *loaded_engines[MAX_PROVIDERS];
+static size_t n_engines;
+
+static void reason(char *buf, size_t cap)
+{
+    unsigned long e;
+    const char *data;
+    int flags;
+    size_t n = 0;
+    buf[0] = '\0';
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        char one[256];
+        ERR_error_string_n(e, one, sizeof(one));
+        int m = snprintf(buf + n, cap - n, "%s%s%s%s", n ? "; " : "", one,
+                         (flags & ERR_TXT_STRING) && data[0] ? ": " : "",
+                         (flags & ERR_TXT_STRING) ? data : "");
+        if (m < 0 || (size_t)m >= cap - n)
+            break;
+        n += (size_t)m;
+    }
+    if (!n)
+        snprintf(buf, cap, "unknown OpenSSL error");
+}
+
+/* Append printf-formatted text to the growing configuration. */
+static void put(char **text, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put(char **text, size_t *len, const char *fmt, ...)
+{
+    char *add = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&add, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    char *t = realloc(*text, *len + (size_t)n + 1);
+    if (!t)
+        abort();
+    memcpy(t + *len, add, (size_t)n + 1);
+    *text = t;
+    *len += (size_t)n;
+    free(add);
+}
+
+static char *quoted(const char *v)
+{
+    size_t n = strlen(v);
+    char *q = malloc(2 * n + 3);
+    if (!q)
+        abort();
+    size_t o = 0;
+    q[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '"' || v[i] == '\\')
+            q[o++] = '\\';
+        q[o++] = v[i];
+    }
+    q[o++] = '"';
+    q[o] = '\0';
+    return q;
+}
+
+static char *signature_of(const gw_provider_conf_t *pv)
+{
+    char *s = NULL;
+    size_t len = 0;
+    put(&s, &len, "%s%s", pv->path ? pv->path : "", "\n");
+    for (size_t i = 0; i < pv->n_params; i++)
+        put(&s, &len, "%s=%s\n", pv->params[i].name, pv->params[i].value);
+    return s;
+}
+
+static int find_loaded(const char *name)
+{
+    for (size_t i = 0; i < n_loaded; i++)
+        if (strcmp(loaded[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Load one provider through a generated configuration. */
+static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw_errlist_t *errs)
+{
+    char *text = NULL;
+    size_t len = 0;
+    put(&text, &len, "tlsgate_conf = tlsgate_init\n[tlsgate_init]\nproviders = %s%s\n",
+        "tlsgate_providers", "");
+    put(&text, &len, "[tlsgate_providers]\ndefault = tlsgate_p_default\n%s = %s\n", pv->name,
+        "tlsgate_p_this");
+    put(&text, &len, "[tlsgate_p_default]\nactivate = 1\n[tlsgate_p_this]\n%s%s", "", "");
+    if (pv->path) {
+        char mod[4096];
+        snprintf(mod, sizeof(mod), "%s/%s.so", pv->path, pv->name);
+        char *q = quoted(mod);
+        put(&text, &len, "module = %s\n%s", q, "");
+        free(q);
+    }
+    for (size_t i = 0; i < pv->n_params; i++) {
+        char *q = quoted(pv->params[i].value);
+        put(&text, &len, "%s = %s\n", pv->params[i].name, q);
+        free(q);
+    }
+    put(&text, &len, "activate = 1\n%s%s", "", "");
+
+    ERR_clear_error();
+    CONF *cnf = NCONF_new_ex(NULL, NULL);
+    BIO *bio = BIO_new_mem_buf(text, (int)len);
+    long eline = 0;
+    int ok = cnf && bio && NCONF_load_bio(cnf, bio, &eline) > 0 &&
+             CONF_modules_load(cnf, "tlsgate_conf", 0) > 0;
+    char why[1024] = "";
+    if (ok && !OSSL_PROVIDER_available(NULL, pv->name)) {
+        ok = 0;
+        snprintf(why, sizeof(why), "the provider did not activate");
+    }
+    if (!ok && !why[0])
+        reason(why, sizeof(why));
+    BIO_free(bio);
+    NCONF_free(cnf);
+    free(text);
+    if (!ok) {
+        gw_errlist_add(errs, "%s:%d: ssl_provider: %s: cannot load%s%s: %s", conf->conf_file,
+                       pv->line, pv->name, pv->path ? " from " : "", pv->path ? pv->path : "",
+                       why);
+        ERR_clear_error();
+        return -1;
+    }
+    if (n_loaded < MAX_PROVIDERS) {
+        OSSL_PROVIDER *p = OSSL_PROVIDER_load(NULL, pv->name); /* our reference */
+        int has_poll = 0;
+        const OSSL_PARAM *g = p ? OSSL_PROVIDER_gettable_params(p) : NULL;
+        for (; g && g->key; g++)
+            if (strcmp(g->key, "poll") == 0)
+                has_poll = 1;
+        loaded[n_loaded].name = strdup(pv->name);
+        loaded[n_loaded].prov = p;
+        loaded[n_loaded].has_poll = has_poll;
+        loaded[n_loaded].signature = signature_of(pv);
+        n_loaded++;
+    }
+    ERR_clear_error();
+    return 0;
+}
+
+int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
+{
+    size_t before = errs->n;
+    for (size_t i = 0; i < conf->n_providers; i++) {
+        const gw_provider_conf_t *pv = &conf->providers[i];
+        int k = find_loaded(pv->name);
+        if (k >= 0) {
+            char *sig = signature_of(pv);
+            if (strcmp(sig, loaded[k].signature) != 0)
+                gw_log(GW_LOG_WARN, 0, "%s:%d: ssl_provider: %s: is loaded with other "
+                       "parameters; they apply after a restart, not a reload",
+                       conf->conf_file, pv->line, pv->name);
+            free(sig);
+            continue;
+        }
+        load_provider(conf, pv, errs);
+    }
+    for (size_t i = 0; i < conf->ssl_engines.n; i++) {
+        const char *id = conf->ssl_engines.v[i];
+        int seen = 0;
+        for (size_t k = 0; k < n_engines; k++)
+            if (strcmp(loaded_engines[k], id) == 0)
+                seen = 1;
+        if (seen)
+            continue;
+        ERR_clear_error();
+        ENGINE_load_builtin_engines();
+        ENGINE *e = ENGINE_by_id(id);
+        if (!e || !ENGINE_init(e)) {
+            char why[1024];
+            reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s: ssl_engine: %s: cannot load: %s", conf->conf_file, id, why);
+            ENGINE_free(e);
+            continue;
+        }
+        if (!ENGINE_set_default(e, ENGINE_METHOD_ALL)) {
+            char why[1024];
+            reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s: ssl_engine: %s: cannot make it the default: %s",
+                           conf->conf_file, id, why);
+            ENGINE_finish(e);
+            ENGINE_free(e);
+            continue;
+        }
+        ENGINE_free(e); /* the functional reference from ENGINE_init keeps it loaded */
+        if (n_engines < MAX_PROVIDERS)
+            loaded_engines[n_engines++] = strdup(id);
+    }
+    if (conf->ssl_propquery) {
+        ERR_clear_error();
+        if (!EVP_set_default_properties(NULL, conf->ssl_propquery)) {
+            char why[1024];
+            reason(why, sizeof(why));
+            gw_errlist_add(errs, "%s: ssl_propquery: invalid query \"%s\": %s", conf->conf_file,
+                           conf->ssl_propquery, why);
+        }
+    }
+    return errs->n > before ? -1 : 0;
+}
+
+int gw_accel_has_poll(void)
+{
+    for (size_t i = 0; i < n_loaded; i++)
+        if (loaded[i].has_poll)
+            return 1;
+    return 0;
+}
+
+int gw_accel_poll(void)
+{
+    int total = 0;
+    for (size_t i = 0; i < n_loaded; i++) {
+        if (!loaded[i].has_poll)
+            continue;
+        int done = 0;
+        OSSL_PARAM params[] = {OSSL_PARAM_construct_int("poll", &done), OSSL_PARAM_END};
+        if (OSSL_PROVIDER_get_params(loaded[i].prov, params) && done > 0)
+            total += done;
+    }
+    return total;
+}
+
+void gw_accel_describe(char *out, size_t cap)
+{
+    size_t o = 0;
+    int n = snprintf(out, cap, "providers: default");
+    o = n > 0 ? (size_t)n : 0;
+    for (size_t i = 0; i < n_loaded && o < cap; i++) {
+        n = snprintf(out + o, cap - o, ", %s%s", loaded[i].name,
+                     loaded[i].has_poll ? " (poll)" : "");
+        o += n > 0 ? (size_t)n : 0;
+    }
+    for (size_t i = 0; i < n_engines && o < cap; i++) {
+        n = snprintf(out + o, cap - o, "%s%s", i ? ", " : "; engines: ", loaded_engines[i]);
+        o += n > 0 ? (size_t)n : 0;
+    }
+}

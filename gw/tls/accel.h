@@ -1,0 +1,39 @@
+/*
+ * Accelerators: OpenSSL 3 providers (`ssl_provider`) and legacy engines (`ssl_engine`)
+ * loaded into the process's default library context, the default property query, and
+ * the per-worker poll hook of providers that offer one.
+ */
+#ifndef GW_TLS_ACCEL_H
+#define GW_TLS_ACCEL_H
+
+#include "conf/conf.h"
+
+/**
+ * Load every provider and engine of conf that is not loaded yet, and set the default
+ * property query. Providers are loaded through a generated OpenSSL configuration (the
+ * same `[provider_sect]` an `openssl.cnf` would hold: `module`, `activate`, and the
+ * PARAM VALUE pairs), so providers read their parameters as they always do; the default
+ * provider is activated too. A provider already loaded (a reload) keeps its parameters:
+ * changing them needs a restart, which is logged.
+ *
+ * Returns 0, or -1 after adding "FILE:LINE: ssl_provider: NAME: reason" messages
+ * (OpenSSL's reasons included) to errs.
+ */
+int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs);
+
+/**
+ * The poll hook: for every loaded provider that has a gettable integer parameter named
+ * "poll" (a provider opts in by offering it; reading it completes what the provider has
+ * queued and returns how many requests it completed), read it. Called by a worker once
+ * per loop pass while async jobs are paused. Returns the total completed, 0 when no
+ * provider polls.
+ */
+int gw_accel_poll(void);
+
+/** Does any loaded provider offer the poll hook? */
+int gw_accel_has_poll(void);
+
+/** One line describing what is loaded, for the error log ("providers: default, x; ..."). */
+void gw_accel_describe(char *out, size_t cap);
+
+#endif
