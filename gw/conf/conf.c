@@ -348,6 +348,7 @@ void gw_conf_free(gw_conf_t *conf)
     free(conf->providers);
     free(conf->ssl_propquery);
     strlist_free(&conf->ssl_engines);
+    free(conf->ssl_engine_lines);
     srv_free(&conf->http.srv);
     loc_free(&conf->http.loc);
     for (size_t i = 0; i < conf->http.n_servers; i++) {

@@ -189,6 +189,7 @@ typedef struct gw_conf {
     size_t n_providers;
     char *ssl_propquery;         /* EVP default properties, e.g. "?provider=tlsgate"; NULL */
     gw_strlist_t ssl_engines;    /* ssl_engine IDs (legacy ENGINE API), in order */
+    int *ssl_engine_lines;       /* line of each ssl_engine, for messages */
     int ssl_async_jobs;          /* async job pool size per worker; 0 = OpenSSL's default */
     int http_present;            /* 1 when an http block was given */
     gw_http_conf_t http;

@@ -930,6 +930,9 @@ static int set_engine(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
     gw_conf_t *c = base;
     if (!n->args[1][0])
         return gw_conf_bad_value(p, n, 1, "empty engine id");
+    size_t nl = c->ssl_engines.n;
+    int *line = gw_conf_xpush(&c->ssl_engine_lines, &nl, sizeof(int));
+    *line = n->line;
     strlist_add(&c->ssl_engines, n->args[1]);
     return 0;
 }

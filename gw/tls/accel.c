@@ -140,8 +140,12 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
              CONF_modules_load(cnf, "tlsgate_conf", 0) > 0;
     char why[1024] = "";
     if (ok && !OSSL_PROVIDER_available(NULL, pv->name)) {
+        /* OpenSSL 3.0's provider module reports some failures only on its error queue */
         ok = 0;
-        snprintf(why, sizeof(why), "the provider did not activate");
+        reason(why, sizeof(why));
+        if (strcmp(why, "unknown OpenSSL error") == 0)
+            snprintf(why, sizeof(why), "not found, or its initialisation failed (looked for "
+                     "%s.so in %s)", pv->name, pv->path ? pv->path : "OpenSSL's module directory");
     }
     if (!ok && !why[0])
         reason(why, sizeof(why));
@@ -203,15 +207,16 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         if (!e || !ENGINE_init(e)) {
             char why[1024];
             reason(why, sizeof(why));
-            gw_errlist_add(errs, "%s: ssl_engine: %s: cannot load: %s", conf->conf_file, id, why);
+            gw_errlist_add(errs, "%s:%d: ssl_engine: %s: cannot load: %s", conf->conf_file,
+                           conf->ssl_engine_lines[i], id, why);
             ENGINE_free(e);
             continue;
         }
         if (!ENGINE_set_default(e, ENGINE_METHOD_ALL)) {
             char why[1024];
             reason(why, sizeof(why));
-            gw_errlist_add(errs, "%s: ssl_engine: %s: cannot make it the default: %s",
-                           conf->conf_file, id, why);
+            gw_errlist_add(errs, "%s:%d: ssl_engine: %s: cannot make it the default: %s",
+                           conf->conf_file, conf->ssl_engine_lines[i], id, why);
             ENGINE_finish(e);
             ENGINE_free(e);
             continue;
