@@ -1128,7 +1128,8 @@ static void update_async_fds(gw_conn_t *c)
 
 static void on_retry_timer(gw_timer_t *t)
 {
-    gw_conn_async_process();
+    /* nothing here: the worker calls gw_conn_async_process() after the timers, and an
+     * expired retry timer makes it retry the waiters */
 }
 
 /* An SSL call answered WANT_ASYNC or WANT_ASYNC_JOB: park the connection. Returns 1 when
@@ -1209,12 +1210,14 @@ static void async_wake(gw_conn_t *c)
     conn_drive(c);
 }
 
+/* Only drains the eventfd: the wakes are processed by the worker after the whole batch
+ * of events (gw_conn_async_process), because resuming a connection may free it while a
+ * later event of the same epoll_wait batch still points at it. */
 static void on_wake_fd(gw_io_t *io, uint32_t events)
 {
     uint64_t v;
     ssize_t r = read(wake_fd, &v, sizeof(v));
     (void)r;
-    gw_conn_async_process();
 }
 
 int gw_conn_async_init(void)

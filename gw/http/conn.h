@@ -110,7 +110,8 @@ int gw_conn_async_init(void);
 /**
  * Resume the connections whose paused jobs completed (queued by the callback or seen on
  * their wait fds) and retry those that waited for a free job. Called by the worker after
- * every loop pass (and by the wake eventfd's handler).
+ * every loop pass, never from inside the batch of events (a resumed connection may be
+ * freed while a later event of the batch still names it).
  */
 void gw_conn_async_process(void);
 
