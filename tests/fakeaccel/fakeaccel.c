@@ -1,0 +1,357 @@
+/*
+ * fakeaccel: an OpenSSL 3 provider that behaves like a hardware crypto accelerator.
+ *
+ * TEST-ONLY. Never load it in production: it computes nothing itself and adds latency on
+ * purpose. It exists so that the gateway's async-TLS code (SSL_MODE_ASYNC,
+ * SSL_ERROR_WANT_ASYNC) can be tested on machines without Intel QAT.
+ *
+ * What it offers: signature "RSA" and "ECDSA", asymmetric cipher "RSA", and the key
+ * managers "RSA", "RSA-PSS" and "EC". Every key is an EVP_PKEY of a private library
+ * context that has only the default provider loaded (so nothing can recurse into us),
+ * and every key-management call is delegated to it. The public-key operations and the
+ * digest part of signing run synchronously, as in the default provider. Only the
+ * private-key operation (the final sign, the decrypt) goes to the "accelerator": a
+ * background thread with a queue that answers each request `delay_us` after it was
+ * submitted. Inside an ASYNC job the caller's job is paused (ASYNC_pause_job) until the
+ * answer is there and the application is woken the way QAT does it: the
+ * ASYNC_WAIT_CTX callback, or an eventfd registered as the job's wait fd (accel.c).
+ *
+ * Configuration (provider section of an OpenSSL config; environment overrides):
+ *   delay_us   FAKEACCEL_DELAY_US   latency of each private-key operation (1000)
+ *   notify     FAKEACCEL_NOTIFY     "callback" (default) or "fd"
+ *   fail_every FAKEACCEL_FAIL_EVERY N > 0: every Nth accelerated operation fails (0)
+ *   -          FAKEACCEL_LOG        file to append one line per accelerated operation
+ * Gettable provider parameters: name, version, buildinfo, status and the unsigned
+ * counters ops, ops_async, fails, inflight.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+
+#include "fakeaccel.h"
+
+#define FA_ALG_PROPS "provider=fakeaccel"
+
+void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func, uint32_t reason,
+              const char *fmt, ...)
+{
+    va_list ap;
+
+    if (prov == NULL || prov->core_new_error == NULL || prov->core_vset_error == NULL)
+        return;
+    prov->core_new_error(prov->handle);
+    if (prov->core_set_error_debug != NULL)
+        prov->core_set_error_debug(prov->handle, file, line, func);
+    va_start(ap, fmt);
+    prov->core_vset_error(prov->handle, reason, fmt, ap);
+    va_end(ap);
+}
+
+static const OSSL_ITEM fa_reason_strings[] = {
+    {FA_R_INJECTED_FAILURE, "fakeaccel injected failure (fail_every)"},
+    {FA_R_OPERATION_FAILED, "fakeaccel accelerated operation failed"},
+    {FA_R_NO_KEY, "fakeaccel: no key"},
+    {FA_R_BAD_ARGUMENT, "fakeaccel: bad argument"},
+    {FA_R_DELEGATION_FAILED, "fakeaccel: default provider call failed"},
+    {0, NULL},
+};
+
+static const OSSL_ALGORITHM fa_keymgmt[] = {
+    {"RSA:rsaEncryption:1.2.840.113549.1.1.1", FA_ALG_PROPS, fa_rsa_keymgmt_functions,
+     "fakeaccel RSA keys (delegated to the default provider)"},
+    {"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10", FA_ALG_PROPS, fa_rsa_pss_keymgmt_functions,
+     "fakeaccel RSA-PSS keys (delegated to the default provider)"},
+    {"EC:id-ecPublicKey:1.2.840.10045.2.1", FA_ALG_PROPS, fa_ec_keymgmt_functions,
+     "fakeaccel EC keys (delegated to the default provider)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM fa_signature[] = {
+    {"RSA:rsaEncryption:1.2.840.113549.1.1.1", FA_ALG_PROPS, fa_rsa_signature_functions,
+     "fakeaccel RSA signature (PKCS#1 v1.5, PSS) with an accelerated private-key step"},
+    {"ECDSA", FA_ALG_PROPS, fa_ecdsa_signature_functions,
+     "fakeaccel ECDSA with an accelerated private-key step"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM fa_asym_cipher[] = {
+    {"RSA:rsaEncryption:1.2.840.113549.1.1.1", FA_ALG_PROPS, fa_rsa_asym_cipher_functions,
+     "fakeaccel RSA decryption (PKCS#1 v1.5, TLS premaster, OAEP), accelerated"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM *fa_query_operation(void *provctx, int operation_id, int *no_cache)
+{
+    (void)provctx;
+    *no_cache = 0;
+    switch (operation_id) {
+    case OSSL_OP_KEYMGMT:
+        return fa_keymgmt;
+    case OSSL_OP_SIGNATURE:
+        return fa_signature;
+    case OSSL_OP_ASYM_CIPHER:
+        return fa_asym_cipher;
+    default:
+        return NULL;
+    }
+}
+
+#define FA_PARAM_OPS "ops"
+#define FA_PARAM_OPS_ASYNC "ops_async"
+#define FA_PARAM_FAILS "fails"
+#define FA_PARAM_INFLIGHT "inflight"
+
+static const OSSL_PARAM fa_gettable_params_list[] = {
+    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
+    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
+    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
+    OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL),
+    OSSL_PARAM_uint64(FA_PARAM_OPS, NULL),
+    OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
+    OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL),
+    OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
+    OSSL_PARAM_END,
+};
+
+static const OSSL_PARAM *fa_gettable_params(void *provctx)
+{
+    (void)provctx;
+    return fa_gettable_params_list;
+}
+
+static int fa_set_counter(OSSL_PARAM params[], const char *name, _Atomic uint64_t *counter)
+{
+    OSSL_PARAM *p = OSSL_PARAM_locate(params, name);
+
+    return p == NULL || OSSL_PARAM_set_uint64(p, atomic_load(counter));
+}
+
+static int fa_get_params(void *provctx, OSSL_PARAM params[])
+{
+    FA_PROV *prov = provctx;
+    OSSL_PARAM *p;
+
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_NAME))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_VERSION))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO);
+    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, "test-only fake accelerator"))
+        return 0;
+    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS);
+    if (p != NULL && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    return fa_set_counter(params, FA_PARAM_OPS, &prov->ops) &&
+           fa_set_counter(params, FA_PARAM_OPS_ASYNC, &prov->ops_async) &&
+           fa_set_counter(params, FA_PARAM_FAILS, &prov->fails) &&
+           fa_set_counter(params, FA_PARAM_INFLIGHT, &prov->inflight);
+}
+
+static const OSSL_ITEM *fa_get_reason_strings(void *provctx)
+{
+    (void)provctx;
+    return fa_reason_strings;
+}
+
+/*
+ * libssl (3.0, add_provider_groups) uses a TLS group only if the key manager fetched for
+ * its algorithm comes from the provider that announced the group. When the application
+ * prefers us, "EC" is ours, so the default provider's EC groups would be dropped and
+ * ECDHE over P-256/P-384/P-521 would vanish: we announce the default provider's EC
+ * groups ourselves (the X25519/X448/FFDHE ones stay the default provider's).
+ */
+struct fa_caps_arg {
+    OSSL_CALLBACK *cb;
+    void *arg;
+};
+
+static int fa_forward_ec_group(const OSSL_PARAM params[], void *arg)
+{
+    struct fa_caps_arg *fwd = arg;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ALG);
+    const char *alg = NULL;
+
+    if (p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &alg) || strcmp(alg, "EC") != 0)
+        return 1;
+    return fwd->cb(params, fwd->arg);
+}
+
+static int fa_get_capabilities(void *provctx, const char *capability, OSSL_CALLBACK *cb, void *arg)
+{
+    FA_PROV *prov = provctx;
+    struct fa_caps_arg fwd = {cb, arg};
+
+    if (strcmp(capability, "TLS-GROUP") != 0)
+        return 1;
+    return OSSL_PROVIDER_get_capabilities(prov->deflt, capability, fa_forward_ec_group, &fwd);
+}
+
+static void fa_prov_free(FA_PROV *prov)
+{
+    if (prov == NULL)
+        return;
+    fa_accel_cleanup(prov);
+    EVP_KEYMGMT_free(prov->km_rsa);
+    EVP_KEYMGMT_free(prov->km_rsa_pss);
+    EVP_KEYMGMT_free(prov->km_ec);
+    EVP_SIGNATURE_free(prov->sig_rsa);
+    EVP_SIGNATURE_free(prov->sig_ecdsa);
+    EVP_ASYM_CIPHER_free(prov->ciph_rsa);
+    if (prov->deflt != NULL)
+        OSSL_PROVIDER_unload(prov->deflt);
+    OSSL_LIB_CTX_free(prov->libctx);
+    if (prov->log_fd >= 0)
+        close(prov->log_fd);
+    OPENSSL_free(prov);
+}
+
+static void fa_teardown(void *provctx)
+{
+    fa_prov_free(provctx);
+}
+
+static int fa_parse_ulong(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long v;
+
+    if (s == NULL || *s == '\0')
+        return 0;
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || s[0] == '-' || v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* Reads delay_us, notify and fail_every: config section first, then the environment. */
+static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
+{
+    const char *delay = NULL, *notify = NULL, *fail_every = NULL, *env;
+    OSSL_PARAM core_params[4];
+
+    core_params[0] = OSSL_PARAM_construct_utf8_ptr("delay_us", (char **)&delay, 0);
+    core_params[1] = OSSL_PARAM_construct_utf8_ptr("notify", (char **)&notify, 0);
+    core_params[2] = OSSL_PARAM_construct_utf8_ptr("fail_every", (char **)&fail_every, 0);
+    core_params[3] = OSSL_PARAM_construct_end();
+    if (core_get_params != NULL && !core_get_params(prov->handle, core_params))
+        return 0;
+    if ((env = getenv("FAKEACCEL_DELAY_US")) != NULL)
+        delay = env;
+    if ((env = getenv("FAKEACCEL_NOTIFY")) != NULL)
+        notify = env;
+    if ((env = getenv("FAKEACCEL_FAIL_EVERY")) != NULL)
+        fail_every = env;
+
+    prov->delay_us = 1000;
+    prov->notify = FA_NOTIFY_CALLBACK;
+    prov->fail_every = 0;
+    if (delay != NULL && !fa_parse_ulong(delay, 60UL * 1000 * 1000, &prov->delay_us)) {
+        FA_RAISE(prov, FA_R_BAD_ARGUMENT, "delay_us=%s: expected 0..60000000", delay);
+        return 0;
+    }
+    if (notify != NULL) {
+        if (strcmp(notify, "callback") == 0) {
+            prov->notify = FA_NOTIFY_CALLBACK;
+        } else if (strcmp(notify, "fd") == 0) {
+            prov->notify = FA_NOTIFY_FD;
+        } else {
+            FA_RAISE(prov, FA_R_BAD_ARGUMENT, "notify=%s: expected callback or fd", notify);
+            return 0;
+        }
+    }
+    if (fail_every != NULL && !fa_parse_ulong(fail_every, 1UL << 30, &prov->fail_every)) {
+        FA_RAISE(prov, FA_R_BAD_ARGUMENT, "fail_every=%s: expected a count", fail_every);
+        return 0;
+    }
+    if ((env = getenv("FAKEACCEL_LOG")) != NULL && *env != '\0')
+        prov->log_fd = open(env, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    return 1;
+}
+
+static const OSSL_DISPATCH fa_provider_functions[] = {
+    {OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))fa_teardown},
+    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))fa_gettable_params},
+    {OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))fa_get_params},
+    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))fa_query_operation},
+    {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))fa_get_reason_strings},
+    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, (void (*)(void))fa_get_capabilities},
+    {0, NULL},
+};
+
+__attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle,
+                                                              const OSSL_DISPATCH *in,
+                                                              const OSSL_DISPATCH **out,
+                                                              void **provctx)
+{
+    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    FA_PROV *prov;
+
+    prov = OPENSSL_zalloc(sizeof(*prov));
+    if (prov == NULL)
+        return 0;
+    prov->handle = handle;
+    prov->log_fd = -1;
+    for (; in != NULL && in->function_id != 0; in++) {
+        switch (in->function_id) {
+        case OSSL_FUNC_CORE_GET_PARAMS:
+            core_get_params = OSSL_FUNC_core_get_params(in);
+            break;
+        case OSSL_FUNC_CORE_NEW_ERROR:
+            prov->core_new_error = OSSL_FUNC_core_new_error(in);
+            break;
+        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
+            prov->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
+            break;
+        case OSSL_FUNC_CORE_VSET_ERROR:
+            prov->core_vset_error = OSSL_FUNC_core_vset_error(in);
+            break;
+        default:
+            break;
+        }
+    }
+    if (!fa_read_config(prov, core_get_params))
+        goto err;
+
+    /* The private library context: the default provider does the real work. */
+    prov->libctx = OSSL_LIB_CTX_new();
+    if (prov->libctx == NULL ||
+        (prov->deflt = OSSL_PROVIDER_load(prov->libctx, "default")) == NULL) {
+        FA_RAISE(prov, FA_R_DELEGATION_FAILED, "cannot load the default provider privately");
+        goto err;
+    }
+    prov->km_rsa = EVP_KEYMGMT_fetch(prov->libctx, "RSA", NULL);
+    prov->km_rsa_pss = EVP_KEYMGMT_fetch(prov->libctx, "RSA-PSS", NULL);
+    prov->km_ec = EVP_KEYMGMT_fetch(prov->libctx, "EC", NULL);
+    prov->sig_rsa = EVP_SIGNATURE_fetch(prov->libctx, "RSA", NULL);
+    prov->sig_ecdsa = EVP_SIGNATURE_fetch(prov->libctx, "ECDSA", NULL);
+    prov->ciph_rsa = EVP_ASYM_CIPHER_fetch(prov->libctx, "RSA", NULL);
+    if (prov->km_rsa == NULL || prov->km_rsa_pss == NULL || prov->km_ec == NULL ||
+        prov->sig_rsa == NULL || prov->sig_ecdsa == NULL || prov->ciph_rsa == NULL ||
+        !fa_keymgmt_bind_default(prov)) {
+        FA_RAISE(prov, FA_R_DELEGATION_FAILED, "default provider lacks RSA/EC algorithms");
+        goto err;
+    }
+    if (!fa_accel_init(prov))
+        goto err;
+
+    *out = fa_provider_functions;
+    *provctx = prov;
+    return 1;
+
+err:
+    fa_prov_free(prov);
+    return 0;
+}
