@@ -109,3 +109,25 @@ void gw_log_ssl_errors(int level, const char *what)
                (flags & ERR_TXT_STRING) ? data : "");
     }
 }
+
+void gw_ssl_reason(char *buf, size_t cap)
+{
+    unsigned long e;
+    const char *data;
+    int flags;
+    size_t n = 0;
+    buf[0] = '\0';
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        char one[256];
+        ERR_error_string_n(e, one, sizeof(one));
+        int m = snprintf(buf + n, cap - n, "%s%s%s%s", n ? "; " : "", one,
+                         (flags & ERR_TXT_STRING) && data[0] ? ": " : "",
+                         (flags & ERR_TXT_STRING) ? data : "");
+        if (m < 0 || (size_t)m >= cap - n)
+            break;
+        n += (size_t)m;
+    }
+    if (!n)
+        snprintf(buf, cap, "unknown OpenSSL error");
+    ERR_clear_error();
+}

@@ -33,6 +33,13 @@ void gw_log(int level, int err, const char *fmt, ...) __attribute__((format(prin
 /** Append OpenSSL's error queue, one line per entry, then clear it. */
 void gw_log_ssl_errors(int level, const char *what);
 
+/**
+ * Take OpenSSL's error queue (this thread's) and write it into buf as one line, entries
+ * separated by "; ", each with its data string; "unknown OpenSSL error" when the queue
+ * is empty. The queue is left empty. buf: cap bytes, always NUL-terminated.
+ */
+void gw_ssl_reason(char *buf, size_t cap);
+
 /** Is level enabled? (skip building expensive messages) */
 int gw_log_enabled(int level);
 

@@ -386,7 +386,7 @@ void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const ch
     }
 }
 
-void gw_resp_error(gw_conn_t *c, int status)
+void gw_resp_page(gw_conn_t *c, int status, const char *extra)
 {
     char body[512];
     const char *reason = gw_http_reason(status);
@@ -395,11 +395,15 @@ void gw_resp_error(gw_conn_t *c, int status)
                      "<center><h1>%d %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
                      "</body>\r\n</html>\r\n",
                      status, reason, status, reason);
+    gw_resp_simple(c, status, "text/html", body, (size_t)n, extra);
+}
+
+void gw_resp_error(gw_conn_t *c, int status)
+{
     if (status >= 400 && status != 404 && status != 403 && status != 405 && status != 416 &&
         status != 421)
         c->close_after = 1; /* framing or limits failed: the connection cannot go on */
-    gw_resp_simple(c, status, "text/html", body, (size_t)n,
-                   status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+    gw_resp_page(c, status, status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
 
 /* ---- access log (nginx "combined") ---- */

@@ -138,7 +138,11 @@ void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t c
 void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const char *body,
                     size_t body_len, const char *extra);
 
-/** nginx-style HTML error page for status. */
+/** A response whose body is nginx's small HTML page for status, with extra headers. */
+void gw_resp_page(gw_conn_t *c, int status, const char *extra);
+
+/** nginx-style HTML error page for status; statuses after which the connection cannot
+ * continue (400, 408, 413, 414, 431, 5xx...) also set close_after. */
 void gw_resp_error(gw_conn_t *c, int status);
 
 #endif

@@ -93,13 +93,7 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
     if (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) {
         char extra[4096 + 16];
         snprintf(extra, sizeof(extra), "Location: %s\r\n", l->return_text ? l->return_text : "/");
-        char body[256];
-        int n = snprintf(body, sizeof(body),
-                         "<html>\r\n<head><title>%d %s</title></head>\r\n<body>\r\n"
-                         "<center><h1>%d %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
-                         "</body>\r\n</html>\r\n",
-                         code, gw_http_reason(code), code, gw_http_reason(code));
-        gw_resp_simple(c, code, "text/html", body, (size_t)n, extra);
+        gw_resp_page(c, code, extra);
         return;
     }
     if (l->return_text) {
@@ -107,7 +101,7 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
         return;
     }
     if (code >= 400) {
-        gw_resp_error(c, code);
+        gw_resp_page(c, code, NULL); /* configured: the connection may go on */
         return;
     }
     gw_resp_simple(c, code, NULL, "", 0, NULL);
@@ -247,13 +241,7 @@ static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *
                 close(fd);
                 snprintf(extra, sizeof(extra), "Content-Range: bytes */%llu\r\n",
                          (unsigned long long)size);
-                char body[256];
-                int n = snprintf(body, sizeof(body),
-                                 "<html>\r\n<head><title>416 %s</title></head>\r\n<body>\r\n"
-                                 "<center><h1>416 %s</h1></center>\r\n<hr><center>tlsgate"
-                                 "</center>\r\n</body>\r\n</html>\r\n",
-                                 gw_http_reason(416), gw_http_reason(416));
-                gw_resp_simple(c, 416, "text/html", body, (size_t)n, extra);
+                gw_resp_page(c, 416, extra);
                 return;
             }
             ranged = rr == 1;
@@ -282,13 +270,7 @@ static void redirect_dir(gw_conn_t *c, const char *norm)
     const gw_http_request_t *r = &c->req;
     snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm, r->query ? "?" : "",
              r->query ? (int)r->query_len : 0, r->query ? r->query : "");
-    char body[256];
-    int n = snprintf(body, sizeof(body),
-                     "<html>\r\n<head><title>301 %s</title></head>\r\n<body>\r\n"
-                     "<center><h1>301 %s</h1></center>\r\n<hr><center>tlsgate</center>\r\n"
-                     "</body>\r\n</html>\r\n",
-                     gw_http_reason(301), gw_http_reason(301));
-    gw_resp_simple(c, 301, "text/html", body, (size_t)n, extra);
+    gw_resp_page(c, 301, extra);
 }
 
 static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc)

@@ -30,26 +30,6 @@ static size_t n_loaded;
 static char *loaded_engines[MAX_PROVIDERS];
 static size_t n_engines;
 
-static void reason(char *buf, size_t cap)
-{
-    unsigned long e;
-    const char *data;
-    int flags;
-    size_t n = 0;
-    buf[0] = '\0';
-    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
-        char one[256];
-        ERR_error_string_n(e, one, sizeof(one));
-        int m = snprintf(buf + n, cap - n, "%s%s%s%s", n ? "; " : "", one,
-                         (flags & ERR_TXT_STRING) && data[0] ? ": " : "",
-                         (flags & ERR_TXT_STRING) ? data : "");
-        if (m < 0 || (size_t)m >= cap - n)
-            break;
-        n += (size_t)m;
-    }
-    if (!n)
-        snprintf(buf, cap, "unknown OpenSSL error");
-}
 
 /* Append printf-formatted text to the growing configuration. */
 static void put(char **text, size_t *len, const char *fmt, ...)
@@ -142,13 +122,13 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
     if (ok && !OSSL_PROVIDER_available(NULL, pv->name)) {
         /* OpenSSL 3.0's provider module reports some failures only on its error queue */
         ok = 0;
-        reason(why, sizeof(why));
+        gw_ssl_reason(why, sizeof(why));
         if (strcmp(why, "unknown OpenSSL error") == 0)
             snprintf(why, sizeof(why), "not found, or its initialisation failed (looked for "
                      "%s.so in %s)", pv->name, pv->path ? pv->path : "OpenSSL's module directory");
     }
     if (!ok && !why[0])
-        reason(why, sizeof(why));
+        gw_ssl_reason(why, sizeof(why));
     BIO_free(bio);
     NCONF_free(cnf);
     free(text);
@@ -206,7 +186,7 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         ENGINE *e = ENGINE_by_id(id);
         if (!e || !ENGINE_init(e)) {
             char why[1024];
-            reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_engine: %s: cannot load: %s", conf->conf_file,
                            conf->ssl_engine_lines[i], id, why);
             ENGINE_free(e);
@@ -214,7 +194,7 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         }
         if (!ENGINE_set_default(e, ENGINE_METHOD_ALL)) {
             char why[1024];
-            reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_engine: %s: cannot make it the default: %s",
                            conf->conf_file, conf->ssl_engine_lines[i], id, why);
             ENGINE_finish(e);
@@ -229,7 +209,7 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         ERR_clear_error();
         if (!EVP_set_default_properties(NULL, conf->ssl_propquery)) {
             char why[1024];
-            reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s: ssl_propquery: invalid query \"%s\": %s", conf->conf_file,
                            conf->ssl_propquery, why);
         }

@@ -1,5 +1,7 @@
 #include "tls/tls.h"
 
+#include "core/log.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,28 +30,6 @@ int gw_tls_init(void)
                           NULL))
         return -1;
     return 0;
-}
-
-/* Append OpenSSL's error queue as one reason string. */
-static void ssl_reason(char *buf, size_t cap)
-{
-    unsigned long e;
-    const char *data;
-    int flags;
-    size_t n = 0;
-    buf[0] = '\0';
-    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
-        char one[256];
-        ERR_error_string_n(e, one, sizeof(one));
-        int m = snprintf(buf + n, cap - n, "%s%s%s%s", n ? "; " : "", one,
-                         (flags & ERR_TXT_STRING) && data[0] ? ": " : "",
-                         (flags & ERR_TXT_STRING) ? data : "");
-        if (m < 0 || (size_t)m >= cap - n)
-            break;
-        n += (size_t)m;
-    }
-    if (!n)
-        snprintf(buf, cap, "unknown OpenSSL error");
 }
 
 /* RFC 7301 §3.2: the server selects one of the client's protocols; we speak only
@@ -126,7 +106,7 @@ static int apply_conf_cmds(SSL_CTX *ctx, SSL *ssl, const gw_server_t *s, char *w
         const gw_conf_cmd_t *c = &s->srv.conf_cmds[i];
         if (SSL_CONF_cmd(cctx, c->name, c->value) <= 0) {
             char r[512];
-            ssl_reason(r, sizeof(r));
+            gw_ssl_reason(r, sizeof(r));
             snprintf(why, cap, "ssl_conf_command \"%s\" \"%s\" failed: %s", c->name, c->value,
                      r);
             SSL_CONF_CTX_free(cctx);
@@ -135,7 +115,7 @@ static int apply_conf_cmds(SSL_CTX *ctx, SSL *ssl, const gw_server_t *s, char *w
     }
     if (!SSL_CONF_CTX_finish(cctx)) {
         char r[512];
-        ssl_reason(r, sizeof(r));
+        gw_ssl_reason(r, sizeof(r));
         snprintf(why, cap, "ssl_conf_command: %s", r);
         SSL_CONF_CTX_free(cctx);
         return -1;
@@ -178,7 +158,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        ssl_reason(why, sizeof(why));
+        gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s:%d: server: SSL_CTX_new failed: %s", file, s->line, why);
         return NULL;
     }
@@ -189,7 +169,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         goto fail;
     }
     if (!SSL_CTX_set_min_proto_version(ctx, min) || !SSL_CTX_set_max_proto_version(ctx, max)) {
-        ssl_reason(why, sizeof(why));
+        gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s:%d: ssl_protocols: %s", file, s->line, why);
         goto fail;
     }
@@ -198,7 +178,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
                               SSL_MODE_RELEASE_BUFFERS);
     const char *ciphers = s->srv.ssl_ciphers ? s->srv.ssl_ciphers : "HIGH:!aNULL:!MD5";
     if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
-        ssl_reason(why, sizeof(why));
+        gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s:%d: ssl_ciphers: invalid cipher list \"%s\": %s", file, s->line,
                        ciphers, why);
         goto fail;
@@ -206,19 +186,19 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     for (size_t i = 0; i < s->srv.n_certs; i++) {
         const gw_cert_pair_t *p = &s->srv.certs[i];
         if (SSL_CTX_use_certificate_chain_file(ctx, p->cert) != 1) {
-            ssl_reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_certificate: cannot load \"%s\": %s", file,
                            p->cert_line ? p->cert_line : s->line, p->cert, why);
             goto fail;
         }
         if (!p->key || SSL_CTX_use_PrivateKey_file(ctx, p->key, SSL_FILETYPE_PEM) != 1) {
-            ssl_reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: cannot load \"%s\": %s", file,
                            p->key_line ? p->key_line : s->line, p->key ? p->key : "(none)", why);
             goto fail;
         }
         if (SSL_CTX_check_private_key(ctx) != 1) {
-            ssl_reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: \"%s\" does not match \"%s\": %s",
                            file, p->key_line ? p->key_line : s->line, p->key, p->cert, why);
             goto fail;
@@ -406,7 +386,7 @@ int gw_tls_make_default_certs(const char *dir, gw_errlist_t *errs)
         EVP_PKEY_free(pkey);
         if (!ok) {
             char why[512];
-            ssl_reason(why, sizeof(why));
+            gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s: cannot create the default %s certificate: %s", crt,
                            kinds[i], e ? strerror(e) : why);
             return -1;
