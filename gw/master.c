@@ -166,6 +166,15 @@ static int bind_sockets(gw_cycle_t *c, int at_start)
     return 0;
 }
 
+static void close_all_sockets(void)
+{
+    for (size_t i = 0; i < n_socks; i++)
+        close_sock(&socks[i]);
+    free(socks);
+    socks = NULL;
+    n_socks = 0;
+}
+
 /* ---- workers ---- */
 
 static int alloc_slot(void)
@@ -367,6 +376,23 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
         gw_conf_free(conf);
         return NULL;
     }
+    /* what start-up will need, checked now so that -t and a reload catch it */
+    if (strcmp(conf->error_log, "stderr") != 0) {
+        int fd = open(conf->error_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            gw_errlist_add(errs, "%s: error_log: cannot open \"%s\": %s", conf->conf_file,
+                           conf->error_log, strerror(errno));
+        else
+            close(fd);
+    }
+    char piddir[4096];
+    snprintf(piddir, sizeof(piddir), "%s", conf->pid);
+    char *slash = strrchr(piddir, '/');
+    if (slash)
+        *(slash == piddir ? slash + 1 : slash) = '\0';
+    if (access(slash ? piddir : ".", W_OK) != 0)
+        gw_errlist_add(errs, "%s: pid: cannot write \"%s\": %s", conf->conf_file, conf->pid,
+                       strerror(errno));
     gw_cycle_t *c = gw_cycle_new(conf, gw_conn_client_hello, errs);
     if (c && c->n_laddrs == 0) {
         gw_errlist_add(errs, "%s: no \"listen\" in any server: nothing to serve",
@@ -461,8 +487,14 @@ int gw_master_run(const gw_options_t *opt)
         return 1;
     if (cycle->conf->daemon)
         daemonize();
-    if (write_pid(cycle->conf->pid) != 0)
-        gw_log(GW_LOG_ALERT, errno, "cannot write the pid file \"%s\"", cycle->conf->pid);
+    if (write_pid(cycle->conf->pid) != 0) {
+        /* without it, -s cannot reach this master: refuse to start, as nginx does */
+        int e = errno;
+        fprintf(stderr, "tlsgate: [emerg] cannot write the pid file \"%s\": %s\n",
+                cycle->conf->pid, strerror(e));
+        gw_log(GW_LOG_EMERG, e, "cannot write the pid file \"%s\"", cycle->conf->pid);
+        return 1;
+    }
     char *pid_path = strdup(cycle->conf->pid);
     if (gw_stats_init_shared() != 0) {
         gw_log(GW_LOG_EMERG, errno, "mmap() of the shared statistics failed");
@@ -504,6 +536,7 @@ int gw_master_run(const gw_options_t *opt)
                 gw_log(GW_LOG_NOTICE, 0, "stopping");
                 stopping = 2;
                 signal_workers(SIGTERM, 0);
+                close_all_sockets();
                 kill_at = gw_now_ms() + FAST_STOP_GRACE_MS;
                 alarm(1);
             }
@@ -514,6 +547,9 @@ int gw_master_run(const gw_options_t *opt)
                 gw_log(GW_LOG_NOTICE, 0, "gracefully stopping");
                 stopping = 1;
                 signal_workers(SIGQUIT, 0);
+                /* new connections are refused at once (clients and load balancers fail
+                 * over), instead of queueing on sockets nobody accepts from any more */
+                close_all_sockets();
             }
         }
         if (sig_hup) {
@@ -549,9 +585,7 @@ int gw_master_run(const gw_options_t *opt)
     gw_log(GW_LOG_NOTICE, 0, "exit");
     remove_pid(pid_path);
     free(pid_path);
-    for (size_t i = 0; i < n_socks; i++)
-        close_sock(&socks[i]);
-    free(socks);
+    close_all_sockets();
     gw_cycle_free(cycle);
     return 0;
 }

@@ -219,8 +219,11 @@ static int set_time(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_dire
     int r = parse_time(n->args[1], &v);
     if (r == -1)
         return gw_conf_bad_value(p, n, 1, "not a time (e.g. 500ms, 75s, 1m30s, 1h, 1d)");
-    if (r == -2)
-        return gw_conf_bad_value(p, n, 1, "time too large");
+    if (r == -2 || v > d->hi)
+        return gw_conf_bad_value(p, n, 1, "time too large (at most %lld days)",
+                                 (long long)(d->hi / 86400000));
+    if (v < d->lo)
+        return gw_conf_bad_value(p, n, 1, "must be at least %lldms", (long long)d->lo);
     *FIELD(base, d, int64_t) = v;
     return 0;
 }
@@ -969,12 +972,16 @@ static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc,
 #define LOCATION(f) GW_GRP_LOCATION, offsetof(gw_location_t, f)
 #define NOFIELD GW_GRP_NONE, 0
 #define ANY 0, INT64_MAX
+/* times, in ms: timers hold them in 64 bits, but like nginx's 32-bit msec the bound is
+ * ~24.8 days, so a deadline can never overflow the monotonic clock */
+#define TIME0 0, INT32_MAX
+#define TIME1 1, INT32_MAX
 
 const gw_conf_directive_t gw_conf_directives[] = {
     /* main */
     {"daemon", M, 0, 1, 1, MAIN(daemon), set_flag, ANY, "`on` \\| `off`", "off",
      "Detach from the terminal and run in the background."},
-    {"worker_processes", M, 0, 1, 1, MAIN(worker_processes), set_worker_processes, 1, 1024,
+    {"worker_processes", M, 0, 1, 1, MAIN(worker_processes), set_worker_processes, 1, 512,
      "*N* \\| `auto`", "1", "Number of worker processes; `auto` is the number of online CPUs."},
     {"worker_cpu_affinity", M, 0, 1, 1024, MAIN(cpu_affinity), set_cpu_affinity, ANY,
      "`auto` [*MASK*] \\| *MASK*...", NULL,
@@ -982,7 +989,7 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "(one CPU per worker, optionally limited to the CPUs of *MASK*)."},
     {"worker_rlimit_nofile", M, 0, 1, 1, MAIN(worker_rlimit_nofile), set_num64, 1, INT32_MAX, "*N*",
      NULL, "Open-file limit (RLIMIT_NOFILE) of the workers; left alone when not given."},
-    {"worker_shutdown_timeout", M, 0, 1, 1, MAIN(worker_shutdown_timeout_ms), set_time, ANY,
+    {"worker_shutdown_timeout", M, 0, 1, 1, MAIN(worker_shutdown_timeout_ms), set_time, TIME0,
      "*TIME*", "10s", "How long a graceful stop waits for open connections before closing them."},
     {"error_log", M, 0, 1, 2, MAIN(error_log), set_error_log, ANY, "*FILE* \\| `stderr` [*LEVEL*]",
      "stderr error",
@@ -1031,11 +1038,12 @@ const gw_conf_directive_t gw_conf_directives[] = {
     /* http and server */
     {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY,
      "`off` \\| *FILE* [`combined`]", "off", "Log requests to *FILE* in the combined format."},
-    {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, ANY,
-     "*TIME*", "75s", "How long an idle keep-alive connection stays open."},
+    {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, TIME0,
+     "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
+     "keep-alive (responses say `Connection: close`)."},
     {"keepalive_requests", HS, 0, 1, 1, SRV(keepalive_requests), set_int, 0, INT_MAX, "*N*", "1000",
      "Maximum number of requests served on one connection."},
-    {"client_header_timeout", HS, 0, 1, 1, SRV(client_header_timeout_ms), set_time, ANY, "*TIME*",
+    {"client_header_timeout", HS, 0, 1, 1, SRV(client_header_timeout_ms), set_time, TIME1, "*TIME*",
      "60s", "Time allowed for the TLS handshake and for receiving a complete request header."},
     {"client_header_buffer_size", HS, 0, 1, 1, SRV(client_header_buffer_size), set_size, 1,
      INT32_MAX, "*SIZE*", "1k", "Buffer size for reading a request header."},
@@ -1045,7 +1053,7 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "field must fit in one *SIZE* buffer."},
     {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
      "Largest request body accepted; `0` means no limit."},
-    {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, ANY, "*TIME*", "60s",
+    {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, TIME1, "*TIME*", "60s",
      "Close the connection when the client accepts no data for this long."},
     {"ssl_certificate", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*", NULL,
      "PEM certificate (chain) file; repeat for several certificates (e.g. RSA and ECDSA). The "

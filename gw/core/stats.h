@@ -8,13 +8,16 @@
 
 #include <stdint.h>
 
-#define GW_STATS_MAX_WORKERS 128 /* slots: current and draining generations together */
+#define GW_STATS_MAX_WORKERS 1024 /* slots: current and draining generations together */
 
 /** Per worker process, for async TLS (ssl_async). A slot is live while pid != 0. */
 typedef struct gw_worker_stats {
     int32_t pid;
     uint32_t generation;
     int64_t conns;          /* open connections */
+    int64_t reading;        /* of which handshaking or reading a request head */
+    int64_t writing;        /* processing or writing a response */
+    int64_t waiting;        /* idle keep-alive */
     int64_t paused;         /* async jobs paused now */
     uint64_t resumed;       /* paused jobs resumed */
     uint64_t drained;       /* connections closed while a job was paused, freed after it */
@@ -25,10 +28,6 @@ typedef struct gw_stats {
     uint64_t accepted;          /* connections accepted */
     uint64_t handled;           /* connections handled (not dropped at the limit) */
     uint64_t requests;          /* HTTP requests parsed */
-    int64_t active;             /* open client connections */
-    int64_t reading;            /* reading a request head (or handshaking) */
-    int64_t writing;            /* processing or writing a response */
-    int64_t waiting;            /* idle keep-alive */
     uint64_t handshakes;        /* completed TLS handshakes */
     uint64_t handshakes_failed; /* TLS handshakes that failed or were abandoned */
     uint64_t handshakes_resumed; /* of which resumed */

@@ -54,24 +54,24 @@ static void set_stat(gw_conn_t *c, int st)
         return;
     switch (c->stat_state) {
     case ST_READING:
-        GW_STAT_ADD(reading, -1);
+        GW_WSTAT_ADD(reading, -1);
         break;
     case ST_WRITING:
-        GW_STAT_ADD(writing, -1);
+        GW_WSTAT_ADD(writing, -1);
         break;
     case ST_WAITING:
-        GW_STAT_ADD(waiting, -1);
+        GW_WSTAT_ADD(waiting, -1);
         break;
     }
     switch (st) {
     case ST_READING:
-        GW_STAT_ADD(reading, 1);
+        GW_WSTAT_ADD(reading, 1);
         break;
     case ST_WRITING:
-        GW_STAT_ADD(writing, 1);
+        GW_WSTAT_ADD(writing, 1);
         break;
     case ST_WAITING:
-        GW_STAT_ADD(waiting, 1);
+        GW_WSTAT_ADD(waiting, 1);
         break;
     }
     c->stat_state = st;
@@ -379,6 +379,9 @@ void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t c
 void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const char *body,
                     size_t body_len, const char *extra)
 {
+    /* RFC 9110 §15.3.5, §15.4.5: 204 and 304 end after the header section */
+    if (status == 204 || status == 304)
+        body_len = 0;
     gw_resp_head(c, status, content_type, body_len, extra);
     if (!c->is_head && body_len) {
         out_append(c, body, body_len);
@@ -497,6 +500,7 @@ static void route_request(gw_conn_t *c)
     c->is_head = r->method == GW_HTTP_HEAD;
     c->bytes_sent = 0;
     c->status = 0;
+    c->resp_start = c->out_len; /* answers of earlier pipelined requests stay before it */
     int n = snprintf(c->request_line, sizeof(c->request_line), "%.*s ", (int)r->method_len,
                      r->method_str);
     size_t o = (size_t)n;
@@ -506,14 +510,17 @@ static void route_request(gw_conn_t *c)
     copy_log_field(c->log_referer, sizeof(c->log_referer), r->referer, r->referer_len);
     copy_log_field(c->log_ua, sizeof(c->log_ua), r->user_agent, r->user_agent_len);
 
-    c->keep_alive = r->keep_alive && c->requests < (unsigned)srv(c)->keepalive_requests;
+    /* keepalive_timeout 0 disables keep-alive, as in nginx */
+    c->keep_alive = r->keep_alive && c->requests < (unsigned)srv(c)->keepalive_requests &&
+                    srv(c)->keepalive_timeout_ms > 0;
     set_stat(c, ST_WRITING);
     gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
 
-    /* Which server block: the Host header among this address's servers. When the client
-     * sent SNI, that already chose certificates and policy; a Host naming another block
-     * gets 421 (RFC 9110 §15.5.20), so one block's TLS policy cannot be used to reach
-     * another (nginx does the same). Without SNI, Host alone decides, as in nginx. */
+    /* Which server block: the Host header among this address's servers. When the client's
+     * SNI selected a block, that block's certificates and TLS policy were used: a Host
+     * naming another block gets 421 (RFC 9110 §15.5.20), so one block's TLS policy cannot
+     * be used to reach another. (nginx only does this with ssl_verify_client; we always
+     * do.) Without SNI, or with an SNI no block matches, Host alone decides, as in nginx. */
     if (r->host) {
         char host[256];
         if (normalize_host(r->host, r->host_len, host, sizeof(host), 1) < 0) {
@@ -522,8 +529,8 @@ static void route_request(gw_conn_t *c)
         }
         gw_vserver_t *vs = find_server(c->laddr, host, strlen(host));
         if (!vs)
-            vs = c->sni_present ? c->vs : c->laddr->default_server;
-        if (c->sni_present && vs != c->vs) {
+            vs = c->sni_matched ? c->vs : c->laddr->default_server;
+        if (c->sni_matched && vs != c->vs) {
             gw_resp_error(c, 421);
             return;
         }
@@ -565,6 +572,8 @@ static void finish_request(gw_conn_t *c)
         memmove(c->in, c->in + c->head_len, c->in_len - c->head_len);
     c->in_len -= c->head_len;
     c->head_len = 0;
+    c->nl_seen = c->in_len && memchr(c->in, '\n', c->in_len) != NULL;
+    c->head_dirty = c->in_len > 0;
     c->state = GW_CONN_READ_HEAD;
     if (c->in_len == 0) {
         set_stat(c, ST_WAITING);
@@ -711,15 +720,31 @@ static void conn_drive(gw_conn_t *c)
                 c->state = GW_CONN_READ_HEAD;
                 continue;
             }
+            unsigned long first_err = ERR_peek_error();
             int rr = ssl_result(c, r, "SSL_do_handshake");
             if (rr == IO_AGAIN || park(c, rr, OP_HANDSHAKE))
                 return;
             GW_STAT_ADD(handshakes_failed, 1);
+            if (ERR_GET_LIB(first_err) == ERR_LIB_SSL &&
+                ERR_GET_REASON(first_err) == SSL_R_HTTP_REQUEST) {
+                /* nginx's courtesy: a plain HTTP request on a TLS port gets a plain 400 */
+                static const char plain400[] =
+                    "HTTP/1.1 400 Bad Request\r\nServer: tlsgate\r\nContent-Type: text/plain"
+                    "\r\nContent-Length: 48\r\nConnection: close\r\n\r\n"
+                    "The plain HTTP request was sent to HTTPS port.\r\n";
+                ssize_t w = send(c->fd, plain400, sizeof(plain400) - 1, MSG_NOSIGNAL);
+                (void)w;
+                shutdown(c->fd, SHUT_WR);
+            }
             conn_close(c);
             return;
         }
         case GW_CONN_READ_HEAD: {
-            if (c->in_len) {
+            /* The parser restarts at the head's first byte, so it runs only when a line
+             * may have ended (or a limit may be passed): a head trickled one byte per TLS
+             * record costs O(lines x length), not O(length^2). */
+            if (c->in_len && c->head_dirty) {
+                c->head_dirty = 0;
                 gw_http_limits_t lim;
                 head_limits(c, &lim);
                 int r = gw_http_parse_request(c->in, c->in_len, &lim, &c->req);
@@ -739,13 +764,13 @@ static void conn_drive(gw_conn_t *c)
                     start_request_failure(c, -r);
                     continue;
                 }
-                if (c->in_len == c->in_cap) {
-                    if (c->in_cap >= c->in_max) {
-                        start_request_failure(c, 431);
-                        continue;
-                    }
-                    grow_in(c, c->in_cap * 2);
+            }
+            if (c->in && c->in_len == c->in_cap) {
+                if (c->in_cap >= c->in_max) {
+                    start_request_failure(c, 431);
+                    continue;
                 }
+                grow_in(c, c->in_cap * 2);
             }
             if (!c->in) {
                 c->in_cap = (size_t)srv(c)->client_header_buffer_size;
@@ -769,7 +794,12 @@ static void conn_drive(gw_conn_t *c)
                 if (c->requests)
                     gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->client_header_timeout_ms);
             }
+            if (memchr(c->in + c->in_len, '\n', got))
+                c->nl_seen = c->head_dirty = 1;
             c->in_len += got;
+            if (c->in_len == c->in_cap ||
+                (!c->nl_seen && c->in_len > (size_t)srv(c)->large_header_buffers_size))
+                c->head_dirty = 1; /* a limit may be passed: let the parser say which */
             continue;
         }
         case GW_CONN_READ_BODY: {
@@ -794,7 +824,7 @@ static void conn_drive(gw_conn_t *c)
                     c->file_fd = -1;
                 }
                 c->file_left = 0;
-                c->out_len = c->out_off = 0;
+                c->out_len = c->resp_start; /* keep the answers before this request's */
                 c->bytes_sent = 0;
                 c->keep_alive = 0;
                 gw_resp_error(c, -r);
@@ -910,7 +940,6 @@ static void conn_free(gw_conn_t *c)
     free(c->in);
     free(c->out);
     free(c);
-    GW_STAT_ADD(active, -1);
     GW_WSTAT_ADD(conns, -1);
     int was_full = w->n_conns >= w->max_conns;
     w->n_conns--;
@@ -948,7 +977,6 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         w->conns->prev = c;
     w->conns = c;
     w->n_conns++;
-    GW_STAT_ADD(active, 1);
     GW_WSTAT_ADD(conns, 1);
     GW_STAT_ADD(handled, 1);
     set_stat(c, ST_READING);

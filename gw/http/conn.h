@@ -54,10 +54,13 @@ typedef struct gw_conn {
     char *in;
     size_t in_len, in_cap, in_max;
     int read_eof;
+    int head_dirty;          /* bytes arrived that may complete the head: parse again */
+    int nl_seen;             /* the buffered head has a line end (else: request line) */
 
     /* the current request */
     gw_http_request_t req;
     size_t head_len;
+    size_t resp_start;       /* out_len when this request's answer began (pipelining) */
     unsigned requests;
     int keep_alive;
     int status;

@@ -113,7 +113,19 @@ static void handle_status(gw_conn_t *c)
         gw_resp_error(c, 405);
         return;
     }
-    char body[1024 + GW_STATS_MAX_WORKERS * 160];
+    /* Gauges are summed over the live workers' slots, so that a worker that died (and
+     * whose slot the master cleared) is not counted forever. */
+    long long active = 0, reading = 0, writing = 0, waiting = 0;
+    for (int i = 0; i < GW_STATS_MAX_WORKERS; i++) {
+        const gw_worker_stats_t *ws = &gw_stats->workers[i];
+        if (__atomic_load_n(&ws->pid, __ATOMIC_RELAXED) <= 0)
+            continue;
+        active += __atomic_load_n(&ws->conns, __ATOMIC_RELAXED);
+        reading += __atomic_load_n(&ws->reading, __ATOMIC_RELAXED);
+        writing += __atomic_load_n(&ws->writing, __ATOMIC_RELAXED);
+        waiting += __atomic_load_n(&ws->waiting, __ATOMIC_RELAXED);
+    }
+    static char body[1024 + GW_STATS_MAX_WORKERS * 160];
     int n = snprintf(
         body, 1024,
         "Active connections: %lld \n"
@@ -123,10 +135,9 @@ static void handle_status(gw_conn_t *c)
         "TLS handshakes: %llu failed: %llu resumed: %llu TLSv1.2: %llu TLSv1.3: %llu\n"
         "Responses: 1xx: %llu 2xx: %llu 3xx: %llu 4xx: %llu 5xx: %llu\n"
         "Reloads: %llu Worker restarts: %llu\n",
-        (long long)GW_STAT_GET(active), (unsigned long long)GW_STAT_GET(accepted),
+        active, (unsigned long long)GW_STAT_GET(accepted),
         (unsigned long long)GW_STAT_GET(handled), (unsigned long long)GW_STAT_GET(requests),
-        (long long)GW_STAT_GET(reading), (long long)GW_STAT_GET(writing),
-        (long long)GW_STAT_GET(waiting), (unsigned long long)GW_STAT_GET(handshakes),
+        reading, writing, waiting, (unsigned long long)GW_STAT_GET(handshakes),
         (unsigned long long)GW_STAT_GET(handshakes_failed),
         (unsigned long long)GW_STAT_GET(handshakes_resumed),
         (unsigned long long)GW_STAT_GET(tls12), (unsigned long long)GW_STAT_GET(tls13),
@@ -268,26 +279,24 @@ static void redirect_dir(gw_conn_t *c, const char *norm)
     /* nginx answers a directory without its trailing slash with 301 to "path/" */
     char extra[4096 + 64];
     const gw_http_request_t *r = &c->req;
-    snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm, r->query ? "?" : "",
-             r->query ? (int)r->query_len : 0, r->query ? r->query : "");
+    int n = snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm,
+                     r->query ? "?" : "", r->query ? (int)r->query_len : 0,
+                     r->query ? r->query : "");
+    if (n < 0 || (size_t)n >= sizeof(extra)) {
+        gw_resp_error(c, 414); /* the redirect would not fit a header line we send */
+        return;
+    }
     gw_resp_page(c, 301, extra);
 }
 
-static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc)
+/* norm: the request path percent-decoded and normalised (gw_http_normalize_path), nl
+ * its length. */
+static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char *norm,
+                          long nl)
 {
     const gw_http_request_t *r = &c->req;
     if (r->method != GW_HTTP_GET && r->method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
-        return;
-    }
-    char norm[4096];
-    if (r->path_len >= sizeof(norm)) {
-        gw_resp_error(c, 414); /* longer than any file name we could open */
-        return;
-    }
-    long nl = gw_http_normalize_path(r->path, r->path_len, norm, sizeof(norm));
-    if (nl < 0) {
-        gw_resp_error(c, 400);
         return;
     }
     char path[PATH_MAX];
@@ -360,11 +369,24 @@ void gw_http_handle(gw_conn_t *c)
 {
     const gw_server_t *s = c->vs->conf;
     const gw_http_request_t *r = &c->req;
-    const gw_location_t *l = find_location(s, r->path, r->path_len);
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
         return;
     }
+    /* Locations match the decoded, normalised path, as nginx's do: matching the raw
+     * path would let "/%70rivate", "//private" or "/a/../private" bypass
+     * "location /private". The same path then names the file. */
+    char norm[4096];
+    if (r->path_len >= sizeof(norm)) {
+        gw_resp_error(c, 414); /* longer than any file name we could open */
+        return;
+    }
+    long nl = gw_http_normalize_path(r->path, r->path_len, norm, sizeof(norm));
+    if (nl < 0) {
+        gw_resp_error(c, 400);
+        return;
+    }
+    const gw_location_t *l = find_location(s, norm, (size_t)nl);
     if (l && l->return_code) {
         handle_return(c, l);
         return;
@@ -373,5 +395,5 @@ void gw_http_handle(gw_conn_t *c)
         handle_status(c);
         return;
     }
-    handle_static(c, l ? &l->loc : &s->loc);
+    handle_static(c, l ? &l->loc : &s->loc, norm, nl);
 }
