@@ -896,8 +896,14 @@ static void on_event(gw_io_t *io, uint32_t events)
     gw_conn_t *c = (gw_conn_t *)io;
     /* "While a job is paused, no other SSL function is called on that connection": socket
      * events wait for the job's wake (edge-triggered: the drive after it reads them). */
-    if (c->async_paused || c->async_retry)
+    if (c->async_paused || c->async_retry) {
+        /* A client that is gone is drained now rather than when its job ends: the job
+         * still finishes before anything is freed (conn_close defers while paused). */
+        if ((events & (EPOLLHUP | EPOLLERR)) ||
+            ((events & EPOLLRDHUP) && c->state == GW_CONN_HANDSHAKE))
+            conn_close(c);
         return;
+    }
     conn_drive(c);
 }
 
@@ -1042,7 +1048,8 @@ static gw_conn_t **work_q;          /* being processed (worker thread only) */
 static size_t work_n, work_cap, work_i;
 static int wake_fd = -1;
 static gw_io_t wake_io;
-static gw_conn_t *retry_head;       /* WANT_ASYNC_JOB: waiting for a free job */
+static gw_conn_t *retry_head;       /* WANT_ASYNC_JOB: waiting for a free job, FIFO */
+static gw_conn_t *retry_tail;
 static gw_timer_t retry_timer;
 static int n_paused;
 
@@ -1102,9 +1109,15 @@ static void async_forget(gw_conn_t *c)
         if (work_q[i] == c)
             work_q[i] = NULL;
     if (c->async_retry) {
-        for (gw_conn_t **pp = &retry_head; *pp; pp = &(*pp)->retry_next) {
-            if (*pp == c) {
-                *pp = c->retry_next;
+        gw_conn_t *prev = NULL;
+        for (gw_conn_t *it = retry_head; it; prev = it, it = it->retry_next) {
+            if (it == c) {
+                if (prev)
+                    prev->retry_next = c->retry_next;
+                else
+                    retry_head = c->retry_next;
+                if (retry_tail == c)
+                    retry_tail = prev;
                 break;
             }
         }
@@ -1184,8 +1197,12 @@ static int park(gw_conn_t *c, int rr, int op)
         if (!c->async_retry) {
             c->async_retry = 1;
             c->async_used = 1;
-            c->retry_next = retry_head;
-            retry_head = c;
+            c->retry_next = NULL;
+            if (retry_tail)
+                retry_tail->retry_next = c;
+            else
+                retry_head = c;
+            retry_tail = c;
         }
         if (!gw_timer_armed(&retry_timer)) {
             retry_timer.cb = on_retry_timer;
@@ -1263,7 +1280,7 @@ int gw_conn_async_init(void)
 
 void gw_conn_async_process(void)
 {
-    int woke = 0;
+    size_t woke = 0;
     if (__atomic_load_n(&wake_hint, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&wake_lock);
         for (size_t i = 0; i < wake_n; i++)
@@ -1279,21 +1296,32 @@ void gw_conn_async_process(void)
         if (c) {
             work_q[work_i] = NULL;
             async_wake(c);
-            woke = 1;
+            woke++;
         }
     }
     work_n = work_i = 0;
     if (retry_head && (woke || !gw_timer_armed(&retry_timer))) {
-        /* a job may be free now: retry every waiter once (they re-queue if not) */
-        gw_conn_t *list = retry_head;
-        retry_head = NULL;
+        /* Each completed wake may have freed one job: retry that many waiters, oldest
+         * first (all of them when the backstop timer fired). A waiter that still finds no
+         * job goes back to the tail. Retrying everyone on every wake cost ~40 failed
+         * attempts per handshake with a small pool. */
+        size_t budget = woke ? woke : (size_t)-1;
+        gw_conn_t *stop = retry_tail; /* do not loop over waiters re-queued just now */
         gw_timer_del(&gw_worker->loop, &retry_timer);
-        while (list) {
-            gw_conn_t *c = list;
-            list = c->retry_next;
+        while (retry_head && budget--) {
+            gw_conn_t *c = retry_head;
+            retry_head = c->retry_next;
+            if (!retry_head)
+                retry_tail = NULL;
             c->retry_next = NULL;
             c->async_retry = 0;
             conn_drive(c);
+            if (c == stop)
+                break;
+        }
+        if (retry_head && !gw_timer_armed(&retry_timer)) {
+            retry_timer.cb = on_retry_timer;
+            gw_timer_add(&gw_worker->loop, &retry_timer, RETRY_MS);
         }
     }
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/conf.h>
@@ -123,9 +124,24 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
         /* OpenSSL 3.0's provider module reports some failures only on its error queue */
         ok = 0;
         gw_ssl_reason(why, sizeof(why));
-        if (strcmp(why, "unknown OpenSSL error") == 0)
-            snprintf(why, sizeof(why), "not found, or its initialisation failed (looked for "
-                     "%s.so in %s)", pv->name, pv->path ? pv->path : "OpenSSL's module directory");
+        if (strcmp(why, "unknown OpenSSL error") == 0) {
+            /* OpenSSL 3.0 drops a provider's own init error: say what we can */
+            char mod[4096];
+            snprintf(mod, sizeof(mod), "%s/%s.so", pv->path ? pv->path : "", pv->name);
+            if (pv->path && access(mod, R_OK) == 0) {
+                size_t o = (size_t)snprintf(why, sizeof(why), "%s exists, but the provider's "
+                                            "initialisation failed (check its parameters:", mod);
+                for (size_t i = 0; i < pv->n_params && o < sizeof(why); i++)
+                    o += (size_t)snprintf(why + o, sizeof(why) - o, " %s=%s",
+                                          pv->params[i].name, pv->params[i].value);
+                if (o < sizeof(why))
+                    snprintf(why + o, sizeof(why) - o, "%s)", pv->n_params ? "" : " none");
+            } else {
+                snprintf(why, sizeof(why), "not found, or its initialisation failed (looked "
+                         "for %s.so in %s)", pv->name,
+                         pv->path ? pv->path : "OpenSSL's module directory");
+            }
+        }
     }
     if (!ok && !why[0])
         gw_ssl_reason(why, sizeof(why));

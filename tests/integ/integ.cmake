@@ -21,3 +21,16 @@ endforeach()
 # when the port is taken.
 set_tests_properties(integ_default PROPERTIES RESOURCE_LOCK tlsgate_port_8443
                      SKIP_REGULAR_EXPRESSION "SKIPPED test_embedded_default")
+# integ_async: async TLS (ssl_async, ssl_provider) with the test-only accelerator provider
+# tests/fakeaccel (FAKEACCEL_DIR/fakeaccel.so: build the fakeaccel target first; without
+# it every test prints SKIPPED and CTest reports the test as skipped).
+if(TARGET fakeaccel)
+  add_test(NAME integ_async
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_async.py
+                   $<TARGET_FILE:tlsgate>)
+  set_tests_properties(integ_async PROPERTIES
+                       TIMEOUT 150
+                       LABELS integ
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;FAKEACCEL_DIR=${CMAKE_BINARY_DIR}"
+                       SKIP_REGULAR_EXPRESSION "SKIPPED test_[a-z_]+: no fakeaccel.so")
+endif()
