@@ -36,7 +36,7 @@
 # Latency depends on the accept policy: nginx runs with its default multi_accept off
 # (one accept per wake-up); a server that accepts a large batch per wake-up puts ready
 # requests behind that batch's handshakes, so its p50 is higher at the same CPU cost
-# (tlsgate accepts at most 4 per wake-up and lets epoll report each ClientHello).
+# (tlsgate accepts one per wake-up too, and lets epoll report each ClientHello).
 set -euo pipefail
 
 die() { echo "handshake.sh: error: $*" >&2; exit 1; }

@@ -20,10 +20,12 @@
 #include "http/conn.h"
 #include "tls/accel.h"
 
-/* Connections accepted per listener wake-up. Small, so that new handshakes interleave with
- * the events of connections already open (nginx accepts one per wake-up by default); a
- * large batch put ready requests behind a batch of handshakes and doubled p50 latency. */
-#define ACCEPT_BATCH 4
+/* Connections accepted per listener wake-up: one, as nginx without multi_accept, so that
+ * new handshakes interleave with the events of connections already open. Measured with
+ * bench/handshake.sh: 64 per wake-up doubled p50 latency, 4 still added ~2x at c50; 1 gives
+ * nginx's latency at the same CPU per handshake. The listener stays readable (level-
+ * triggered) while connections wait, so the next loop pass accepts again. */
+#define ACCEPT_BATCH 1
 #define ACCEPT_RETRY_MS 100 /* after EMFILE/ENFILE, as nginx's accept mutex delay */
 
 gw_worker_t *gw_worker;
