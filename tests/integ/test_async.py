@@ -610,6 +610,33 @@ def test_injected_failures(env):
     print("  worker after: %s" % w, flush=True)
 
 
+def test_job_pool_exhausted(env):
+    """ssl_async_jobs 4 with 50 clients and 5 ms operations: SSL_ERROR_WANT_ASYNC_JOB is
+    answered by waiting for a job, never by spinning or failing: every request is served,
+    and a waiter is retried about once per freed job (not once per wake of any job)."""
+    port, sport = env.port(), env.port()
+    srv, _ = start(env, [status_server(sport), tls_server(env, port, "ssl_async on;")],
+                   accel_main(5000, extra="ssl_async_jobs 4;"), [port, sport])
+    pid = srv.wait_workers(1)[0]
+    st0 = status(sport)
+    out = h.run(wrk_cmd("https://127.0.0.1:%d/empty" % port, 50, 3), timeout=30).stdout
+    w = Wrk(out)
+    w.check_clean("ssl_async_jobs 4")
+    st = status(sport)
+    ws = st["workers"][pid]
+    hs = st["hs"] - st0["hs"]
+    print("  ssl_async_jobs 4: %.0f hs/s, %d handshakes, want_async_job %d" %
+          (w.rps, hs, ws["want_job"]), flush=True)
+    assert ws["want_job"] > 0, "the pool of 4 jobs was never exhausted:\n" + st["text"]
+    # 4 jobs x 5 ms: at most ~800 handshakes/s; each waiter is retried about once per job
+    # that completes, so failed retries stay within a small multiple of the handshakes
+    assert ws["want_job"] < 10 * max(hs, 1), "retry storm: %d WANT_ASYNC_JOB for %d " \
+        "handshakes" % (ws["want_job"], hs)
+    assert w.rps < 1000, "more than 4 jobs x 5 ms allow: %.0f/s" % w.rps
+    wait_idle(sport, pid)
+    assert srv.workers() == [pid]
+
+
 # ---------------------------------------------------------------- 5. notify modes
 
 
