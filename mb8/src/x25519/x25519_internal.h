@@ -1,0 +1,26 @@
+/*
+ * The X25519 kernels behind mb8/x25519.h (internal to mb8). Each kernel computes, for every
+ * lane i whose bit is set in lane_mask, out[i] = X25519(k[i], u[i]) (RFC 7748 §5): k[i]
+ * is the raw scalar (the kernel clamps it), u[i] the raw u-coordinate (the kernel masks
+ * bit 255 and accepts non-canonical values), out[i] the canonical result, possibly zero.
+ * Lanes outside lane_mask are not read or written. The arrays are the dispatcher's own
+ * scratch, so they never alias. Timing depends only on lane_mask. Kernels wipe their own
+ * secret temporaries; the caller wipes k and out.
+ */
+#ifndef MB8_X25519_INTERNAL_H
+#define MB8_X25519_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb8/x25519.h"
+
+/** Portable reference: 5 limbs of 51 bits, unsigned __int128 products, one lane at a time. */
+void mb8__x25519_ladder51_ref(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
+                              const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
+                              const uint8_t u[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
+
+/** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
+void mb8__x25519_wipe(void *p, size_t n);
+
+#endif

@@ -1,0 +1,541 @@
+/*
+ * mb8 X25519 (mb8/x25519.h) against the RFC 7748 vectors and OpenSSL's X25519.
+ *
+ * Known answers go 8 different vectors to a call, rotated through the lanes; random inputs
+ * are checked lane by lane against EVP_PKEY_derive / EVP_PKEY_get_raw_public_key. A failure
+ * prints the seed (X25519_DIFF_SEED=<seed> repeats the run) and the lane.
+ * X25519_DIFF_QUICK=1 shortens every loop (for valgrind).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
+#include "mb8/status.h"
+#include "mb8/x25519.h"
+
+#define N MB8_X25519_BYTES
+
+static uint64_t g_seed;
+static int g_quick;
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static void unhex(uint8_t out[N], const char *hex)
+{
+    assert_int_equal(strlen(hex), 2 * N);
+    for (int i = 0; i < N; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+        out[i] = (uint8_t)v;
+    }
+}
+
+static void print_hex(const char *what, const uint8_t b[N])
+{
+    fprintf(stderr, "  %s: ", what);
+    for (int i = 0; i < N; i++)
+        fprintf(stderr, "%02x", b[i]);
+    fprintf(stderr, "\n");
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static void rng_bytes(uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(rng_next() >> 56);
+}
+
+/* OpenSSL's X25519(k, u): 1 and out on success, 0 when derive fails (all-zero result). */
+static int ossl_x25519(uint8_t out[N], const uint8_t k[N], const uint8_t u[N])
+{
+    EVP_PKEY *priv = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, k, N);
+    EVP_PKEY *peer = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, NULL, u, N);
+    assert_non_null(priv);
+    assert_non_null(peer);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(priv, NULL);
+    assert_non_null(ctx);
+    assert_int_equal(EVP_PKEY_derive_init(ctx), 1);
+    assert_int_equal(EVP_PKEY_derive_set_peer_ex(ctx, peer, 0), 1);
+    size_t len = N;
+    int ok = EVP_PKEY_derive(ctx, out, &len) == 1;
+    if (ok)
+        assert_int_equal(len, N);
+    ERR_clear_error();
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(peer);
+    EVP_PKEY_free(priv);
+    return ok;
+}
+
+static void ossl_public_key(uint8_t out[N], const uint8_t k[N])
+{
+    EVP_PKEY *priv = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, k, N);
+    assert_non_null(priv);
+    size_t len = N;
+    assert_int_equal(EVP_PKEY_get_raw_public_key(priv, out, &len), 1);
+    assert_int_equal(len, N);
+    EVP_PKEY_free(priv);
+}
+
+/* Fails the test, naming the seed and lane, when got != want. */
+static void expect_lane(const char *what, unsigned lane, const uint8_t got[N],
+                        const uint8_t want[N])
+{
+    if (memcmp(got, want, N) == 0)
+        return;
+    fprintf(stderr, "%s: mismatch in lane %u (X25519_DIFF_SEED=%llu)\n", what, lane,
+            (unsigned long long)g_seed);
+    print_hex("got ", got);
+    print_hex("want", want);
+    fail();
+}
+
+static void expect_status(const char *what, mb8_status_t st, unsigned lane, unsigned want)
+{
+    if (mb8_status_lane(st, lane) == want)
+        return;
+    fprintf(stderr, "%s: lane %u status %u, want %u (status 0x%08x, X25519_DIFF_SEED=%llu)\n", what,
+            lane, mb8_status_lane(st, lane), want, (unsigned)st, (unsigned long long)g_seed);
+    fail();
+}
+
+/* ---- RFC 7748 known answers ------------------------------------------------------- */
+
+/* (scalar, u, X25519(scalar, u)); the last one is filled in from OpenSSL at run time. */
+static const char *const KAT[8][3] = {
+    /* §5.2, first vector */
+    {"a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+     "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
+     "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"},
+    /* §5.2, second vector (u has its top bit set) */
+    {"4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d",
+     "e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493",
+     "95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957"},
+    /* §5.2, iterated, after 1 iteration: X25519(9, 9) */
+    {"0900000000000000000000000000000000000000000000000000000000000000",
+     "0900000000000000000000000000000000000000000000000000000000000000",
+     "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079"},
+    /* §6.1: Alice's public key */
+    {"77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
+     "0900000000000000000000000000000000000000000000000000000000000000",
+     "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"},
+    /* §6.1: Bob's public key */
+    {"5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb",
+     "0900000000000000000000000000000000000000000000000000000000000000",
+     "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"},
+    /* §6.1: Alice's shared secret */
+    {"77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
+     "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f",
+     "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"},
+    /* §6.1: Bob's shared secret */
+    {"5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb",
+     "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a",
+     "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"},
+    /* the first vector's scalar with the second vector's point (answer from OpenSSL) */
+    {"a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
+     "e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493", NULL},
+};
+
+static uint8_t kat_k[8][N], kat_u[8][N], kat_out[8][N];
+
+static void load_kats(void)
+{
+    for (int j = 0; j < 8; j++) {
+        unhex(kat_k[j], KAT[j][0]);
+        unhex(kat_u[j], KAT[j][1]);
+        if (KAT[j][2] != NULL) {
+            unhex(kat_out[j], KAT[j][2]);
+            uint8_t o[N];
+            assert_int_equal(ossl_x25519(o, kat_k[j], kat_u[j]), 1);
+            expect_lane("KAT vs OpenSSL", (unsigned)j, o, kat_out[j]);
+        } else {
+            assert_int_equal(ossl_x25519(kat_out[j], kat_k[j], kat_u[j]), 1);
+        }
+    }
+}
+
+/* All 8 rotations: vector j in lane (j + r) % 8. */
+static void test_rfc7748_vectors_rotated(void **state)
+{
+    load_kats();
+    for (unsigned r = 0; r < 8; r++) {
+        uint8_t o[8][N];
+        uint8_t *out[8];
+        const uint8_t *k[8], *u[8];
+        for (unsigned j = 0; j < 8; j++) {
+            unsigned lane = (j + r) % 8;
+            k[lane] = kat_k[j];
+            u[lane] = kat_u[j];
+            out[lane] = o[lane];
+        }
+        memset(o, 0xAA, sizeof o);
+        mb8_status_t st = mb8_x25519(out, k, u);
+        assert_int_equal(st, 0);
+        for (unsigned j = 0; j < 8; j++)
+            expect_lane("RFC 7748 vector", (j + r) % 8, o[(j + r) % 8], kat_out[j]);
+    }
+}
+
+/* Public keys: the §6.1 keys, 9 (-> the 1-iteration value) and random scalars, rotated. */
+static void test_public_key_vectors_and_random(void **state)
+{
+    uint8_t k[8][N], want[8][N];
+    load_kats();
+    memcpy(k[0], kat_k[3], N);
+    memcpy(want[0], kat_out[3], N); /* Alice */
+    memcpy(k[1], kat_k[4], N);
+    memcpy(want[1], kat_out[4], N); /* Bob */
+    memcpy(k[2], kat_k[2], N);
+    memcpy(want[2], kat_out[2], N); /* 9 */
+    rng_state = g_seed ^ 0x5151;
+    for (unsigned j = 3; j < 8; j++) {
+        rng_bytes(k[j], N);
+        ossl_public_key(want[j], k[j]);
+    }
+    for (unsigned r = 0; r < 8; r++) {
+        uint8_t o[8][N];
+        uint8_t *out[8];
+        const uint8_t *kp[8];
+        for (unsigned j = 0; j < 8; j++) {
+            kp[(j + r) % 8] = k[j];
+            out[(j + r) % 8] = o[(j + r) % 8];
+        }
+        assert_int_equal(mb8_x25519_public_key(out, kp), 0);
+        for (unsigned j = 0; j < 8; j++)
+            expect_lane("public key", (j + r) % 8, o[(j + r) % 8], want[j]);
+    }
+    /* random batches with random unused lanes */
+    int rounds = g_quick ? 4 : 256;
+    for (int it = 0; it < rounds; it++) {
+        uint8_t kk[8][N], o[8][N], w[N];
+        uint8_t *out[8];
+        const uint8_t *kp[8];
+        for (unsigned i = 0; i < 8; i++) {
+            rng_bytes(kk[i], N);
+            kp[i] = (rng_next() & 7) == 0 ? NULL : kk[i];
+            out[i] = o[i];
+        }
+        memset(o, 0xAA, sizeof o);
+        mb8_status_t st = mb8_x25519_public_key(out, kp);
+        for (unsigned i = 0; i < 8; i++) {
+            if (kp[i] == NULL) {
+                expect_status("public key unused", st, i, MB8_STATUS_UNUSED);
+                for (int b = 0; b < N; b++)
+                    assert_int_equal(o[i][b], 0xAA);
+                continue;
+            }
+            expect_status("public key", st, i, MB8_STATUS_OK);
+            ossl_public_key(w, kk[i]);
+            expect_lane("public key random", i, o[i], w);
+        }
+    }
+}
+
+/* §5.2 iterated: k, u <- X25519(k, u), k. The chain moves one lane per call; the other 7
+ * lanes carry the 7 other known answers (rotated too) and are checked every call. */
+static void test_rfc7748_iterated(void **state)
+{
+    static const char ONE[] = "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079";
+    static const char THOUSAND[] =
+        "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51";
+    uint8_t k[N] = {9}, u[N] = {9}, want[N];
+    int iters = g_quick ? 20 : 1000;
+    load_kats();
+    for (int it = 0; it < iters; it++) {
+        unsigned chain = (unsigned)it % 8;
+        uint8_t o[8][N];
+        uint8_t *out[8];
+        const uint8_t *kp[8], *up[8];
+        for (unsigned i = 0; i < 8; i++) {
+            out[i] = o[i];
+            unsigned j = (i + (unsigned)it) % 8; /* known answer j in lane i */
+            kp[i] = kat_k[j];
+            up[i] = kat_u[j];
+        }
+        kp[chain] = k;
+        up[chain] = u;
+        assert_int_equal(mb8_x25519(out, kp, up), 0);
+        for (unsigned i = 0; i < 8; i++) {
+            if (i != chain)
+                expect_lane("iterated: neighbour", i, o[i], kat_out[(i + (unsigned)it) % 8]);
+        }
+        memcpy(u, k, N);
+        memcpy(k, o[chain], N);
+        if (it == 0) {
+            unhex(want, ONE);
+            expect_lane("iterated x1", chain, k, want);
+        }
+    }
+    if (iters == 1000) {
+        unhex(want, THOUSAND);
+        expect_lane("iterated x1000", 999 % 8, k, want);
+    }
+}
+
+/* ---- random differential ---------------------------------------------------------- */
+
+static void test_random_vs_openssl(void **state)
+{
+    int rounds = g_quick ? 8 : 640; /* 8 lanes each: 5,120 lanes minus the unused ones */
+    rng_state = g_seed;
+    for (int it = 0; it < rounds; it++) {
+        uint8_t k[8][N], u[8][N], o[8][N], w[N];
+        uint8_t *out[8];
+        const uint8_t *kp[8], *up[8];
+        for (unsigned i = 0; i < 8; i++) {
+            rng_bytes(k[i], N);
+            rng_bytes(u[i], N); /* half of them have bit 255 set */
+            kp[i] = (rng_next() % 16) == 0 ? NULL : k[i];
+            up[i] = u[i];
+            out[i] = o[i];
+        }
+        memset(o, 0xAA, sizeof o);
+        mb8_status_t st = mb8_x25519(out, kp, up);
+        for (unsigned i = 0; i < 8; i++) {
+            if (kp[i] == NULL) {
+                expect_status("random unused", st, i, MB8_STATUS_UNUSED);
+                for (int b = 0; b < N; b++)
+                    assert_int_equal(o[i][b], 0xAA);
+                continue;
+            }
+            int ok = ossl_x25519(w, k[i], u[i]);
+            expect_status("random", st, i, ok ? MB8_STATUS_OK : MB8_STATUS_ZERO_RESULT);
+            if (ok)
+                expect_lane("random vs OpenSSL", i, o[i], w);
+        }
+    }
+}
+
+/* ---- edge cases ------------------------------------------------------------------- */
+
+/* The small-order u-coordinates (canonical and not) known to give an all-zero result. */
+static const char *const SMALL_ORDER[] = {
+    "0000000000000000000000000000000000000000000000000000000000000000", /* 0 */
+    "0100000000000000000000000000000000000000000000000000000000000000", /* 1 */
+    "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800", /* order 8 */
+    "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157", /* order 8 */
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", /* p - 1 */
+    "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", /* p = 0 */
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", /* p + 1 = 1 */
+    /* Lists for implementations that do not mask bit 255 also carry the order-8 points
+     * plus p (cdeb..b880, 4c9c..11d7); with RFC 7748's masking those are other, ordinary
+     * points (OpenSSL agrees), so they are not here. Each entry is also tried with bit
+     * 255 set. */
+};
+#define N_SMALL (sizeof SMALL_ORDER / sizeof SMALL_ORDER[0])
+
+static void test_small_order_points(void **state)
+{
+    /* Each small-order point, with and without bit 255, in every lane, next to 7 valid
+     * lanes; the zero lane must not disturb its neighbours. */
+    rng_state = g_seed ^ 0xbad;
+    for (unsigned s = 0; s < 2 * N_SMALL; s++) {
+        uint8_t bad[N];
+        unhex(bad, SMALL_ORDER[s % N_SMALL]);
+        if (s >= N_SMALL)
+            bad[31] ^= 0x80;
+        for (unsigned lane = 0; lane < 8; lane += (g_quick ? 7 : 1)) {
+            uint8_t k[8][N], u[8][N], o[8][N], w[N];
+            uint8_t *out[8];
+            const uint8_t *kp[8], *up[8];
+            for (unsigned i = 0; i < 8; i++) {
+                rng_bytes(k[i], N);
+                rng_bytes(u[i], N);
+                kp[i] = k[i];
+                up[i] = u[i];
+                out[i] = o[i];
+            }
+            up[lane] = bad;
+            memset(o, 0xAA, sizeof o);
+            mb8_status_t st = mb8_x25519(out, kp, up);
+            /* OpenSSL rejects it too */
+            assert_int_equal(ossl_x25519(w, k[lane], bad), 0);
+            expect_status("small order", st, lane, MB8_STATUS_ZERO_RESULT);
+            uint8_t zero[N] = {0};
+            expect_lane("small order output", lane, o[lane], zero);
+            for (unsigned i = 0; i < 8; i++) {
+                if (i == lane)
+                    continue;
+                assert_int_equal(ossl_x25519(w, k[i], u[i]), 1);
+                expect_status("small order neighbour", st, i, MB8_STATUS_OK);
+                expect_lane("small order neighbour", i, o[i], w);
+            }
+        }
+    }
+}
+
+/* u >= p (non-canonical, RFC 7748 §5 "MUST accept") and u with bit 255 set: the same
+ * result as the reduced / masked value, and as OpenSSL. */
+static void test_noncanonical_and_top_bit(void **state)
+{
+    rng_state = g_seed ^ 0x7777;
+    /* p + d for d = 0..18 (all of [p, 2^255)), each also with bit 255 set: 38 points */
+    uint8_t pts[38][N], canon[38][N];
+    for (unsigned d = 0; d < 19; d++) {
+        uint8_t *x = pts[d];
+        memset(x, 0xff, N);
+        x[0] = (uint8_t)(0xed + d); /* 0xed + d <= 0xff: no carry */
+        x[31] = 0x7f;
+        memset(canon[d], 0, N);
+        canon[d][0] = (uint8_t)d;
+        memcpy(pts[19 + d], x, N);
+        pts[19 + d][31] |= 0x80;
+        memcpy(canon[19 + d], canon[d], N);
+    }
+    for (unsigned base = 0; base < 38; base += 8) {
+        uint8_t k[8][N], o[8][N], oc[8][N], w[N];
+        uint8_t *out[8], *outc[8];
+        const uint8_t *kp[8], *up[8], *uc[8];
+        for (unsigned i = 0; i < 8; i++) {
+            unsigned j = (base + i) % 38;
+            rng_bytes(k[i], N);
+            kp[i] = k[i];
+            up[i] = pts[j];
+            uc[i] = canon[j];
+            out[i] = o[i];
+            outc[i] = oc[i];
+        }
+        mb8_status_t st = mb8_x25519(out, kp, up);
+        mb8_status_t stc = mb8_x25519(outc, kp, uc);
+        assert_int_equal(st, stc);
+        for (unsigned i = 0; i < 8; i++) {
+            unsigned j = (base + i) % 38;
+            unsigned d = j % 19;
+            int ok = ossl_x25519(w, k[i], pts[j]);
+            /* p + 0 = 0 and p + 1 = 1 are of small order */
+            assert_int_equal(ok, d >= 2);
+            expect_status("non-canonical", st, i, ok ? MB8_STATUS_OK : MB8_STATUS_ZERO_RESULT);
+            if (ok)
+                expect_lane("non-canonical vs OpenSSL", i, o[i], w);
+            expect_lane("non-canonical vs canonical", i, o[i], oc[i]);
+        }
+    }
+    /* random u with bit 255 set vs the same u with it cleared */
+    for (int it = 0; it < (g_quick ? 1 : 16); it++) {
+        uint8_t k[8][N], u1[8][N], u0[8][N], o1[8][N], o0[8][N];
+        uint8_t *out1[8], *out0[8];
+        const uint8_t *kp[8], *p1[8], *p0[8];
+        for (unsigned i = 0; i < 8; i++) {
+            rng_bytes(k[i], N);
+            rng_bytes(u1[i], N);
+            u1[i][31] |= 0x80;
+            memcpy(u0[i], u1[i], N);
+            u0[i][31] &= 0x7f;
+            kp[i] = k[i];
+            p1[i] = u1[i];
+            p0[i] = u0[i];
+            out1[i] = o1[i];
+            out0[i] = o0[i];
+        }
+        assert_int_equal(mb8_x25519(out1, kp, p1), 0);
+        assert_int_equal(mb8_x25519(out0, kp, p0), 0);
+        for (unsigned i = 0; i < 8; i++)
+            expect_lane("top bit", i, o1[i], o0[i]);
+    }
+}
+
+/* NULL scalars (unused), NULL point/out with a scalar (bad input), all lanes unused, and
+ * outputs aliasing inputs. */
+static void test_lane_bookkeeping(void **state)
+{
+    load_kats();
+    uint8_t o[8][N];
+    uint8_t *out[8];
+    const uint8_t *kp[8], *up[8];
+    for (unsigned i = 0; i < 8; i++) {
+        out[i] = o[i];
+        kp[i] = NULL;
+        up[i] = NULL;
+    }
+    /* all unused: nothing written */
+    memset(o, 0xAA, sizeof o);
+    assert_int_equal(mb8_x25519(out, kp, up), 0x11111111u);
+    assert_int_equal(mb8_x25519_public_key(out, kp), 0x11111111u);
+    for (unsigned i = 0; i < 8; i++)
+        for (int b = 0; b < N; b++)
+            assert_int_equal(o[i][b], 0xAA);
+
+    /* lanes: 0 ok, 1 unused, 2 ok, 3 point NULL, 4 unused, 5 out NULL, 6 zero, 7 ok */
+    static const uint8_t zero_u[N];
+    kp[0] = kat_k[0];
+    up[0] = kat_u[0];
+    kp[2] = kat_k[5];
+    up[2] = kat_u[5];
+    kp[3] = kat_k[1];
+    up[3] = NULL;
+    up[4] = kat_u[2];
+    kp[5] = kat_k[2];
+    up[5] = kat_u[2];
+    out[5] = NULL;
+    kp[6] = kat_k[6];
+    up[6] = zero_u;
+    kp[7] = kat_k[7];
+    up[7] = kat_u[7];
+    memset(o, 0xAA, sizeof o);
+    mb8_status_t st = mb8_x25519(out, kp, up);
+    static const unsigned want[8] = {
+        MB8_STATUS_OK,     MB8_STATUS_UNUSED,    MB8_STATUS_OK,          MB8_STATUS_BAD_INPUT,
+        MB8_STATUS_UNUSED, MB8_STATUS_BAD_INPUT, MB8_STATUS_ZERO_RESULT, MB8_STATUS_OK};
+    for (unsigned i = 0; i < 8; i++)
+        expect_status("mixed lanes", st, i, want[i]);
+    assert_false(mb8_status_all_ok(st));
+    expect_lane("mixed lanes", 0, o[0], kat_out[0]);
+    expect_lane("mixed lanes", 2, o[2], kat_out[5]);
+    expect_lane("mixed lanes", 7, o[7], kat_out[7]);
+    for (unsigned i = 1; i < 6; i += (i == 1 ? 2 : 1)) /* lanes 1, 3, 4, 5: untouched */
+        for (int b = 0; b < N; b++)
+            assert_int_equal(o[i][b], 0xAA);
+
+    /* out aliasing the point (even lanes) or the scalar (odd lanes) */
+    uint8_t buf[8][2][N];
+    for (unsigned i = 0; i < 8; i++) {
+        memcpy(buf[i][0], kat_k[i], N);
+        memcpy(buf[i][1], kat_u[i], N);
+        kp[i] = buf[i][0];
+        up[i] = buf[i][1];
+        out[i] = buf[i][i & 1 ? 0 : 1];
+    }
+    assert_int_equal(mb8_x25519(out, kp, up), 0);
+    for (unsigned i = 0; i < 8; i++)
+        expect_lane("aliased output", i, out[i], kat_out[i]);
+}
+
+int main(void)
+{
+    const char *s = getenv("X25519_DIFF_SEED");
+    g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+    if (g_seed == 0)
+        g_seed = 1; /* xorshift needs a nonzero state */
+    g_quick = getenv("X25519_DIFF_QUICK") != NULL && atoi(getenv("X25519_DIFF_QUICK")) != 0;
+    fprintf(stderr, "x25519_diff_test: X25519_DIFF_SEED=%llu%s\n", (unsigned long long)g_seed,
+            g_quick ? " (quick)" : "");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rfc7748_vectors_rotated),
+        cmocka_unit_test(test_public_key_vectors_and_random),
+        cmocka_unit_test(test_rfc7748_iterated),
+        cmocka_unit_test(test_random_vs_openssl),
+        cmocka_unit_test(test_small_order_points),
+        cmocka_unit_test(test_noncanonical_and_top_bit),
+        cmocka_unit_test(test_lane_bookkeeping),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
