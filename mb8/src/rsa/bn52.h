@@ -1,0 +1,166 @@
+/*
+ * Internal to mb8/src/rsa: radix-2^52 big numbers (uint64_t limbs, least significant
+ * first, each limb < 2^52 when normalised) and the key layout shared by rsa.c and the
+ * kernels. Every helper here runs in time that depends only on its limb counts.
+ */
+#ifndef MB8_RSA_BN52_H
+#define MB8_RSA_BN52_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mb8/rsa.h"
+
+#define BN52_BITS 52
+#define BN52_MASK ((UINT64_C(1) << BN52_BITS) - 1)
+
+#define MB8__RSA_MAGIC UINT64_C(0x6d62387273616b31) /* "mb8rsak1" */
+#define MB8__RSA_WIN 5                              /* fixed window: 2^5 = 32 table entries */
+#define MB8__RSA_MAX_H 40                           /* limbs of a 2048-bit CRT half */
+
+/*
+ * The key: a header, then the limb arrays at fixed offsets (in limbs, H = half limbs,
+ * N = 2H): n[N] rrn[N] e[N] p[H] q[H] rrp[H] rrq[H] dp[H] dq[H] qinvr[H].
+ * rr* = R^2 mod m with R = 2^(52*limbs of m); qinvr = qInv * R mod p (Montgomery form).
+ */
+struct mb8_rsa_key {
+    uint64_t magic;
+    uint32_t bits;   /* modulus bits: 2048, 3072 or 4096 */
+    uint32_t h;      /* limbs of a CRT half */
+    uint32_t e_bits; /* bit length of e (public) */
+    uint32_t pad_;
+    uint64_t k0n, k0p, k0q; /* -m^-1 mod 2^52 */
+    uint64_t limb[];
+};
+
+#define MB8__RSA_KEY_LIMBS(h) (13u * (size_t)(h))
+
+static inline uint64_t *mb8__rsa_n(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb;
+}
+static inline uint64_t *mb8__rsa_rrn(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 2 * k->h;
+}
+static inline uint64_t *mb8__rsa_e(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 4 * k->h;
+}
+static inline uint64_t *mb8__rsa_p(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 6 * k->h;
+}
+static inline uint64_t *mb8__rsa_q(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 7 * k->h;
+}
+static inline uint64_t *mb8__rsa_rrp(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 8 * k->h;
+}
+static inline uint64_t *mb8__rsa_rrq(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 9 * k->h;
+}
+static inline uint64_t *mb8__rsa_dp(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 10 * k->h;
+}
+static inline uint64_t *mb8__rsa_dq(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 11 * k->h;
+}
+static inline uint64_t *mb8__rsa_qinvr(const mb8_rsa_key_t *k)
+{
+    return (uint64_t *)k->limb + 12 * k->h;
+}
+
+/** Half limbs for a supported modulus size, else 0. */
+static inline unsigned mb8__rsa_half_limbs(unsigned bits)
+{
+    switch (bits) {
+    case 2048:
+        return 20;
+    case 3072:
+        return 30;
+    case 4096:
+        return 40;
+    default:
+        return 0;
+    }
+}
+
+/** Limbs of scratch the portable kernel uses for one lane with half size h. */
+#define MB8__RSA_LANE_SCRATCH(h) ((size_t)(h) * (2u * 12u + 32u + 12u))
+
+/** Non-elidable zeroisation: the barrier makes the stores observable. */
+static inline void mb8__wipe(void *p, size_t len)
+{
+    memset(p, 0, len);
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/** All ones when x == 0, else 0. Constant time. */
+static inline uint64_t bn52_is_zero_mask(uint64_t x)
+{
+    return ((x | (0 - x)) >> 63) - 1;
+}
+
+/* Conversions: big-endian bytes <-> limbs; 8*len <= 52*nl. The value must fit. */
+void mb8__bn52_from_be(uint64_t *r, size_t nl, const uint8_t *in, size_t len);
+void mb8__bn52_to_be(uint8_t *out, size_t len, const uint64_t *a, size_t nl);
+
+/* r = a - b over n limbs; returns the borrow (1 when a < b). r may alias a or b. */
+uint64_t mb8__bn52_sub(uint64_t *r, const uint64_t *a, const uint64_t *b, size_t n);
+/* a -= m when a >= m (by mask). Requires a < 2m for a result < m. */
+void mb8__bn52_csub(uint64_t *a, const uint64_t *m, size_t n);
+/* r = a * b (na + nb limbs, normalised). r must not alias a or b. */
+void mb8__bn52_mul(uint64_t *r, const uint64_t *a, size_t na, const uint64_t *b, size_t nb);
+/* -m0^-1 mod 2^52 for odd m0. */
+uint64_t mb8__bn52_k0(uint64_t m0);
+/* r = R^2 mod m, R = 2^(52n); m odd, top limb leaves 1 bit of headroom. */
+void mb8__bn52_rr(uint64_t *r, const uint64_t *m, size_t n);
+
+/*
+ * Almost-Montgomery multiplication: r = a*b*2^(-52n) mod m, r < 2m given a, b < 2m and
+ * 4m < 2^(52n). r must not alias a or b (a may equal b). mb8__amm52x20_ref etc. are the
+ * limb-count specialisations; mb8__amm52_ref dispatches on n.
+ */
+void mb8__amm52x20_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                       uint64_t k0);
+void mb8__amm52x30_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                       uint64_t k0);
+void mb8__amm52x40_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                       uint64_t k0);
+void mb8__amm52x60_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                       uint64_t k0);
+void mb8__amm52x80_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                       uint64_t k0);
+void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                    uint64_t k0, size_t n);
+
+/*
+ * Almost-Montgomery squaring: r = a^2 * 2^(-52n) mod m, r < 2m given a < 2m; t is 2n limbs of
+ * workspace (left holding secrets: the caller wipes it). r must not alias a or t.
+ */
+void mb8__ams52x20_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
+void mb8__ams52x30_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
+void mb8__ams52x40_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
+void mb8__ams52_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t,
+                    size_t n);
+
+/*
+ * The portable kernel: computes the lanes set in `lanes` (bit i = lane i; for those
+ * in/out/key are valid and of one size) one after another. Returns the status bits of
+ * those lanes (OK, BAD_INPUT, VERIFY_FAIL); other lanes' nibbles are 0.
+ */
+mb8_status_t mb8__rsa_private_crt_ref(uint8_t *const out[MB8_LANES],
+                                      const uint8_t *const in[MB8_LANES],
+                                      const mb8_rsa_key_t *const key[MB8_LANES],
+                                      const uint8_t *const blind[MB8_LANES],
+                                      const uint8_t *const unblind[MB8_LANES], uint64_t *scratch,
+                                      unsigned lanes);
+
+#endif
