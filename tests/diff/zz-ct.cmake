@@ -1,7 +1,7 @@
 # Constant-time and memory checks of mb8's portable kernels under valgrind memcheck
 # (valgrind cannot run AVX-512: MB8_FORCE_PORTABLE=1 selects the portable path). diff_rsa
-# marks the private key and blinding values undefined, so any branch or memory index that
-# depends on them is a memcheck error (a ctgrind check, undefined-value errors ON); see
+# and x25519_diff_test mark the private key and blinding values, or the scalars and points,
+# undefined, so any branch or memory index that depends on them is a memcheck error (a ctgrind check, undefined-value errors ON); see
 # docs/constant-time.md. Not in sanitizer builds: valgrind and ASan do not mix.
 find_program(VALGRIND_EXECUTABLE valgrind)
 if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
@@ -9,8 +9,8 @@ if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
                                --leak-check=full $<TARGET_FILE:diff_rsa>)
   set_tests_properties(ct_rsa PROPERTIES TIMEOUT 240
                        ENVIRONMENT "MB8_FORCE_PORTABLE=1;MB8_RSA_ITERS=1")
-  add_test(NAME memcheck_x25519 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
+  add_test(NAME ct_x25519 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
                                         --leak-check=full $<TARGET_FILE:x25519_diff_test>)
-  set_tests_properties(memcheck_x25519 PROPERTIES TIMEOUT 240
+  set_tests_properties(ct_x25519 PROPERTIES TIMEOUT 240
                        ENVIRONMENT "MB8_FORCE_PORTABLE=1;X25519_DIFF_QUICK=1")
 endif()
