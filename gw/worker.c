@@ -26,6 +26,7 @@
  * nginx's latency at the same CPU per handshake. The listener stays readable (level-
  * triggered) while connections wait, so the next loop pass accepts again. */
 #define ACCEPT_BATCH 1
+#define POLL_WAIT_MS 1       /* longest wait while jobs are paused on a polled provider */
 #define ACCEPT_RETRY_MS 100 /* after EMFILE/ENFILE, as nginx's accept mutex delay */
 
 gw_worker_t *gw_worker;
@@ -232,7 +233,14 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
     gw_log(GW_LOG_INFO, 0, "worker %d started", index);
 
     for (;;) {
-        gw_loop_once(&w.loop, w.shutting_down ? 100 : -1);
+        /* While jobs are paused on a provider that must be polled, never block for long:
+         * its completions arrive only through the poll (a batching provider completes
+         * partial batches in the poll itself; an accelerator with a completion queue needs
+         * the poll repeated until its answers are in). 1 ms is a timer tick, not a spin. */
+        int wait_ms = w.shutting_down ? 100 : -1;
+        if (poll_hook && gw_conn_async_paused() > 0)
+            wait_ms = POLL_WAIT_MS;
+        gw_loop_once(&w.loop, wait_ms);
         /* After the ready events: let a polling provider complete what it queued (partial
          * batches never wait for a timer), then resume the jobs that completed. */
         if (poll_hook && gw_conn_async_paused() > 0)

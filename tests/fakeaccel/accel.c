@@ -264,6 +264,17 @@ static void *fa_thread_main(void *arg)
         fa_compute(r, 1);
 
         pthread_mutex_lock(&p->lock);
+        if (p->notify == FA_NOTIFY_POLL && r->cb != NULL) {
+            /* computed; the job is woken by the application's next poll */
+            r->next = NULL;
+            if (p->ready_tail)
+                p->ready_tail->next = r;
+            else
+                p->ready_head = r;
+            p->ready_tail = r;
+            p->current = NULL;
+            continue;
+        }
         /* Notify, then done, in one critical section: see the comment at the top. */
         if (r->cb != NULL)
             r->cb(r->cbarg);
@@ -277,6 +288,30 @@ static void *fa_thread_main(void *arg)
     pthread_mutex_unlock(&p->lock);
     OPENSSL_thread_stop();
     return NULL;
+}
+
+unsigned fa_accel_poll(FA_PROV *p)
+{
+    unsigned n = 0;
+
+    if (p->notify != FA_NOTIFY_POLL || !p->accel_initialized)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    while (p->ready_head != NULL) {
+        struct fa_req *r = p->ready_head;
+
+        p->ready_head = r->next;
+        if (p->ready_head == NULL)
+            p->ready_tail = NULL;
+        /* as in the thread: notify, then done, in one critical section */
+        r->cb(r->cbarg);
+        r->done = 1;
+        n++;
+    }
+    if (n)
+        pthread_cond_broadcast(&p->done_cv);
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }
 
 /* Starts the thread of this process if needed (lazily; again after fork). */
@@ -431,7 +466,8 @@ static int fa_prepare_wake(FA_PROV *p, struct fa_req *r, ASYNC_WAIT_CTX *wctx)
     ASYNC_callback_fn cb = NULL;
     void *cbarg = NULL;
 
-    if (p->notify == FA_NOTIFY_CALLBACK && ASYNC_WAIT_CTX_get_callback(wctx, &cb, &cbarg) &&
+    if ((p->notify == FA_NOTIFY_CALLBACK || p->notify == FA_NOTIFY_POLL) &&
+        ASYNC_WAIT_CTX_get_callback(wctx, &cb, &cbarg) &&
         cb != NULL) {
         r->cb = cb;
         r->cbarg = cbarg;

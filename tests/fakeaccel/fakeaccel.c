@@ -18,7 +18,8 @@
  *
  * Configuration (provider section of an OpenSSL config; environment overrides):
  *   delay_us   FAKEACCEL_DELAY_US   latency of each private-key operation (1000)
- *   notify     FAKEACCEL_NOTIFY     "callback" (default) or "fd"
+ *   notify     FAKEACCEL_NOTIFY     "callback" (default), "fd", or "poll" (callback, but
+ *                                   delivered only when the application reads "poll")
  *   fail_every FAKEACCEL_FAIL_EVERY N > 0: every Nth accelerated operation fails (0)
  *   -          FAKEACCEL_LOG        file to append one line per accelerated operation
  * Gettable provider parameters: name, version, buildinfo, status and the unsigned
@@ -109,6 +110,7 @@ static const OSSL_ALGORITHM *fa_query_operation(void *provctx, int operation_id,
 #define FA_PARAM_OPS_ASYNC "ops_async"
 #define FA_PARAM_FAILS "fails"
 #define FA_PARAM_INFLIGHT "inflight"
+#define FA_PARAM_POLL "poll" /* reading it delivers completed operations (notify poll) */
 
 static const OSSL_PARAM fa_gettable_params_list[] = {
     OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
@@ -119,6 +121,7 @@ static const OSSL_PARAM fa_gettable_params_list[] = {
     OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
     OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL),
     OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
+    OSSL_PARAM_int(FA_PARAM_POLL, NULL),
     OSSL_PARAM_END,
 };
 
@@ -151,6 +154,9 @@ static int fa_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS);
     if (p != NULL && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    p = OSSL_PARAM_locate(params, FA_PARAM_POLL);
+    if (p != NULL && !OSSL_PARAM_set_int(p, (int)fa_accel_poll(prov)))
         return 0;
     return fa_set_counter(params, FA_PARAM_OPS, &prov->ops) &&
            fa_set_counter(params, FA_PARAM_OPS_ASYNC, &prov->ops_async) &&
@@ -267,8 +273,10 @@ static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_
             prov->notify = FA_NOTIFY_CALLBACK;
         } else if (strcmp(notify, "fd") == 0) {
             prov->notify = FA_NOTIFY_FD;
+        } else if (strcmp(notify, "poll") == 0) {
+            prov->notify = FA_NOTIFY_POLL;
         } else {
-            FA_RAISE(prov, FA_R_BAD_ARGUMENT, "notify=%s: expected callback or fd", notify);
+            FA_RAISE(prov, FA_R_BAD_ARGUMENT, "notify=%s: expected callback, fd or poll", notify);
             return 0;
         }
     }

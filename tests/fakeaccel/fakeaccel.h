@@ -27,7 +27,11 @@
 
 enum fa_notify {
     FA_NOTIFY_CALLBACK = 0, /* the application's ASYNC_WAIT_CTX callback, else a wait fd */
-    FA_NOTIFY_FD = 1        /* always a wait fd (eventfd) */
+    FA_NOTIFY_FD = 1,       /* always a wait fd (eventfd) */
+    FA_NOTIFY_POLL = 2      /* as callback, but a completed operation wakes its job only
+                             * when the application reads the provider parameter "poll"
+                             * (as accelerators that need polling do): tests the
+                             * application's poll hook */
 };
 
 /* Kinds of accelerated (private-key) operations. */
@@ -67,6 +71,7 @@ typedef struct fa_prov {
     pthread_cond_t done_cv; /* a job whose pause did not switch waits here */
     struct fa_req *head, *tail;
     struct fa_req *current; /* taken by the thread, not yet done */
+    struct fa_req *ready_head, *ready_tail; /* FA_NOTIFY_POLL: computed, wake pending */
     pthread_t thread;
     int accel_initialized; /* lock and condition variables exist */
     int thread_running;
@@ -97,6 +102,13 @@ void fa_accel_cleanup(FA_PROV *prov);
  */
 int fa_accel_run(FA_PROV *prov, enum fa_op op, EVP_PKEY_CTX *pctx, unsigned char *out,
                  size_t *outlen, size_t outsize, const unsigned char *in, size_t inlen);
+
+/*
+ * FA_NOTIFY_POLL: wake the jobs of every operation computed so far (callback or wait fd,
+ * then done, under the lock as the thread does in the other modes). Returns how many.
+ * In the other modes there is nothing to do and it returns 0.
+ */
+unsigned fa_accel_poll(FA_PROV *prov);
 
 /* Dispatch tables. */
 extern const OSSL_DISPATCH fa_rsa_keymgmt_functions[];

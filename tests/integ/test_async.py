@@ -637,6 +637,23 @@ def test_job_pool_exhausted(env):
     assert srv.workers() == [pid]
 
 
+def test_poll_hook(env):
+    """A provider that completes operations only when polled (fakeaccel notify poll, like
+    accelerators that need polling): the worker reads the provider's "poll" parameter after
+    each pass of events while jobs are paused, so handshakes complete without any timer."""
+    port, sport = env.port(), env.port()
+    srv, _ = start(env, [status_server(sport), tls_server(env, port, "ssl_async on;")],
+                   accel_main(1000, notify="poll"), [port, sport])
+    pid = srv.wait_workers(1)[0]
+    assert curl_ok(env, port), "a request through a polled accelerator failed"
+    out = h.run(wrk_cmd("https://127.0.0.1:%d/empty" % port, 50, 2), timeout=30).stdout
+    w = Wrk(out)
+    w.check_clean("notify poll")
+    ws = wait_idle(sport, pid)
+    print("  notify poll: %.0f hs/s, worker %s" % (w.rps, ws), flush=True)
+    assert ws["resumed"] >= w.n, "fewer resumes than handshakes: %s for %d" % (ws, w.n)
+
+
 # ---------------------------------------------------------------- 5. notify modes
 
 
