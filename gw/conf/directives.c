@@ -471,7 +471,7 @@ static int set_large_buffers(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
     gw_srv_settings_t *s = base;
     static const gw_conf_directive_t num = {.lo = 1, .hi = 1024};
     static const gw_conf_directive_t size = {.lo = 1, .hi = INT32_MAX};
-    int64_t v, sz;
+    int64_t v = 0, sz = 0;
     if (get_number(p, &num, n, 1, &v) != 0 || get_size(p, &size, n, 2, &sz) != 0)
         return -1;
     s->large_header_buffers_num = (int)v;

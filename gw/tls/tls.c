@@ -286,8 +286,12 @@ const char *gw_tls_group_name(SSL *ssl)
 
 static int write_atomic(const char *path, mode_t mode, int (*emit)(FILE *, void *), void *arg)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    char tmp[4096 + 32];
+    int n = snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
         return -1;

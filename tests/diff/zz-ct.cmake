@@ -13,4 +13,9 @@ if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
                                         --leak-check=full $<TARGET_FILE:x25519_diff_test>)
   set_tests_properties(ct_x25519 PROPERTIES TIMEOUT 240
                        ENVIRONMENT "MB8_FORCE_PORTABLE=1;X25519_DIFF_QUICK=1")
+  # p256_diff_test marks the private scalars, nonces and digests undefined.
+  add_test(NAME ct_p256 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
+                                      --leak-check=full $<TARGET_FILE:p256_diff_test>)
+  set_tests_properties(ct_p256 PROPERTIES TIMEOUT 240
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;P256_DIFF_QUICK=1")
 endif()

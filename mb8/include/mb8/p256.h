@@ -1,0 +1,99 @@
+/*
+ * NIST P-256 (secp256r1; FIPS 186-4 §D.1.2.3 / FIPS 186-5, SEC 2 §2.4.2) for 8
+ * independent lanes: ECDH (SEC 1 v2 §3.3.1, as RFC 8422 §5.10 / RFC 5903 use it), key
+ * generation and ECDSA signing (FIPS 186-4 §6.4, SEC 1 v2 §4.1.3).
+ *
+ * The OpenSSL provider calls these entry points; which kernel runs behind them is chosen at
+ * run time (mb8/cpu.h): today always the portable reference (mb8/src/p256/p256_ref.c: 5
+ * limbs of 52 bits, Montgomery arithmetic, complete projective formulas, fixed 4-bit
+ * windows); an AVX-512 IFMA kernel (docs/research/performance.md §2.6, with a fixed-base
+ * comb for kG) will plug in behind the same API and must give bit-identical results.
+ *
+ * Lane conventions are those of mb8/status.h. Encodings are big-endian octet strings (SEC 1
+ * §2.3): scalars, digests, coordinates and signature halves are 32 bytes; points are the
+ * 65-byte uncompressed form 0x04 || X || Y (SEC 1 §2.3.3, RFC 8422 §5.4.1). Every output
+ * buffer may alias its lane's inputs (results are computed into internal scratch and copied
+ * out at the end). Nothing is allocated; secret temporaries are wiped before return.
+ *
+ * Timing: the running time depends only on which lanes are used (the NULL pattern of the
+ * pointer arrays), never on scalar, nonce, digest or point bytes; range and curve checks
+ * are computed as masks and only their 1-bit results reach the status word.
+ */
+#ifndef MB8_P256_H
+#define MB8_P256_H
+
+#include <stdint.h>
+
+#include "mb8/status.h"
+
+/** Bytes in a P-256 scalar, digest, coordinate, shared secret, r or s. */
+#define MB8_P256_SCALAR_BYTES 32
+/** Bytes in an uncompressed P-256 point: 0x04 || X || Y. */
+#define MB8_P256_POINT_BYTES 65
+
+/**
+ * ECDH: out[i] = the x-coordinate of priv[i] * peer[i] (SEC 1 §3.3.1, the "Z" shared
+ * secret; RFC 8422 §5.10 and RFC 5903 §9 use exactly these 32 bytes).
+ *
+ * - priv[i]: 32 bytes, big-endian scalar d, which must be in [1, n-1]. NULL marks lane i
+ *   unused (MB8_STATUS_UNUSED; nothing of the lane read or written).
+ * - peer[i]: 65 bytes, 0x04 || X || Y. Fully validated (SEC 1 §3.2.2.1 for a prime-order
+ *   curve): prefix 0x04, X < p, Y < p, Y^2 = X^3 - 3X + b. The point at infinity has no
+ *   65-byte encoding, and (0, 0) is not on the curve.
+ * - out[i]: 32 bytes, big-endian x-coordinate.
+ *
+ * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n, when
+ * peer[i] is not a valid point, or when peer[i] or out[i] is NULL (a NULL out is not
+ * written; otherwise out[i] gets 32 zero bytes); MB8_STATUS_ZERO_RESULT when the product is
+ * the point at infinity (impossible for valid inputs on this prime-order curve, kept as a
+ * guard; out[i] gets zeros); MB8_STATUS_UNUSED. A bad lane does not affect the others.
+ */
+mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const priv[MB8_LANES],
+                           const uint8_t *const peer[MB8_LANES]);
+
+/**
+ * Key generation: out[i] = priv[i] * G, uncompressed (SEC 1 §3.2.1 step 2; the caller
+ * draws d in [1, n-1] from its DRBG).
+ *
+ * - priv[i]: 32 bytes, big-endian, in [1, n-1]; NULL marks lane i unused.
+ * - out[i]: 65 bytes, 0x04 || X || Y.
+ *
+ * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n (out[i]
+ * gets 65 zero bytes) or out[i] is NULL (not written); MB8_STATUS_UNUSED.
+ *
+ * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
+ * will use a fixed-base comb.
+ */
+mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
+                                 const uint8_t *const priv[MB8_LANES]);
+
+/**
+ * ECDSA signature generation with a caller-supplied nonce (FIPS 186-4 §6.4, SEC 1 §4.1.3
+ * steps 1-6): r = x(kG) mod n, s = k^-1 (e + r d) mod n.
+ *
+ * - digest[i]: 32 bytes, the leftmost 256 bits of the hash as a big-endian integer e
+ *   (FIPS 186-4 §6.4: SHA-256 gives exactly this; shorter or longer hashes are the
+ *   caller's to truncate or left-pad). e >= n is allowed (reduced mod n).
+ * - priv[i]: 32 bytes, big-endian d in [1, n-1].
+ * - nonce[i]: 32 bytes, big-endian k in [1, n-1], secret, fresh for every signature (the
+ *   provider draws it from OpenSSL's DRBG, or RFC 6979). Reusing k reveals d.
+ * - sig_r[i], sig_s[i]: 32 bytes each, big-endian, in [1, n-1] (the caller DER-encodes).
+ * NULL priv[i] marks lane i unused; NULL digest, nonce or output with a non-NULL priv is
+ * MB8_STATUS_BAD_INPUT (outputs not written).
+ *
+ * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d or k is 0 or >= n, or when r
+ * or s comes out 0 (the caller retries with a new k; probability ~2^-255); the outputs then
+ * get zeros. MB8_STATUS_UNUSED.
+ *
+ * Side channels: d is never multiplied by the public r directly: s is computed as
+ * (k b)^-1 (b e + (b r) d) with the blinding factor b = k (secret, fresh per signature; a
+ * separate random b would need an extra input). Inversions are Fermat (fixed exponent).
+ * The computation is split internally into a nonce-only part (r, (k b)^-1, b) and a
+ * completion, so that a setup/complete API (performance.md §2.6) can follow.
+ */
+mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
+                                 const uint8_t *const digest[MB8_LANES],
+                                 const uint8_t *const priv[MB8_LANES],
+                                 const uint8_t *const nonce[MB8_LANES]);
+
+#endif

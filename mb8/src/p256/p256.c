@@ -1,0 +1,131 @@
+/* see mb8/p256.h: the public entry points, lane bookkeeping and kernel dispatch. */
+#include <string.h>
+
+#include "mb8/cpu.h"
+#include "p256_internal.h"
+
+#define NB MB8_P256_SCALAR_BYTES
+#define NP MB8_P256_POINT_BYTES
+
+/* The kernels for this CPU. No IFMA kernel exists yet: both paths run the reference. */
+typedef mb8_status_t (*p256_ecdh_fn)(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
+                                     const uint8_t peer[MB8_LANES][NP], unsigned lane_mask);
+typedef mb8_status_t (*p256_pub_fn)(uint8_t out[MB8_LANES][NP], const uint8_t priv[MB8_LANES][NB],
+                                    unsigned lane_mask);
+typedef mb8_status_t (*p256_sign_fn)(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
+                                     const uint8_t e[MB8_LANES][NB], const uint8_t d[MB8_LANES][NB],
+                                     const uint8_t k[MB8_LANES][NB], unsigned lane_mask);
+
+static p256_ecdh_fn p256_ecdh_kernel(void)
+{
+    if (mb8_cpu_has_ifma())
+        return mb8__p256_ecdh_ref; /* TODO: the IFMA kernel (5 x 52-bit limbs) */
+    return mb8__p256_ecdh_ref;
+}
+
+static p256_pub_fn p256_pub_kernel(void)
+{
+    if (mb8_cpu_has_ifma())
+        return mb8__p256_public_key_ref; /* TODO: the IFMA fixed-base comb */
+    return mb8__p256_public_key_ref;
+}
+
+static p256_sign_fn p256_sign_kernel(void)
+{
+    if (mb8_cpu_has_ifma())
+        return mb8__p256_ecdsa_sign_ref; /* TODO: the IFMA kernel */
+    return mb8__p256_ecdsa_sign_ref;
+}
+
+mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const priv[MB8_LANES],
+                           const uint8_t *const peer[MB8_LANES])
+{
+    uint8_t d[MB8_LANES][NB], q[MB8_LANES][NP], r[MB8_LANES][NB];
+    mb8_status_t st = 0;
+    unsigned lanes = 0;
+    /* Lane use is public (which pointers are NULL): branching on it is fine. */
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (priv[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
+        } else if (out[i] == NULL || peer[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+        } else {
+            lanes |= 1u << i;
+            memcpy(d[i], priv[i], NB);
+            memcpy(q[i], peer[i], NP);
+        }
+    }
+    if (lanes != 0)
+        st |= p256_ecdh_kernel()(r, (const uint8_t(*)[NB])d, (const uint8_t(*)[NP])q, lanes);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if (lanes & (1u << i))
+            memcpy(out[i], r[i], NB);
+    mb8__p256_wipe(d, sizeof d);
+    mb8__p256_wipe(q, sizeof q);
+    mb8__p256_wipe(r, sizeof r);
+    return st;
+}
+
+mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
+                                 const uint8_t *const priv[MB8_LANES])
+{
+    uint8_t d[MB8_LANES][NB], r[MB8_LANES][NP];
+    mb8_status_t st = 0;
+    unsigned lanes = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (priv[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
+        } else if (out[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+        } else {
+            lanes |= 1u << i;
+            memcpy(d[i], priv[i], NB);
+        }
+    }
+    if (lanes != 0)
+        st |= p256_pub_kernel()(r, (const uint8_t(*)[NB])d, lanes);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if (lanes & (1u << i))
+            memcpy(out[i], r[i], NP);
+    mb8__p256_wipe(d, sizeof d);
+    mb8__p256_wipe(r, sizeof r);
+    return st;
+}
+
+mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
+                                 const uint8_t *const digest[MB8_LANES],
+                                 const uint8_t *const priv[MB8_LANES],
+                                 const uint8_t *const nonce[MB8_LANES])
+{
+    uint8_t e[MB8_LANES][NB], d[MB8_LANES][NB], k[MB8_LANES][NB];
+    uint8_t r[MB8_LANES][NB], s[MB8_LANES][NB];
+    mb8_status_t st = 0;
+    unsigned lanes = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (priv[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
+        } else if (sig_r[i] == NULL || sig_s[i] == NULL || digest[i] == NULL || nonce[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+        } else {
+            lanes |= 1u << i;
+            memcpy(e[i], digest[i], NB);
+            memcpy(d[i], priv[i], NB);
+            memcpy(k[i], nonce[i], NB);
+        }
+    }
+    if (lanes != 0)
+        st |= p256_sign_kernel()(r, s, (const uint8_t(*)[NB])e, (const uint8_t(*)[NB])d,
+                                 (const uint8_t(*)[NB])k, lanes);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (lanes & (1u << i)) {
+            memcpy(sig_r[i], r[i], NB);
+            memcpy(sig_s[i], s[i], NB);
+        }
+    }
+    mb8__p256_wipe(e, sizeof e);
+    mb8__p256_wipe(d, sizeof d);
+    mb8__p256_wipe(k, sizeof k);
+    mb8__p256_wipe(r, sizeof r);
+    mb8__p256_wipe(s, sizeof s);
+    return st;
+}

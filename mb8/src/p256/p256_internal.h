@@ -1,0 +1,43 @@
+/*
+ * The P-256 kernels behind mb8/p256.h (internal to mb8). Each kernel handles the lanes
+ * whose bit is set in lane_mask and returns the status word of those lanes (the other
+ * lanes' nibbles are 0): MB8_STATUS_OK, MB8_STATUS_BAD_INPUT or MB8_STATUS_ZERO_RESULT,
+ * built by mask arithmetic from the range and curve checks. Outputs of lanes whose status
+ * is not OK are written with zero bytes. Lanes outside lane_mask are not read or written.
+ * The arrays are the dispatcher's own scratch, so they never alias. Timing depends only
+ * on lane_mask. Kernels wipe their own secret temporaries; the caller wipes its arrays.
+ *
+ * Byte strings are big-endian (SEC 1 §2.3.5-2.3.7): scalars, digests and coordinates are
+ * 32 bytes, points 65 bytes (0x04 || X || Y, SEC 1 §2.3.3 uncompressed).
+ */
+#ifndef MB8_P256_INTERNAL_H
+#define MB8_P256_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb8/p256.h"
+
+/** Portable reference: out[i] = x(priv[i] * peer[i]) (SEC 1 §3.3.1). */
+mb8_status_t mb8__p256_ecdh_ref(uint8_t out[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                const uint8_t peer[MB8_LANES][MB8_P256_POINT_BYTES],
+                                unsigned lane_mask);
+
+/** Portable reference: out[i] = priv[i] * G, uncompressed. */
+mb8_status_t mb8__p256_public_key_ref(uint8_t out[MB8_LANES][MB8_P256_POINT_BYTES],
+                                      const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      unsigned lane_mask);
+
+/** Portable reference: ECDSA (r[i], s[i]) of digest e[i] with key d[i] and nonce k[i]. */
+mb8_status_t mb8__p256_ecdsa_sign_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      const uint8_t e[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      const uint8_t d[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                      unsigned lane_mask);
+
+/** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
+void mb8__p256_wipe(void *p, size_t n);
+
+#endif
