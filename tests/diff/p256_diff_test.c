@@ -29,16 +29,7 @@
 #include "mb8/p256.h"
 #include "mb8/status.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define HAVE_MEMCHECK 1
-#endif
-#endif
-#ifndef HAVE_MEMCHECK
-#define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)(p), (void)(n))
-#define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
-#endif
+#include "memcheck.h"
 
 #define NB MB8_P256_SCALAR_BYTES
 #define NP MB8_P256_POINT_BYTES

@@ -33,16 +33,7 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define HAVE_MEMCHECK 1
-#endif
-#endif
-#ifndef HAVE_MEMCHECK
-#define VALGRIND_MAKE_MEM_UNDEFINED(p, n) ((void)(p), (void)(n))
-#define VALGRIND_MAKE_MEM_DEFINED(p, n) ((void)(p), (void)(n))
-#endif
+#include "memcheck.h"
 
 #include "bn52.h" /* internal layout: to corrupt a cached dp, and to poison secrets */
 #include "mb8/rsa.h"
