@@ -29,10 +29,12 @@ test:
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
+# tlsgate vs nginx full handshakes, then async TLS with the fake accelerator (bench/).
 bench:
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
 	bench/handshake.sh
+	bench/async.sh
 
 fuzz:
 	@scripts/deps.sh test
