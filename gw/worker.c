@@ -173,7 +173,7 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
     gw_worker = &w;
     w.cycle = cycle;
     w.index = index;
-    w.max_conns = cycle->conf->worker_connections > 0 ? cycle->conf->worker_connections : 1024;
+    w.max_conns = cycle->conf->worker_connections; /* >= 1: the directive's range */
     w.accept_timer.cb = on_accept_timer;
 
     /* signals arrive through a signalfd in the loop: no handler races */

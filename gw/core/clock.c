@@ -41,11 +41,6 @@ int64_t gw_now_ms(void)
     return now_ms;
 }
 
-time_t gw_now_sec(void)
-{
-    return now_sec;
-}
-
 const char *gw_http_date(void)
 {
     return http_date;

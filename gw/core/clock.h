@@ -14,9 +14,6 @@ void gw_clock_update(void);
 /** Monotonic milliseconds as of the last update. */
 int64_t gw_now_ms(void);
 
-/** Wall-clock seconds as of the last update. */
-time_t gw_now_sec(void);
-
 /** IMF-fixdate for HTTP (RFC 9110 §5.6.7), e.g. "Sun, 29 Nov 2026 20:09:06 GMT"; 29 chars. */
 const char *gw_http_date(void);
 

@@ -53,15 +53,6 @@ int gw_log_reopen(void)
     return 0;
 }
 
-void gw_log_close(void)
-{
-    if (log_fd > 2)
-        close(log_fd);
-    log_fd = 2;
-    free(log_path);
-    log_path = NULL;
-}
-
 int gw_log_fd(void)
 {
     return log_fd;

@@ -18,9 +18,6 @@ int gw_log_open(const char *path, int level);
 /** Reopen the current log file (after rotation; SIGUSR1). Returns 0 or -1 with errno. */
 int gw_log_reopen(void);
 
-/** Close the log file and log to stderr again. */
-void gw_log_close(void);
-
 /** The file descriptor the log writes to (for redirecting stderr when daemonising). */
 int gw_log_fd(void);
 
@@ -30,7 +27,8 @@ int gw_log_fd(void);
  */
 void gw_log(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/** Append OpenSSL's error queue, one line per entry, then clear it. */
+/** Log OpenSSL's error queue at level, one line per entry prefixed with what (e.g. the
+ * client's address or the failed call), then clear it. */
 void gw_log_ssl_errors(int level, const char *what);
 
 /**

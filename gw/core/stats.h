@@ -47,7 +47,8 @@ int gw_stats_init_shared(void);
 #define GW_STAT_ADD(field, n) __atomic_fetch_add(&gw_stats->field, (n), __ATOMIC_RELAXED)
 #define GW_STAT_GET(field) __atomic_load_n(&gw_stats->field, __ATOMIC_RELAXED)
 
-/** This worker's slot (gw_worker_main sets it; a private dummy elsewhere). */
+/** This worker's slot (the master points it at the slot it assigned, in the forked
+ * child; a private dummy elsewhere, or when all GW_STATS_MAX_WORKERS slots are taken). */
 extern gw_worker_stats_t *gw_wstats;
 #define GW_WSTAT_ADD(field, n) __atomic_fetch_add(&gw_wstats->field, (n), __ATOMIC_RELAXED)
 

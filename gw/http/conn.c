@@ -256,9 +256,10 @@ int gw_conn_client_hello(SSL *ssl, int *alert, void *arg)
         return SSL_CLIENT_HELLO_SUCCESS; /* no SNI: the default server */
     c->sni_present = 1;
     char host[256];
-    if (normalize_host((const char *)name, len, host, sizeof(host), 0) < 0)
+    long hl = normalize_host((const char *)name, len, host, sizeof(host), 0);
+    if (hl < 0)
         return SSL_CLIENT_HELLO_SUCCESS; /* unusable name: the default server, as nginx */
-    gw_vserver_t *vs = find_server(c->laddr, host, strlen(host));
+    gw_vserver_t *vs = find_server(c->laddr, host, (size_t)hl);
     if (!vs)
         return SSL_CLIENT_HELLO_SUCCESS;
     c->sni_matched = 1;
@@ -496,7 +497,6 @@ static void route_request(gw_conn_t *c)
     gw_http_request_t *r = &c->req;
     GW_STAT_ADD(requests, 1);
     c->requests++;
-    c->req_start_ms = gw_now_ms();
     c->is_head = r->method == GW_HTTP_HEAD;
     c->bytes_sent = 0;
     c->status = 0;
@@ -523,11 +523,12 @@ static void route_request(gw_conn_t *c)
      * do.) Without SNI, or with an SNI no block matches, Host alone decides, as in nginx. */
     if (r->host) {
         char host[256];
-        if (normalize_host(r->host, r->host_len, host, sizeof(host), 1) < 0) {
+        long hl = normalize_host(r->host, r->host_len, host, sizeof(host), 1);
+        if (hl < 0) {
             gw_resp_error(c, 400);
             return;
         }
-        gw_vserver_t *vs = find_server(c->laddr, host, strlen(host));
+        gw_vserver_t *vs = find_server(c->laddr, host, (size_t)hl);
         if (!vs)
             vs = c->sni_matched ? c->vs : c->laddr->default_server;
         if (c->sni_matched && vs != c->vs) {
@@ -968,8 +969,6 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->laddr = laddr;
     c->vs = laddr->default_server;
     c->timer.cb = on_timer;
-    c->accepted_ms = gw_now_ms();
-    memcpy(&c->peer, peer, plen < sizeof(c->peer) ? plen : sizeof(c->peer));
     gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
     const gw_srv_settings_t *s = srv(c);
     c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;

@@ -46,9 +46,7 @@ typedef struct gw_conn {
     int sni_matched;         /* vs was chosen by a matching SNI name */
     struct gw_conn *next, *prev;
     gw_timer_t timer;
-    struct sockaddr_storage peer;
     char peer_text[64];
-    int64_t accepted_ms;
 
     /* input: request heads (and discarded body bytes) */
     char *in;
@@ -65,7 +63,6 @@ typedef struct gw_conn {
     int keep_alive;
     int status;
     int stat_state;          /* which gw_stats gauge counts this connection */
-    int64_t req_start_ms;
     uint64_t body_left;      /* Content-Length body bytes still to discard */
     int body_chunked;
     gw_http_chunked_t chunked;
@@ -95,7 +92,11 @@ typedef struct gw_conn {
     int n_afd;
 } gw_conn_t;
 
-/** Accept handler glue: take over a freshly accepted non-blocking socket fd. */
+/**
+ * Take over a freshly accepted non-blocking socket fd (owned from here on: closed with
+ * the connection, also when setting it up fails) from listen address laddr. peer/plen:
+ * the client's address as accept4() returned it (only its text form is kept).
+ */
 void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, socklen_t plen);
 
 /** Graceful stop began: idle connections close soon, busy ones after their response. */
@@ -129,6 +130,11 @@ int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
 /** Choose the response for c->req (static file, return, status page, error). */
 void gw_http_handle(gw_conn_t *c);
 
+/*
+ * The gw_resp_* helpers append to c's output buffer (bytes; grown as needed, abort() on
+ * out of memory, as at start-up: a worker cannot continue without it).
+ */
+
 /**
  * Start a response: status line and the common headers (Server, Date, Content-Length,
  * Connection) followed by extra (already CRLF-terminated header lines, may be NULL) and
@@ -137,7 +143,8 @@ void gw_http_handle(gw_conn_t *c);
 void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t content_length,
                   const char *extra);
 
-/** A complete response with an in-memory body (copied; HEAD sends no body). */
+/** A complete response with an in-memory body of body_len bytes (copied; HEAD, 204 and
+ * 304 send no body). */
 void gw_resp_simple(gw_conn_t *c, int status, const char *content_type, const char *body,
                     size_t body_len, const char *extra);
 

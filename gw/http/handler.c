@@ -300,7 +300,7 @@ static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char
         return;
     }
     char path[PATH_MAX];
-    const char *root = loc->root ? loc->root : "html";
+    const char *root = loc->root; /* the merge step set the default */
     int pl = snprintf(path, sizeof(path), "%s%s", root, norm);
     if (pl < 0 || (size_t)pl >= sizeof(path)) {
         gw_resp_error(c, 414);

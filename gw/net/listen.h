@@ -11,7 +11,11 @@
  */
 int gw_listen_open(const gw_listen_t *l);
 
-/** Format the socket address of fd's peer as text ("1.2.3.4" / "::1") into out. */
+/**
+ * Write the IP address of sa (AF_INET or AF_INET6; the port is left out) as text, e.g.
+ * "1.2.3.4" or "::1", into out (cap bytes, always NUL-terminated when cap >= 1, truncated
+ * if short; INET6_ADDRSTRLEN suffices). Other families give "unix:".
+ */
 void gw_addr_text(const struct sockaddr *sa, char *out, size_t cap);
 
 #endif

@@ -40,11 +40,6 @@ int gw_loop_add(gw_loop_t *loop, int fd, uint32_t events, gw_io_t *io)
     return ctl(loop, EPOLL_CTL_ADD, fd, events, io);
 }
 
-int gw_loop_mod(gw_loop_t *loop, int fd, uint32_t events, gw_io_t *io)
-{
-    return ctl(loop, EPOLL_CTL_MOD, fd, events, io);
-}
-
 int gw_loop_del(gw_loop_t *loop, int fd)
 {
     return ctl(loop, EPOLL_CTL_DEL, fd, 0, NULL);

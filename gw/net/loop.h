@@ -35,9 +35,11 @@ int gw_loop_init(gw_loop_t *loop);
 /** Close the epoll instance and free the heap (armed timers are simply forgotten). */
 void gw_loop_dispose(gw_loop_t *loop);
 
-/** epoll_ctl ADD/MOD/DEL wrappers. Return 0 or -1 with errno. */
+/**
+ * epoll_ctl ADD and DEL wrappers. io must stay valid (not freed or reused) until fd is
+ * deleted or closed: the loop dispatches events to it. Return 0 or -1 with errno.
+ */
 int gw_loop_add(gw_loop_t *loop, int fd, uint32_t events, gw_io_t *io);
-int gw_loop_mod(gw_loop_t *loop, int fd, uint32_t events, gw_io_t *io);
 int gw_loop_del(gw_loop_t *loop, int fd);
 
 /** Arm t to fire ms milliseconds after the cached clock (re-arming moves it). */

@@ -255,18 +255,3 @@ int gw_accel_poll(void)
     return total;
 }
 
-void gw_accel_describe(char *out, size_t cap)
-{
-    size_t o = 0;
-    int n = snprintf(out, cap, "providers: default");
-    o = n > 0 ? (size_t)n : 0;
-    for (size_t i = 0; i < n_loaded && o < cap; i++) {
-        n = snprintf(out + o, cap - o, ", %s%s", loaded[i].name,
-                     loaded[i].has_poll ? " (poll)" : "");
-        o += n > 0 ? (size_t)n : 0;
-    }
-    for (size_t i = 0; i < n_engines && o < cap; i++) {
-        n = snprintf(out + o, cap - o, "%s%s", i ? ", " : "; engines: ", loaded_engines[i]);
-        o += n > 0 ? (size_t)n : 0;
-    }
-}

@@ -33,7 +33,4 @@ int gw_accel_poll(void);
 /** Does any loaded provider offer the poll hook? */
 int gw_accel_has_poll(void);
 
-/** One line describing what is loaded, for the error log ("providers: default, x; ..."). */
-void gw_accel_describe(char *out, size_t cap);
-
 #endif

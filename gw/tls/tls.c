@@ -176,7 +176,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     SSL_CTX_set_options(ctx, server_options(s, no));
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
-    const char *ciphers = s->srv.ssl_ciphers ? s->srv.ssl_ciphers : "HIGH:!aNULL:!MD5";
+    const char *ciphers = s->srv.ssl_ciphers; /* the merge step set the default */
     if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
         gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s:%d: ssl_ciphers: invalid cipher list \"%s\": %s", file, s->line,
@@ -263,23 +263,13 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     SSL_set_options(ssl, SSL_CTX_get_options(ctx));
     SSL_set_min_proto_version(ssl, min);
     SSL_set_max_proto_version(ssl, max);
-    const char *ciphers = s->srv.ssl_ciphers ? s->srv.ssl_ciphers : "HIGH:!aNULL:!MD5";
-    if (!SSL_set_cipher_list(ssl, ciphers))
+    if (!SSL_set_cipher_list(ssl, s->srv.ssl_ciphers))
         return 0;
     SSL_set_num_tickets(ssl, SSL_CTX_get_num_tickets(ctx));
     char why[256];
     if (apply_conf_cmds(NULL, ssl, s, why, sizeof(why)) != 0)
         return 0;
     return 1;
-}
-
-const char *gw_tls_group_name(SSL *ssl)
-{
-    int nid = SSL_get_negotiated_group(ssl);
-    if (nid == NID_undef)
-        return "-";
-    const char *n = SSL_group_to_name(ssl, nid);
-    return n ? n : OBJ_nid2sn(nid);
 }
 
 /* ---- self-signed certificates for the embedded default ---- */

@@ -20,7 +20,8 @@
  */
 void gw_tls_set_async_callback(SSL_async_callback_fn cb);
 
-/** One-time OpenSSL initialisation (error strings, ex_data index). Returns 0 or -1. */
+/** One-time OpenSSL initialisation (libssl, error strings). Returns 0, or -1 when
+ * OPENSSL_init_ssl fails. */
 int gw_tls_init(void);
 
 /**
@@ -48,7 +49,9 @@ int gw_tls_hello_sni(SSL *ssl, const unsigned char **name, size_t *len);
 /**
  * Switch a handshaking connection to server block s's SSL_CTX (from a ClientHello
  * callback): certificates, and also the protocol range, options and cipher lists that
- * SSL_set_SSL_CTX alone would not carry over. Returns 1, or 0 on failure.
+ * SSL_set_SSL_CTX alone would not carry over. ctx and s are borrowed (SSL_set_SSL_CTX
+ * takes its own reference to ctx). Returns 1, or 0 on failure with OpenSSL's error queue
+ * set; the SSL may then be half switched and the caller must fail the handshake.
  */
 int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s);
 
@@ -60,8 +63,5 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s);
  * Returns 0, or -1 after adding a message to errs.
  */
 int gw_tls_make_default_certs(const char *dir, gw_errlist_t *errs);
-
-/** Name of the negotiated group of a finished handshake, e.g. "X25519", or "-". */
-const char *gw_tls_group_name(SSL *ssl);
 
 #endif

@@ -18,6 +18,9 @@
  * Timing: the running time depends only on which lanes are used (the NULL pattern of the
  * pointer arrays), never on scalar, nonce, digest or point bytes; range and curve checks
  * are computed as masks and only their 1-bit results reach the status word.
+ *
+ * The lane arrays themselves (out, scalar, point, priv, peer, digest, nonce) must not be
+ * NULL; their entries may be, as each function says.
  */
 #ifndef MB8_P256_H
 #define MB8_P256_H

@@ -50,8 +50,10 @@ size_t mb8_rsa_key_size(unsigned bits);
  * - n, p or q is even, p * q != n, e is even or < 3 or >= n, dp >= p, dq >= q,
  *   or qinv >= p.
  * The consistency of d with e is not checked here: a wrong dp/dq/qinv is caught per
- * operation by the fault check (MB8_STATUS_VERIFY_FAIL). On failure `key` is wiped and
- * must not be used (mb8_rsa_key_dispose on it is harmless).
+ * operation by the fault check (MB8_STATUS_VERIFY_FAIL). When the arguments themselves
+ * are rejected (bits, a NULL pointer, e_len) nothing is written; on any later failure
+ * `key` is wiped and must not be used (mb8_rsa_key_dispose on it is harmless). Memory
+ * that was never initialised must not be passed to mb8_rsa_key_dispose.
  *
  * Timing: the checks above branch on their (public pass/fail) result; the conversion and
  * the Montgomery constants (R^2 mod m by 2*52*limbs constant-time doublings, k0 by Newton

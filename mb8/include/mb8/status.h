@@ -32,13 +32,13 @@ enum mb8_lane_status {
 /** 4 bits per lane: lane i's status is (s >> 4i) & 0xF. */
 typedef uint32_t mb8_status_t;
 
-/** The status of lane (0..MB8_LANES-1). */
+/** The status of lane; lane must be below MB8_LANES (larger shifts are undefined). */
 static inline unsigned mb8_status_lane(mb8_status_t s, unsigned lane)
 {
     return (unsigned)(s >> (4u * lane)) & 0xFu;
 }
 
-/** s with lane's status replaced by v. */
+/** s with lane's status replaced by v (4 bits); lane must be below MB8_LANES. */
 static inline mb8_status_t mb8_status_with(mb8_status_t s, unsigned lane, unsigned v)
 {
     return (s & ~((mb8_status_t)0xFu << (4u * lane))) | ((mb8_status_t)(v & 0xFu) << (4u * lane));

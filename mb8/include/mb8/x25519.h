@@ -11,6 +11,9 @@
  * as in RFC 7748 §5. Every output buffer may alias its lane's inputs (results are computed
  * into internal scratch and copied out at the end). Nothing is allocated; secret
  * temporaries are wiped before return.
+ *
+ * The lane arrays themselves (out, scalar, point, priv, peer, digest, nonce) must not be
+ * NULL; their entries may be, as each function says.
  */
 #ifndef MB8_X25519_H
 #define MB8_X25519_H

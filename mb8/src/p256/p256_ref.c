@@ -36,6 +36,7 @@
  */
 #include <string.h>
 
+#include "../common/ct.h"
 #include "p256_internal.h"
 
 typedef unsigned __int128 u128;
@@ -94,18 +95,11 @@ static const uint8_t G_Y[NB] = {0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b, 
                                 0x4a, 0x7c, 0x0f, 0x9e, 0x16, 0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31,
                                 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5};
 
-/* Hides a value from the optimiser, so mask arithmetic is not turned back into a branch. */
-static inline uint64_t value_barrier(uint64_t x)
-{
-    __asm__("" : "+r"(x));
-    return x;
-}
+#define value_barrier mb8__value_barrier
 
 void mb8__p256_wipe(void *p, size_t n)
 {
-    memset(p, 0, n);
-    /* The compiler must assume the asm reads *p, so the memset above cannot be dropped. */
-    __asm__ __volatile__("" : : "r"(p) : "memory");
+    mb8__wipe(p, n);
 }
 
 /* ---- 5 x 52-bit numbers ------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../common/ct.h"
 #include "mb8/rsa.h"
 
 #define BN52_BITS 52
@@ -17,7 +18,6 @@
 
 #define MB8__RSA_MAGIC UINT64_C(0x6d62387273616b31) /* "mb8rsak1" */
 #define MB8__RSA_WIN 5                              /* fixed window: 2^5 = 32 table entries */
-#define MB8__RSA_MAX_H 40                           /* limbs of a 2048-bit CRT half */
 
 /*
  * The key: a header, then the limb arrays at fixed offsets (in limbs, H = half limbs,
@@ -95,17 +95,11 @@ static inline unsigned mb8__rsa_half_limbs(unsigned bits)
 /** Limbs of scratch the portable kernel uses for one lane with half size h. */
 #define MB8__RSA_LANE_SCRATCH(h) ((size_t)(h) * (2u * 12u + 32u + 12u))
 
-/** Non-elidable zeroisation: the barrier makes the stores observable. */
-static inline void mb8__wipe(void *p, size_t len)
-{
-    memset(p, 0, len);
-    __asm__ __volatile__("" : : "r"(p) : "memory");
-}
-
-/** All ones when x == 0, else 0. Constant time. */
+/** All ones when x == 0, else 0. Constant time (the barrier keeps the compiler from
+ * turning the mask back into a branch). */
 static inline uint64_t bn52_is_zero_mask(uint64_t x)
 {
-    return ((x | (0 - x)) >> 63) - 1;
+    return mb8__value_barrier(((x | (0 - x)) >> 63) - 1);
 }
 
 /* Conversions: big-endian bytes <-> limbs; 8*len <= 52*nl. The value must fit. */

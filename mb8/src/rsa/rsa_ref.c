@@ -50,7 +50,7 @@ void mb8__bn52_csub(uint64_t *a, const uint64_t *m, size_t n)
     uint64_t borrow = 0;
     for (size_t i = 0; i < n; i++)
         borrow = (a[i] - m[i] - borrow) >> 63;
-    uint64_t mask = borrow - 1; /* all ones when a >= m */
+    uint64_t mask = mb8__value_barrier(borrow - 1); /* all ones when a >= m */
     borrow = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t z = a[i] - (m[i] & mask) - borrow;
@@ -365,7 +365,7 @@ static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_
 
     mb8__bn52_from_be(m, nl, in, len);
     /* in < n, constant time: the borrow of m - n */
-    uint64_t in_ok = 0 - mb8__bn52_sub(t1, m, n, nl);
+    uint64_t in_ok = mb8__value_barrier(0 - mb8__bn52_sub(t1, m, n, nl));
 
     if (blind) /* public: whether the caller blinds */
         mb8__bn52_from_be(t2, nl, blind, len), mulmod_n(c, m, t2, k, t1);
@@ -380,7 +380,7 @@ static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_
     memcpy(dd, mq, h * sizeof(uint64_t));
     mb8__bn52_csub(dd, mb8__rsa_p(k), h);
     uint64_t borrow = mb8__bn52_sub(dd, mp, dd, h);
-    cadd(dd, mb8__rsa_p(k), 0 - borrow, h);
+    cadd(dd, mb8__rsa_p(k), mb8__value_barrier(0 - borrow), h);
     mb8__amm52_ref(hh, dd, mb8__rsa_qinvr(k), mb8__rsa_p(k), k->k0p, h);
     mb8__bn52_csub(hh, mb8__rsa_p(k), h);
     /* s = m_q + h q < q + (p - 1) q = n */

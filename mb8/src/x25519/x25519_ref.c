@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "../common/ct.h"
 #include "x25519_internal.h"
 
 typedef struct {
@@ -21,18 +22,11 @@ typedef struct {
 
 #define MASK51 ((((uint64_t)1) << 51) - 1)
 
-/* Hides a value from the optimiser, so mask arithmetic is not turned back into a branch. */
-static inline uint64_t value_barrier(uint64_t x)
-{
-    __asm__("" : "+r"(x));
-    return x;
-}
+#define value_barrier mb8__value_barrier
 
 void mb8__x25519_wipe(void *p, size_t n)
 {
-    memset(p, 0, n);
-    /* The compiler must assume the asm reads *p, so the memset above cannot be dropped. */
-    __asm__ __volatile__("" : : "r"(p) : "memory");
+    mb8__wipe(p, n);
 }
 
 static uint64_t load64_le(const uint8_t *b)
