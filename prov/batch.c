@@ -1,0 +1,666 @@
+/*
+ * tlsgate provider: batching private-key operations across the ASYNC jobs of a thread.
+ *
+ * Every thread that queues gets a tg_thread: one queue of at most MB8_LANES requests per
+ * operation (TG_OP_*: algorithm and key size). A request lives in its job's stack frame
+ * (a paused job's stack stays put), so queues hold pointers only.
+ *
+ *   job (application thread)                     whoever computes the batch
+ *   ------------------------                     --------------------------
+ *   choose the wake-up: the wait ctx's callback,  the 8th job (at once, in its job), the
+ *     else the wait ctx's eventfd (ours)          application's poll (same thread), the
+ *   lock; append; full? take the batch           timer thread (a queue whose oldest request
+ *   unlock                                        waited flush_us), or a resumed job
+ *   loop: lock; done? unlock; break               lock; take the batch; unlock
+ *         resumed without result? flush the       mb8 computes (no lock held)
+ *           queue ourselves, or wait for the      lock; for each request: callback(arg) or
+ *           thread computing it                     write(eventfd), then done = 1; unlock
+ *         unlock; ASYNC_pause_job(); drain fd
+ *
+ * The wake-up and `done` are one critical section under the thread's lock, and the job
+ * reads `done` under that lock (the protocol of tests/fakeaccel/accel.c): once a job can
+ * see done == 1 its notification is complete, so nothing touches the request, the
+ * callback argument (often the SSL) or the fd after the job may have returned. The
+ * eventfd is reference counted (the wait ctx holds one reference, each queued request
+ * one), so a wait ctx freed early cannot make a writer use a closed fd number.
+ *
+ * A job resumed before its result (spurious, or ASYNC_block_pause: the two cannot be told
+ * apart) does not pause again: it computes its own queue at once, or, when another
+ * thread has already taken its batch, waits for that thread on a condition variable.
+ *
+ * fork(): the child keeps only the forking thread's state, with empty queues (requests of
+ * the parent's jobs are dropped: those jobs belong to the parent), and no timer thread
+ * until it queues.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/async.h>
+#include <openssl/crypto.h>
+
+#include "prov.h"
+
+_Atomic uint64_t tg_counters[TG_C_COUNT];
+const char *const tg_counter_names[TG_C_COUNT] = {
+    "requests",     "requests_async", "sync",         "fallbacks",    "batches",
+    "batch_fill_1", "batch_fill_2",   "batch_fill_3", "batch_fill_4", "batch_fill_5",
+    "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
+    "flush_timer",  "flush_resume",   "queue_wait_us",
+};
+
+struct tg_waitfd {
+    int fd;
+    atomic_int refs;
+};
+
+struct tg_thread {
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;
+    struct tg_req *q[TG_OP_COUNT][MB8_LANES];
+    unsigned qn[TG_OP_COUNT];
+    void *scratch; /* RSA scratch for batches computed on this thread */
+    struct tg_thread *next;
+};
+
+static __thread struct tg_thread *tg_self;
+
+/* Registry of thread states (the timer walks it) and the timer itself. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tg_thread *reg_head;
+static pthread_mutex_t timer_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t timer_cv;
+static pthread_t timer_thread;
+static int timer_running, timer_stop;
+static void *timer_scratch;
+static atomic_uint pending; /* requests in all queues */
+static unsigned long g_flush_us = 200;
+static int g_poll_app;
+static int g_instances;
+static const OSSL_CORE_HANDLE *g_handle;
+static OSSL_FUNC_core_thread_start_fn *g_thread_start;
+
+/* Key of our wait fd in an ASYNC_WAIT_CTX: an address unique to this module. */
+static const char tg_waitfd_key = 'T';
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the wait fd ---- */
+
+static void waitfd_release(struct tg_waitfd *w)
+{
+    if (w != NULL && atomic_fetch_sub(&w->refs, 1) == 1) {
+        close(w->fd);
+        free(w);
+    }
+}
+
+static void waitfd_cleanup(ASYNC_WAIT_CTX *ctx, const void *key, OSSL_ASYNC_FD fd, void *custom)
+{
+    waitfd_release(custom);
+}
+
+/* The wait ctx's eventfd (created on first use), with a reference for the caller. */
+static struct tg_waitfd *waitfd_acquire(ASYNC_WAIT_CTX *wctx)
+{
+    OSSL_ASYNC_FD fd;
+    void *custom = NULL;
+    struct tg_waitfd *w;
+
+    if (ASYNC_WAIT_CTX_get_fd(wctx, &tg_waitfd_key, &fd, &custom) && custom != NULL) {
+        w = custom;
+    } else {
+        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+        if (efd < 0)
+            return NULL;
+        w = malloc(sizeof(*w));
+        if (w == NULL) {
+            close(efd);
+            return NULL;
+        }
+        w->fd = efd;
+        atomic_init(&w->refs, 1);
+        if (!ASYNC_WAIT_CTX_set_wait_fd(wctx, &tg_waitfd_key, efd, w, waitfd_cleanup)) {
+            close(efd);
+            free(w);
+            return NULL;
+        }
+    }
+    atomic_fetch_add(&w->refs, 1);
+    return w;
+}
+
+static void waitfd_signal(struct tg_waitfd *w)
+{
+    uint64_t one = 1;
+    ssize_t n;
+
+    do {
+        n = write(w->fd, &one, sizeof(one));
+    } while (n < 0 && errno == EINTR);
+}
+
+static void waitfd_drain(struct tg_waitfd *w)
+{
+    uint64_t v;
+    ssize_t n;
+
+    do {
+        n = read(w->fd, &v, sizeof(v));
+    } while (n < 0 && errno == EINTR);
+}
+
+/* ---- computing ---- */
+
+static size_t rsa_scratch_bytes(void)
+{
+    return mb8_rsa_scratch_size(4096); /* the largest supported size fits every batch */
+}
+
+/* Runs one batch of n requests of one operation on mb8; sets each request's status. */
+static void compute(enum tg_op op, struct tg_req *const *rs, unsigned n, void *scratch)
+{
+    const uint8_t *in[MB8_LANES] = {0}, *in2[MB8_LANES] = {0}, *priv[MB8_LANES] = {0};
+    const uint8_t *bl[MB8_LANES] = {0}, *ub[MB8_LANES] = {0};
+    const mb8_rsa_key_t *keys[MB8_LANES] = {0};
+    uint8_t *out[MB8_LANES] = {0}, *out2[MB8_LANES] = {0};
+    mb8_status_t st;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        in[i] = rs[i]->in;
+        in2[i] = rs[i]->in2;
+        priv[i] = rs[i]->priv;
+        bl[i] = rs[i]->blind;
+        ub[i] = rs[i]->unblind;
+        keys[i] = rs[i]->key;
+        out[i] = rs[i]->out;
+        out2[i] = rs[i]->out2;
+    }
+    switch (op) {
+    case TG_OP_RSA2048:
+    case TG_OP_RSA3072:
+    case TG_OP_RSA4096:
+        if (scratch == NULL) {
+            st = 0;
+            for (i = 0; i < MB8_LANES; i++)
+                st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+            break;
+        }
+        st = mb8_rsa_private_crt(out, in, keys, bl, ub, scratch);
+        break;
+    case TG_OP_ECDSA_P256:
+        st = mb8_p256_ecdsa_sign(out, out2, in, priv, in2);
+        break;
+    case TG_OP_ECDH_P256:
+        st = mb8_p256_ecdh(out, priv, in);
+        break;
+    case TG_OP_KEYGEN_P256:
+        st = mb8_p256_public_key(out, priv);
+        break;
+    case TG_OP_X25519:
+        st = mb8_x25519(out, priv, in);
+        break;
+    case TG_OP_KEYGEN_X25519:
+    default:
+        st = mb8_x25519_public_key(out, priv);
+        break;
+    }
+    for (i = 0; i < n; i++)
+        rs[i]->status = mb8_status_lane(st, i);
+}
+
+/*
+ * Computes a batch taken from t's queue (t's lock not held) and completes it: wakes
+ * every job but `self` (the running job, whose request needs no wake-up) and marks all
+ * done. `how` is the TG_C_FLUSH_* counter.
+ */
+static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, unsigned n,
+                      void *scratch, enum tg_counter how, const struct tg_req *self)
+{
+    uint64_t now = now_ns(), wait_ns = 0;
+    unsigned i;
+
+    for (i = 0; i < n; i++)
+        wait_ns += now > rs[i]->queued_ns ? now - rs[i]->queued_ns : 0;
+    compute(op, rs, n, scratch);
+    tg_count(TG_C_BATCHES, 1);
+    tg_count((enum tg_counter)(TG_C_FILL1 + n - 1), 1);
+    tg_count(how, 1);
+    tg_count(TG_C_QUEUE_WAIT_US, wait_ns / 1000);
+
+    pthread_mutex_lock(&t->lock);
+    for (i = 0; i < n; i++) {
+        struct tg_req *r = rs[i];
+
+        if (r != self) {
+            if (r->cb != NULL)
+                r->cb(r->cbarg);
+            else if (r->wfd != NULL)
+                waitfd_signal(r->wfd);
+        }
+        r->done = 1;
+        /* from here on r belongs to its job again and is never touched */
+    }
+    pthread_cond_broadcast(&t->done_cv);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Takes t's queue for op (t->lock held). Returns its length. */
+static unsigned take_locked(struct tg_thread *t, enum tg_op op, struct tg_req **rs)
+{
+    unsigned n = t->qn[op];
+
+    memcpy(rs, t->q[op], n * sizeof(*rs));
+    t->qn[op] = 0;
+    atomic_fetch_sub(&pending, n);
+    return n;
+}
+
+static void *thread_scratch(struct tg_thread *t)
+{
+    if (t->scratch == NULL)
+        t->scratch = OPENSSL_zalloc(rsa_scratch_bytes());
+    return t->scratch;
+}
+
+/* ---- thread states ---- */
+
+static int thread_sync_init(struct tg_thread *t)
+{
+    if (pthread_mutex_init(&t->lock, NULL) != 0)
+        return 0;
+    if (pthread_cond_init(&t->done_cv, NULL) != 0) {
+        pthread_mutex_destroy(&t->lock);
+        return 0;
+    }
+    return 1;
+}
+
+static void thread_free(struct tg_thread *t)
+{
+    pthread_cond_destroy(&t->done_cv);
+    pthread_mutex_destroy(&t->lock);
+    OPENSSL_clear_free(t->scratch, rsa_scratch_bytes());
+    OPENSSL_free(t);
+}
+
+/* Flushes every queue of t from t's own thread; returns the requests completed. */
+static unsigned thread_flush(struct tg_thread *t, enum tg_counter how)
+{
+    struct tg_req *rs[MB8_LANES];
+    unsigned total = 0, n;
+    int op;
+
+    for (op = 0; op < TG_OP_COUNT; op++) {
+        pthread_mutex_lock(&t->lock);
+        n = take_locked(t, (enum tg_op)op, rs);
+        pthread_mutex_unlock(&t->lock);
+        if (n > 0) {
+            run_batch(t, (enum tg_op)op, rs, n, thread_scratch(t), how, NULL);
+            total += n;
+        }
+    }
+    return total;
+}
+
+/* OpenSSL's thread-stop hook (OPENSSL_thread_stop, OPENSSL_cleanup) for this thread. */
+static void thread_stop(void *arg)
+{
+    struct tg_thread *t = tg_self, **pp;
+
+    if (t == NULL)
+        return;
+    thread_flush(t, TG_C_FLUSH_POLL); /* nothing should be queued; never strand a job */
+    pthread_mutex_lock(&reg_lock);
+    for (pp = &reg_head; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    tg_self = NULL;
+    thread_free(t);
+}
+
+static struct tg_thread *self_get(void)
+{
+    struct tg_thread *t = tg_self;
+
+    if (t != NULL)
+        return t;
+    t = OPENSSL_zalloc(sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    if (!thread_sync_init(t)) {
+        OPENSSL_free(t);
+        return NULL;
+    }
+    if (g_thread_start != NULL && !g_thread_start(g_handle, thread_stop, NULL)) {
+        thread_free(t);
+        return NULL;
+    }
+    pthread_mutex_lock(&reg_lock);
+    t->next = reg_head;
+    reg_head = t;
+    pthread_mutex_unlock(&reg_lock);
+    tg_self = t;
+    return t;
+}
+
+/* ---- the timer thread ---- */
+
+/* One pass: computes every queue whose oldest request is due. Returns the next due time
+ * (ns), or 0 when nothing is queued. */
+static uint64_t timer_pass(void)
+{
+    uint64_t flush_ns = (uint64_t)g_flush_us * 1000ULL, now = now_ns(), next = 0;
+    struct tg_req *rs[MB8_LANES];
+    struct tg_thread *t;
+    unsigned n;
+    int op;
+
+    pthread_mutex_lock(&reg_lock);
+    for (t = reg_head; t != NULL; t = t->next) {
+        for (op = 0; op < TG_OP_COUNT; op++) {
+            uint64_t due;
+
+            pthread_mutex_lock(&t->lock);
+            if (t->qn[op] == 0) {
+                pthread_mutex_unlock(&t->lock);
+                continue;
+            }
+            due = t->q[op][0]->queued_ns + flush_ns;
+            if (due > now) {
+                pthread_mutex_unlock(&t->lock);
+                if (next == 0 || due < next)
+                    next = due;
+                continue;
+            }
+            n = take_locked(t, (enum tg_op)op, rs);
+            pthread_mutex_unlock(&t->lock);
+            run_batch(t, (enum tg_op)op, rs, n, timer_scratch, TG_C_FLUSH_TIMER, NULL);
+            now = now_ns();
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return next;
+}
+
+static void *timer_main(void *arg)
+{
+    pthread_mutex_lock(&timer_mu);
+    while (!timer_stop) {
+        uint64_t next;
+
+        if (atomic_load(&pending) == 0) {
+            pthread_cond_wait(&timer_cv, &timer_mu);
+            continue;
+        }
+        pthread_mutex_unlock(&timer_mu);
+        next = timer_pass();
+        if (next == 0 && atomic_load(&pending) != 0)
+            next = now_ns() + (uint64_t)g_flush_us * 1000ULL; /* queued during the pass */
+        if (next != 0) {
+            struct timespec ts;
+
+            ts.tv_sec = (time_t)(next / 1000000000ULL);
+            ts.tv_nsec = (long)(next % 1000000000ULL);
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                continue;
+        }
+        pthread_mutex_lock(&timer_mu);
+    }
+    pthread_mutex_unlock(&timer_mu);
+    return NULL;
+}
+
+/* The first request was queued (0 -> 1): wake the timer, starting it if needed. */
+static void timer_kick(void)
+{
+    if (g_flush_us == 0 || g_poll_app)
+        return;
+    pthread_mutex_lock(&timer_mu);
+    if (!timer_running && !timer_stop) {
+        sigset_t all, old;
+
+        if (timer_scratch == NULL)
+            timer_scratch = OPENSSL_zalloc(rsa_scratch_bytes());
+        /* the thread takes no signals: they stay with the application's threads */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (pthread_create(&timer_thread, NULL, timer_main, NULL) == 0)
+            timer_running = 1;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_cond_signal(&timer_cv);
+    pthread_mutex_unlock(&timer_mu);
+}
+
+/* ---- fork ---- */
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&timer_mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&timer_mu);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void atfork_child(void);
+
+static void atfork_register(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static void atfork_child(void)
+{
+    struct tg_thread *t = tg_self;
+
+    pthread_mutex_init(&reg_lock, NULL);
+    pthread_mutex_init(&timer_mu, NULL);
+    pthread_cond_init(&timer_cv, NULL);
+    timer_running = 0;
+    /* The other threads' states stay allocated (they may hold their locks); only ours
+     * is kept, emptied. */
+    reg_head = NULL;
+    atomic_store(&pending, 0);
+    if (t != NULL) {
+        thread_sync_init(t);
+        memset(t->qn, 0, sizeof(t->qn));
+        t->next = NULL;
+        reg_head = t;
+    }
+}
+
+/* ---- the API ---- */
+
+int tg_batch_can_queue(void)
+{
+    ASYNC_JOB *job = ASYNC_get_current_job();
+
+    return job != NULL && ASYNC_get_wait_ctx(job) != NULL;
+}
+
+static int prepare_wake(struct tg_req *r, ASYNC_WAIT_CTX *wctx)
+{
+    ASYNC_callback_fn cb = NULL;
+    void *cbarg = NULL;
+
+    if (ASYNC_WAIT_CTX_get_callback(wctx, &cb, &cbarg) && cb != NULL) {
+        r->cb = cb;
+        r->cbarg = cbarg;
+        return 1;
+    }
+    r->wfd = waitfd_acquire(wctx);
+    return r->wfd != NULL;
+}
+
+/* Is r still in t's queue (t->lock held)? */
+static int queued_locked(const struct tg_thread *t, const struct tg_req *r)
+{
+    unsigned i;
+
+    for (i = 0; i < t->qn[r->op]; i++)
+        if (t->q[r->op][i] == r)
+            return 1;
+    return 0;
+}
+
+/* Pauses the current job until r is done (see the protocol at the top). */
+static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wctx)
+{
+    int resumed = 0;
+
+    for (;;) {
+        struct tg_req *rs[MB8_LANES];
+        unsigned n;
+
+        pthread_mutex_lock(&t->lock);
+        if (!r->done && resumed) {
+            if (queued_locked(t, r)) {
+                /* resumed early (spurious, or pausing is blocked): compute it now */
+                n = take_locked(t, r->op, rs);
+                pthread_mutex_unlock(&t->lock);
+                run_batch(t, r->op, rs, n, thread_scratch(t), TG_C_FLUSH_RESUME, r);
+                break;
+            }
+            while (!r->done) /* another thread (the timer) is computing it */
+                pthread_cond_wait(&t->done_cv, &t->lock);
+        }
+        if (r->done) {
+            pthread_mutex_unlock(&t->lock);
+            break;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (r->cb != NULL)
+            ASYNC_WAIT_CTX_set_status(wctx, ASYNC_STATUS_OK);
+        ASYNC_pause_job();
+        resumed = 1;
+        if (r->wfd != NULL)
+            waitfd_drain(r->wfd);
+    }
+    if (r->wfd != NULL) {
+        waitfd_drain(r->wfd);
+        waitfd_release(r->wfd);
+        r->wfd = NULL;
+    }
+}
+
+int tg_batch_run(TG_PROV *prov, struct tg_req *r)
+{
+    ASYNC_JOB *job = ASYNC_get_current_job();
+    ASYNC_WAIT_CTX *wctx = job != NULL ? ASYNC_get_wait_ctx(job) : NULL;
+    struct tg_thread *t;
+    struct tg_req *rs[MB8_LANES];
+    unsigned n;
+    int first;
+
+    r->done = 0;
+    r->cb = NULL;
+    r->wfd = NULL;
+    r->status = MB8_STATUS_UNUSED;
+    r->queued_ns = now_ns();
+    t = wctx != NULL ? self_get() : NULL;
+    if (t == NULL || !prepare_wake(r, wctx)) {
+        /* no job to pause: a batch of one, at once */
+        struct tg_req *one = r;
+        void *scratch = NULL;
+
+        if (r->op <= TG_OP_RSA4096 && (scratch = OPENSSL_zalloc(rsa_scratch_bytes())) == NULL)
+            return 0;
+        compute(r->op, &one, 1, scratch);
+        OPENSSL_clear_free(scratch, rsa_scratch_bytes());
+        tg_count(TG_C_BATCHES, 1);
+        tg_count(TG_C_FILL1, 1);
+        return 1;
+    }
+    pthread_mutex_lock(&t->lock);
+    t->q[r->op][t->qn[r->op]++] = r;
+    first = atomic_fetch_add(&pending, 1) == 0;
+    if (t->qn[r->op] == MB8_LANES) {
+        n = take_locked(t, r->op, rs);
+        pthread_mutex_unlock(&t->lock);
+        run_batch(t, r->op, rs, n, thread_scratch(t), TG_C_FLUSH_FULL, r);
+        if (r->wfd != NULL) {
+            waitfd_release(r->wfd);
+            r->wfd = NULL;
+        }
+        return 1;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (first)
+        timer_kick();
+    wait_done(t, r, wctx);
+    return 1;
+}
+
+unsigned tg_batch_poll(void)
+{
+    return tg_self != NULL ? thread_flush(tg_self, TG_C_FLUSH_POLL) : 0;
+}
+
+int tg_batch_init(const TG_PROV *prov)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_condattr_t attr;
+
+    pthread_mutex_lock(&timer_mu);
+    if (g_instances++ == 0) {
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&timer_cv, &attr);
+        pthread_condattr_destroy(&attr);
+        timer_stop = 0;
+    }
+    g_flush_us = prov->flush_us;
+    g_poll_app = prov->poll_app;
+    pthread_mutex_unlock(&timer_mu);
+    pthread_once(&once, atfork_register);
+    return 1;
+}
+
+void tg_batch_set_core(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_thread_start_fn *fn)
+{
+    g_handle = handle;
+    g_thread_start = fn;
+}
+
+void tg_batch_teardown(void)
+{
+    int join = 0;
+
+    pthread_mutex_lock(&timer_mu);
+    if (--g_instances == 0 && timer_running) {
+        timer_stop = 1;
+        pthread_cond_signal(&timer_cv);
+        join = 1;
+    }
+    pthread_mutex_unlock(&timer_mu);
+    if (join) {
+        pthread_join(timer_thread, NULL);
+        pthread_mutex_lock(&timer_mu);
+        timer_running = 0;
+        timer_stop = 0;
+        OPENSSL_clear_free(timer_scratch, rsa_scratch_bytes());
+        timer_scratch = NULL;
+        pthread_mutex_unlock(&timer_mu);
+    }
+}

@@ -1,0 +1,431 @@
+/*
+ * tlsgate provider: entry point, configuration, provider parameters, algorithm tables.
+ * prov/README.md is the user's documentation; prov.h lists the source files.
+ *
+ * Loaded as a module (build/tlsgate.so, OSSL_provider_init) or registered as a built-in
+ * provider by the gateway (tlsgate_provider_init with OSSL_PROVIDER_add_builtin).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+
+#include "mb8/cpu.h"
+#include "prov.h"
+#include "tlsgate/prov.h"
+
+#ifndef TLSGATE_PROV_VERSION
+#define TLSGATE_PROV_VERSION "0.1.0"
+#endif
+
+void tg_raise(const TG_PROV *prov, const char *file, int line, const char *func, uint32_t reason,
+              const char *fmt, ...)
+{
+    va_list ap;
+
+    if (prov == NULL || prov->core_new_error == NULL || prov->core_vset_error == NULL)
+        return;
+    prov->core_new_error(prov->handle);
+    if (prov->core_set_error_debug != NULL)
+        prov->core_set_error_debug(prov->handle, file, line, func);
+    va_start(ap, fmt);
+    prov->core_vset_error(prov->handle, reason, fmt, ap);
+    va_end(ap);
+}
+
+static const OSSL_ITEM tg_reason_strings[] = {
+    {TG_R_BAD_ARGUMENT, "tlsgate: bad argument"},
+    {TG_R_DELEGATION_FAILED, "tlsgate: default provider call failed"},
+    {TG_R_BUFFER_TOO_SMALL, "tlsgate: output buffer too small"},
+    {TG_R_BAD_INPUT, "tlsgate: bad input"},
+    {TG_R_INTERNAL, "tlsgate: internal error"},
+    {TG_R_BATCH_FAILED, "tlsgate: batch computation failed"},
+    {TG_R_NO_KEY, "tlsgate: no key or wrong key type"},
+    {0, NULL},
+};
+
+#define RSA_NAMES "RSA:rsaEncryption:1.2.840.113549.1.1.1"
+
+static const OSSL_ALGORITHM tg_keymgmt[] = {
+    {RSA_NAMES, TG_ALG_PROPS, tg_rsa_keymgmt_functions, "tlsgate RSA keys"},
+    {"EC:id-ecPublicKey:1.2.840.10045.2.1", TG_ALG_PROPS, tg_ec_keymgmt_functions, "tlsgate EC keys"},
+    {"X25519:1.3.101.110", TG_ALG_PROPS, tg_x25519_keymgmt_functions, "tlsgate X25519 keys"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM tg_signature[] = {
+    {RSA_NAMES, TG_ALG_PROPS, tg_rsa_signature_functions, "tlsgate batched RSA signatures"},
+    {"ECDSA", TG_ALG_PROPS, tg_ecdsa_signature_functions, "tlsgate batched ECDSA P-256"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM tg_asym_cipher[] = {
+    {RSA_NAMES, TG_ALG_PROPS, tg_rsa_asym_cipher_functions, "tlsgate batched RSA decryption"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM tg_keyexch[] = {
+    {"ECDH", TG_ALG_PROPS, tg_ecdh_keyexch_functions, "tlsgate batched ECDH P-256"},
+    {"X25519:1.3.101.110", TG_ALG_PROPS, tg_x25519_keyexch_functions, "tlsgate batched X25519"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id, int *no_cache)
+{
+    *no_cache = 0;
+    switch (operation_id) {
+    case OSSL_OP_KEYMGMT:
+        return tg_keymgmt;
+    case OSSL_OP_SIGNATURE:
+        return tg_signature;
+    case OSSL_OP_ASYM_CIPHER:
+        return tg_asym_cipher;
+    case OSSL_OP_KEYEXCH:
+        return tg_keyexch;
+    default:
+        return NULL;
+    }
+}
+
+static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
+{
+    return tg_reason_strings;
+}
+
+/* ---- parameters ---- */
+
+#define TG_FIXED_PARAMS 8
+static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
+
+static void tg_gettable_build(void)
+{
+    size_t n = 0, i;
+
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_int(OSSL_PROV_PARAM_STATUS, NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("poll_mode", NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("enable", NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_ulong("flush_us", NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
+    for (i = 0; i < TG_C_COUNT; i++)
+        tg_gettable[n++] = OSSL_PARAM_construct_uint64(tg_counter_names[i], NULL);
+    tg_gettable[n] = OSSL_PARAM_construct_end();
+}
+
+static const OSSL_PARAM *tg_gettable_params(void *provctx)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, tg_gettable_build);
+    return tg_gettable;
+}
+
+static int tg_get_params(void *provctx, OSSL_PARAM params[])
+{
+    TG_PROV *prov = provctx;
+    OSSL_PARAM *p;
+    size_t i;
+
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME)) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, "tlsgate: batched private-key operations (mb8)"))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION)) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, TLSGATE_PROV_VERSION))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO)) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
+                                                       : "mb8 portable kernels"))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL && !OSSL_PARAM_set_int(p, 1))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, "poll_mode")) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, prov->poll_app ? "app" : "timer"))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, "enable")) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, prov->enable_str))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, "flush_us")) != NULL && !OSSL_PARAM_set_ulong(p, prov->flush_us))
+        return 0;
+    /* the poll: flushes this thread's partial batches (the application's loop hook) */
+    if ((p = OSSL_PARAM_locate(params, "poll")) != NULL && !OSSL_PARAM_set_uint(p, tg_batch_poll()))
+        return 0;
+    for (i = 0; i < TG_C_COUNT; i++)
+        if ((p = OSSL_PARAM_locate(params, tg_counter_names[i])) != NULL &&
+            !OSSL_PARAM_set_uint64(p, atomic_load(&tg_counters[i])))
+            return 0;
+    return 1;
+}
+
+/*
+ * TLS-GROUP capabilities. libssl 3.0 uses a group only when the key manager of its
+ * algorithm comes from the provider that announced the group. When the application
+ * prefers us, "EC" and "X25519" are ours, so the default provider's EC and X25519 groups
+ * would be dropped and ECDHE would vanish: we announce those groups ourselves, exactly as
+ * the default provider describes them (X448 and FFDHE stay the default provider's).
+ */
+struct tg_caps_arg {
+    OSSL_CALLBACK *cb;
+    void *arg;
+};
+
+static int tg_forward_group(const OSSL_PARAM params[], void *arg)
+{
+    struct tg_caps_arg *fwd = arg;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ALG);
+    const char *alg = NULL;
+
+    if (p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &alg) ||
+        (strcmp(alg, "EC") != 0 && strcmp(alg, "X25519") != 0))
+        return 1;
+    return fwd->cb(params, fwd->arg);
+}
+
+static int tg_get_capabilities(void *provctx, const char *capability, OSSL_CALLBACK *cb, void *arg)
+{
+    TG_PROV *prov = provctx;
+    struct tg_caps_arg fwd = {cb, arg};
+
+    if (strcmp(capability, "TLS-GROUP") != 0)
+        return 1;
+    return OSSL_PROVIDER_get_capabilities((OSSL_PROVIDER *)prov->deflt, capability,
+                                          tg_forward_group, &fwd);
+}
+
+/* TLSGATE_STATS_FILE: one line with every counter, appended at process exit (atexit:
+ * some applications never unload their providers, e.g. when they leak a key). */
+static void tg_write_stats(void)
+{
+    const char *path = getenv("TLSGATE_STATS_FILE");
+    char line[1024];
+    size_t used;
+    int n;
+    size_t i;
+    FILE *f;
+
+    if (path == NULL || *path == '\0')
+        return;
+    n = snprintf(line, sizeof(line), "tlsgate pid=%ld", (long)getpid());
+    used = n > 0 ? (size_t)n : 0;
+    for (i = 0; i < TG_C_COUNT && used < sizeof(line); i++) {
+        n = snprintf(line + used, sizeof(line) - used, " %s=%llu", tg_counter_names[i],
+                     (unsigned long long)atomic_load(&tg_counters[i]));
+        if (n > 0)
+            used += (size_t)n;
+    }
+    f = fopen(path, "ae");
+    if (f == NULL)
+        return;
+    fprintf(f, "%s\n", line);
+    fclose(f);
+}
+
+static void tg_register_stats(void)
+{
+    const char *path = getenv("TLSGATE_STATS_FILE");
+
+    if (path != NULL && *path != '\0')
+        atexit(tg_write_stats);
+}
+
+static void tg_prov_free(TG_PROV *prov)
+{
+    if (prov == NULL)
+        return;
+    if (prov->deflt != NULL)
+        OSSL_PROVIDER_unload((OSSL_PROVIDER *)prov->deflt);
+    OSSL_LIB_CTX_free(prov->libctx);
+    OPENSSL_free(prov);
+}
+
+static void tg_teardown(void *provctx)
+{
+    tg_batch_teardown();
+    tg_prov_free(provctx);
+}
+
+/* ---- configuration ---- */
+
+static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long v;
+
+    if (s == NULL || *s == '\0' || s[0] == '-')
+        return 0;
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_enable(const char *s, unsigned *out)
+{
+    unsigned v = 0;
+    char buf[64], *tok, *save = NULL;
+
+    if (strlen(s) >= sizeof(buf))
+        return 0;
+    strcpy(buf, s);
+    for (tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+        if (strcmp(tok, "all") == 0)
+            v |= TG_EN_ALL;
+        else if (strcmp(tok, "none") == 0)
+            v |= 0;
+        else if (strcmp(tok, "rsa") == 0)
+            v |= TG_EN_RSA;
+        else if (strcmp(tok, "ecdsa") == 0)
+            v |= TG_EN_ECDSA;
+        else if (strcmp(tok, "ecdh") == 0)
+            v |= TG_EN_ECDH;
+        else if (strcmp(tok, "x25519") == 0)
+            v |= TG_EN_X25519;
+        else
+            return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* flush_us, poll_mode, enable: the config section, then the environment. */
+static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
+{
+    const char *flush = NULL, *mode = NULL, *enable = NULL, *env;
+    OSSL_PARAM q[4];
+
+    q[0] = OSSL_PARAM_construct_utf8_ptr("flush_us", (char **)&flush, 0);
+    q[1] = OSSL_PARAM_construct_utf8_ptr("poll_mode", (char **)&mode, 0);
+    q[2] = OSSL_PARAM_construct_utf8_ptr("enable", (char **)&enable, 0);
+    q[3] = OSSL_PARAM_construct_end();
+    if (core_get_params != NULL && !core_get_params(prov->handle, q))
+        return 0;
+    if ((env = getenv("TLSGATE_FLUSH_US")) != NULL)
+        flush = env;
+    if ((env = getenv("TLSGATE_POLL_MODE")) != NULL)
+        mode = env;
+    if ((env = getenv("TLSGATE_ENABLE")) != NULL)
+        enable = env;
+    prov->flush_us = 200;
+    prov->poll_app = 0;
+    prov->enable = TG_EN_ALL;
+    if (flush != NULL && !parse_ulong(flush, 1000000, &prov->flush_us)) {
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "flush_us=%s: expected 0..1000000 (microseconds)", flush);
+        return 0;
+    }
+    if (mode != NULL) {
+        if (strcmp(mode, "timer") == 0) {
+            prov->poll_app = 0;
+        } else if (strcmp(mode, "app") == 0) {
+            prov->poll_app = 1;
+        } else {
+            TG_RAISE(prov, TG_R_BAD_ARGUMENT, "poll_mode=%s: expected timer or app", mode);
+            return 0;
+        }
+    }
+    if (enable != NULL && !parse_enable(enable, &prov->enable)) {
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT,
+                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, all, none",
+                 enable);
+        return 0;
+    }
+    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s",
+             prov->enable & TG_EN_RSA ? "rsa," : "", prov->enable & TG_EN_ECDSA ? "ecdsa," : "",
+             prov->enable & TG_EN_ECDH ? "ecdh," : "", prov->enable & TG_EN_X25519 ? "x25519," : "");
+    if (prov->enable_str[0] != '\0')
+        prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
+    else
+        snprintf(prov->enable_str, sizeof(prov->enable_str), "none");
+    return 1;
+}
+
+static const OSSL_DISPATCH tg_provider_functions[] = {
+    {OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))tg_teardown},
+    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))tg_gettable_params},
+    {OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))tg_get_params},
+    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))tg_query_operation},
+    {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))tg_get_reason_strings},
+    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, (void (*)(void))tg_get_capabilities},
+    {0, NULL},
+};
+
+int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                          const OSSL_DISPATCH **out, void **provctx)
+{
+    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
+    OSSL_FUNC_core_thread_start_fn *thread_start = NULL;
+    TG_PROV *prov;
+
+    prov = OPENSSL_zalloc(sizeof(*prov));
+    if (prov == NULL)
+        return 0;
+    prov->handle = handle;
+    for (; in != NULL && in->function_id != 0; in++) {
+        switch (in->function_id) {
+        case OSSL_FUNC_CORE_GET_PARAMS:
+            core_get_params = OSSL_FUNC_core_get_params(in);
+            break;
+        case OSSL_FUNC_CORE_THREAD_START:
+            thread_start = OSSL_FUNC_core_thread_start(in);
+            break;
+        case OSSL_FUNC_CORE_NEW_ERROR:
+            prov->core_new_error = OSSL_FUNC_core_new_error(in);
+            break;
+        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
+            prov->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
+            break;
+        case OSSL_FUNC_CORE_VSET_ERROR:
+            prov->core_vset_error = OSSL_FUNC_core_vset_error(in);
+            break;
+        default:
+            break;
+        }
+    }
+    if (!read_config(prov, core_get_params))
+        goto err;
+    /* The private library context: the default provider does everything we delegate. */
+    prov->libctx = OSSL_LIB_CTX_new();
+    if (prov->libctx == NULL ||
+        (prov->deflt = (struct ossl_provider_st *)OSSL_PROVIDER_load(prov->libctx, "default")) == NULL ||
+        (prov->dflt_provctx = OSSL_PROVIDER_get0_provider_ctx((OSSL_PROVIDER *)prov->deflt)) == NULL) {
+        TG_RAISE(prov, TG_R_DELEGATION_FAILED, "cannot load the default provider privately");
+        goto err;
+    }
+    if (!tg_dflt_bind(prov)) {
+        TG_RAISE(prov, TG_R_DELEGATION_FAILED, "the default provider lacks RSA/EC/X25519 algorithms");
+        goto err;
+    }
+    {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+        pthread_once(&once, tg_register_stats);
+    }
+    tg_batch_set_core(handle, thread_start);
+    if (!tg_batch_init(prov))
+        goto err;
+    *out = tg_provider_functions;
+    *provctx = prov;
+    return 1;
+err:
+    tg_prov_free(prov);
+    return 0;
+}
+
+#ifdef TLSGATE_PROV_MODULE
+__attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle,
+                                                              const OSSL_DISPATCH *in,
+                                                              const OSSL_DISPATCH **out,
+                                                              void **provctx)
+{
+    return tlsgate_provider_init(handle, in, out, provctx);
+}
+#endif

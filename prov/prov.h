@@ -1,0 +1,269 @@
+/*
+ * tlsgate provider: declarations shared by its source files (prov/README.md says what the
+ * provider is; docs/architecture.md how it fits in the gateway).
+ *
+ * Layout:
+ *   prov.c         provider entry point, configuration, parameters, errors, algorithm tables
+ *   dflt.c         the default provider's implementations (private library context),
+ *                  looked up once, called directly for delegation and fallback
+ *   keymgmt.c      RSA / EC / X25519 key management: a wrapper around the default
+ *                  provider's key object plus the cached mb8 form; batched X25519/P-256 keygen
+ *   signature.c    RSA (PKCS#1 v1.5, PSS, none) and ECDSA signatures
+ *   asym_cipher.c  RSA decryption (PKCS#1 v1.5, OAEP, TLS premaster, none)
+ *   keyexch.c      ECDH P-256 and X25519
+ *   rsa_pad.c      EMSA-PKCS1-v1_5 / EMSA-PSS encoding, TLS premaster check (constant time)
+ *   batch.c        per-thread queues, async pause and wake-up, timer thread, counters
+ */
+#ifndef TG_PROV_H
+#define TG_PROV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/async.h>
+#include <openssl/bn.h>
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+
+#include "mb8/p256.h"
+#include "mb8/rsa.h"
+#include "mb8/x25519.h"
+
+#define TG_PROV_NAME "tlsgate"
+#define TG_ALG_PROPS "provider=tlsgate"
+
+/* Reason codes of the errors we raise (strings in prov.c). */
+enum {
+    TG_R_BAD_ARGUMENT = 1,
+    TG_R_DELEGATION_FAILED = 2,
+    TG_R_BUFFER_TOO_SMALL = 3,
+    TG_R_BAD_INPUT = 4,
+    TG_R_INTERNAL = 5,
+    TG_R_BATCH_FAILED = 6,
+    TG_R_NO_KEY = 7,
+};
+
+/* What can be accelerated (config "enable"). */
+enum {
+    TG_EN_RSA = 1u << 0,
+    TG_EN_ECDSA = 1u << 1,
+    TG_EN_ECDH = 1u << 2,
+    TG_EN_X25519 = 1u << 3,
+    TG_EN_ALL = 0xFu,
+};
+
+/* Key types we manage, and the default provider's algorithms we delegate to. */
+enum tg_kt { TG_KT_RSA, TG_KT_EC, TG_KT_X25519, TG_KT_COUNT };
+
+/* A default-provider implementation: its functions indexed by OSSL_FUNC_* id. */
+#define TG_MAX_FN 64
+typedef void (*tg_fn)(void);
+struct tg_impl {
+    tg_fn fn[TG_MAX_FN];
+};
+
+/* The provider instance (provctx). */
+typedef struct tg_prov {
+    const OSSL_CORE_HANDLE *handle;
+    OSSL_FUNC_core_new_error_fn *core_new_error;
+    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
+    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+
+    /* Private library context with only the default provider. */
+    OSSL_LIB_CTX *libctx;
+    struct ossl_provider_st *deflt; /* OSSL_PROVIDER */
+    void *dflt_provctx;
+
+    unsigned enable;           /* TG_EN_* */
+    unsigned long flush_us;    /* timer period; 0 = no timer */
+    int poll_app;              /* poll_mode=app */
+    char enable_str[64];
+} TG_PROV;
+
+/* The default provider's implementations (dflt.c); process-wide, filled at init. */
+extern struct tg_impl tg_dflt_keymgmt[TG_KT_COUNT];
+extern struct tg_impl tg_dflt_sig_rsa, tg_dflt_sig_ecdsa, tg_dflt_cipher_rsa, tg_dflt_kex_ecdh,
+    tg_dflt_kex_x25519;
+/* Looks them up in prov->deflt. Returns 1, or 0 when one is missing. */
+int tg_dflt_bind(TG_PROV *prov);
+#define TG_DFLT(impl, id, type) ((type)(impl).fn[(id)])
+
+/* ---- keys (keymgmt.c) ---- */
+
+/* Accelerated form of a key, computed once on first use (TG_KEY.acc_state). */
+struct tg_rsa_acc {
+    mb8_rsa_key_t *key; /* mb8 form: limbs and Montgomery constants */
+    unsigned bits;
+    size_t len;         /* modulus bytes */
+    BIGNUM *n, *e;
+    BN_MONT_CTX *mont;
+    /* Blinding pair (A = r^e, Ai = r^-1 mod n), updated by squaring per use and
+     * regenerated every TG_BLIND_REFRESH uses (as OpenSSL's BN_BLINDING). */
+    pthread_mutex_t blind_lock;
+    BIGNUM *A, *Ai;
+    unsigned blind_uses;
+    BN_CTX *bnctx;
+};
+
+typedef struct tg_key {
+    enum tg_kt kt;
+    TG_PROV *prov;
+    void *inner; /* the default provider's key object */
+
+    /* Accelerated form: 0 = not computed, 1 = ready, -1 = not acceleratable. */
+    _Atomic int acc_state;
+    pthread_mutex_t acc_lock;
+    struct tg_rsa_acc rsa;
+    int has_priv, has_pub;
+    uint8_t priv[32]; /* EC P-256 big-endian d, or X25519 scalar (little-endian) */
+    uint8_t pub[65];  /* EC: 0x04||X||Y; X25519: 32 bytes u */
+} TG_KEY;
+
+/*
+ * Computes (once) and returns the accelerated state of k: 1 when mb8 can run it (RSA
+ * 2048/3072/4096 two-prime with CRT values; EC on P-256; X25519), else 0. Thread-safe.
+ */
+int tg_key_acc(TG_KEY *k);
+
+/*
+ * Draws the next RSA blinding pair of k (accelerated RSA only) into blind and unblind
+ * (k->rsa.len bytes each, big-endian). Returns 1, or 0 on a bignum failure.
+ */
+int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind);
+
+/* "prime256v1", "P-256" or "secp256r1" (any case). */
+int tg_is_p256_name(const char *name);
+/* A uniform P-256 scalar in [1, n-1] from the private DRBG (constant-time range check).
+ * Returns 1, or 0 when the DRBG fails. */
+int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32]);
+
+/* ---- batching (batch.c) ---- */
+
+enum tg_op {
+    TG_OP_RSA2048,
+    TG_OP_RSA3072,
+    TG_OP_RSA4096,
+    TG_OP_ECDSA_P256,
+    TG_OP_ECDH_P256,
+    TG_OP_KEYGEN_P256,
+    TG_OP_X25519,
+    TG_OP_KEYGEN_X25519,
+    TG_OP_COUNT
+};
+
+/* One private-key operation. Lives in the caller's (job's) stack frame. */
+struct tg_req {
+    enum tg_op op;
+    /* inputs: RSA: in = k bytes, key = mb8 key, blind/unblind; ECDSA: in = digest (32),
+     * in2 = nonce (32), priv; ECDH: in = peer point (65), priv; X25519: in = peer u, priv;
+     * keygen: priv */
+    const uint8_t *in, *in2, *priv;
+    const mb8_rsa_key_t *key;
+    const uint8_t *blind, *unblind;
+    /* outputs: RSA: out (k bytes); ECDSA: out = r, out2 = s; ECDH/X25519: out (32);
+     * keygen: out = public key (65 or 32) */
+    uint8_t *out, *out2;
+    unsigned status; /* mb8 lane status (MB8_STATUS_*) */
+
+    /* batch.c's bookkeeping */
+    uint64_t queued_ns;
+    ASYNC_callback_fn cb;
+    void *cbarg;
+    struct tg_waitfd *wfd;
+    int done;
+};
+
+/* 1 when the calling thread runs an ASYNC job with a wait ctx (a request can be queued). */
+int tg_batch_can_queue(void);
+
+/*
+ * Runs r: inside an ASYNC job with a wait ctx it is queued on this thread's queue for
+ * r->op and the job pauses until its batch is computed; otherwise it is computed at once
+ * as a batch of one. On return r->status holds the lane status. Returns 1, or 0 when the
+ * request could not be run at all (no memory, no eventfd): r->status is then
+ * MB8_STATUS_UNUSED and the caller falls back.
+ */
+int tg_batch_run(TG_PROV *prov, struct tg_req *r);
+
+/* Flushes every partial queue of the calling thread. Returns requests completed. */
+unsigned tg_batch_poll(void);
+
+/* Process-wide setup (atfork) and configuration of the timer; one call per instance. */
+int tg_batch_init(const TG_PROV *prov);
+/* The last instance stops the timer thread. */
+void tg_batch_teardown(void);
+/* The core's thread-start hook, to free per-thread state at OPENSSL_thread_stop. */
+void tg_batch_set_core(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_thread_start_fn *fn);
+
+/* Counters. */
+enum tg_counter {
+    TG_C_REQUESTS,
+    TG_C_REQUESTS_ASYNC,
+    TG_C_SYNC,
+    TG_C_FALLBACKS,
+    TG_C_BATCHES,
+    TG_C_FILL1, /* ... TG_C_FILL1 + 7 */
+    TG_C_FILL8 = TG_C_FILL1 + 7,
+    TG_C_FLUSH_FULL,
+    TG_C_FLUSH_POLL,
+    TG_C_FLUSH_TIMER,
+    TG_C_FLUSH_RESUME,
+    TG_C_QUEUE_WAIT_US,
+    TG_C_COUNT
+};
+extern _Atomic uint64_t tg_counters[TG_C_COUNT];
+extern const char *const tg_counter_names[TG_C_COUNT];
+static inline void tg_count(enum tg_counter c, uint64_t n)
+{
+    atomic_fetch_add_explicit(&tg_counters[c], n, memory_order_relaxed);
+}
+
+/* ---- padding (rsa_pad.c) ---- */
+
+/*
+ * EMSA-PKCS1-v1_5 (RFC 8017 §9.2) into em (emlen bytes): 0x00 0x01 FF.. 0x00 || T, where T
+ * is the DER DigestInfo of mdname and tbs when mdname is a digest other than MD5-SHA1,
+ * else tbs itself (raw PKCS#1 signing and TLS 1.0/1.1's MD5-SHA1). Returns 1, or 0 when T
+ * does not fit (emlen < |T| + 11) or tbs does not have the digest's length.
+ */
+int tg_pad_pkcs1_sign(TG_PROV *prov, uint8_t *em, size_t emlen, const char *mdname,
+                      const uint8_t *tbs, size_t tbslen);
+
+/*
+ * EMSA-PSS-ENCODE (RFC 8017 §9.1.1) of the digest tbs into em (emlen bytes = modulus
+ * bytes; emBits = modbits - 1; a leading zero byte when modbits - 1 is a multiple of 8).
+ * saltlen: >= 0, or -1 (the digest's length), -2 / -3 (the maximum). Returns 1, or 0 on a
+ * length error, an unknown digest or an RNG failure.
+ */
+int tg_pad_pss(TG_PROV *prov, uint8_t *em, size_t emlen, unsigned modbits, const char *mdname,
+               const char *mgf1name, int saltlen, const uint8_t *tbs, size_t tbslen);
+
+/*
+ * The TLS premaster check of RFC 5246 §7.4.7.1 in constant time: em (emlen bytes, the
+ * raw RSA result) is PKCS#1 v1.5 type 2 with a 48-byte message whose first two bytes are
+ * client_version (or alt_version when non-zero). out (48 bytes) gets the message when
+ * all holds, else 48 random bytes drawn before the check; nothing branches on em.
+ * Returns 1, or 0 when emlen < 59 or the RNG fails (public conditions).
+ */
+int tg_pad_tls_premaster(TG_PROV *prov, uint8_t out[48], const uint8_t *em, size_t emlen,
+                         unsigned client_version, unsigned alt_version);
+
+/* ---- errors (prov.c) ---- */
+void tg_raise(const TG_PROV *prov, const char *file, int line, const char *func, uint32_t reason,
+              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+#define TG_RAISE(prov, reason, ...)                                                                \
+    tg_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
+
+/* Dispatch tables. */
+extern const OSSL_DISPATCH tg_rsa_keymgmt_functions[];
+extern const OSSL_DISPATCH tg_ec_keymgmt_functions[];
+extern const OSSL_DISPATCH tg_x25519_keymgmt_functions[];
+extern const OSSL_DISPATCH tg_rsa_signature_functions[];
+extern const OSSL_DISPATCH tg_ecdsa_signature_functions[];
+extern const OSSL_DISPATCH tg_rsa_asym_cipher_functions[];
+extern const OSSL_DISPATCH tg_ecdh_keyexch_functions[];
+extern const OSSL_DISPATCH tg_x25519_keyexch_functions[];
+
+#endif

@@ -1,0 +1,527 @@
+/*
+ * tlsgate signatures: "RSA" (PKCS#1 v1.5, PSS, no padding) and "ECDSA".
+ *
+ * A signature context of ours wraps the default provider's context for the same key
+ * (`inner`): parameters, verification, verify-recover, and every signature we do not
+ * accelerate go to it unchanged. What we take over is the private-key step of signing
+ * with an accelerated key (RSA 2048/3072/4096 two-prime with e = 65537, ECDSA on P-256):
+ *
+ * - RSA: the encoded message EM (EMSA-PKCS1-v1_5 or EMSA-PSS with the inner context's
+ *   digest, MGF1 digest and salt length, or the raw input for no padding) is computed
+ *   here, and EM^d mod n runs in an mb8 batch (blinded, CRT, fault-checked). PKCS#1 v1.5
+ *   signatures are therefore byte-identical to the default provider's.
+ * - ECDSA: the nonce k comes from the private library context's DRBG, (r, s) from an mb8
+ *   batch, and the DER encoding from OpenSSL.
+ *
+ * For digest-and-sign (EVP_DigestSign*, what libssl uses) with an accelerated key we hash
+ * in our own EVP_MD_CTX and sign the digest; the inner context is initialised for the same
+ * digest, so its parameters (and its checks) stay authoritative.
+ *
+ * Outside an async job the private-key step is the default provider's (no regression for
+ * synchronous callers); any encoding the default would reject, and any lane that fails,
+ * is handed to the default provider, which then gives its own result or error.
+ */
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rsa.h>
+
+#include "prov.h"
+
+typedef struct tg_sig {
+    TG_PROV *prov;
+    const struct tg_impl *impl;
+    enum tg_kt kt;
+    void *inner;
+    TG_KEY *key;
+    EVP_MD_CTX *mdctx; /* our digest, when we digest-and-sign an accelerated key */
+} TG_SIG;
+
+#define SIGF(s, id, type) TG_DFLT(*(s)->impl, OSSL_FUNC_SIGNATURE_##id, OSSL_FUNC_signature_##type##_fn *)
+
+static void *sig_newctx(TG_PROV *prov, const struct tg_impl *impl, enum tg_kt kt, const char *propq)
+{
+    TG_SIG *s = OPENSSL_zalloc(sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->prov = prov;
+    s->impl = impl;
+    s->kt = kt;
+    s->inner = SIGF(s, NEWCTX, newctx)(prov->dflt_provctx, propq);
+    if (s->inner == NULL) {
+        OPENSSL_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void *rsa_newctx(void *provctx, const char *propq)
+{
+    return sig_newctx(provctx, &tg_dflt_sig_rsa, TG_KT_RSA, propq);
+}
+
+static void *ecdsa_newctx(void *provctx, const char *propq)
+{
+    return sig_newctx(provctx, &tg_dflt_sig_ecdsa, TG_KT_EC, propq);
+}
+
+static void sig_freectx(void *ctx)
+{
+    TG_SIG *s = ctx;
+
+    if (s == NULL)
+        return;
+    SIGF(s, FREECTX, freectx)(s->inner);
+    EVP_MD_CTX_free(s->mdctx);
+    OPENSSL_free(s);
+}
+
+static void *sig_dupctx(void *ctx)
+{
+    TG_SIG *s = ctx, *d = OPENSSL_memdup(s, sizeof(*s));
+
+    if (d == NULL)
+        return NULL;
+    d->mdctx = NULL;
+    d->inner = SIGF(s, DUPCTX, dupctx)(s->inner);
+    if (d->inner == NULL || (s->mdctx != NULL && ((d->mdctx = EVP_MD_CTX_new()) == NULL ||
+                                                  !EVP_MD_CTX_copy_ex(d->mdctx, s->mdctx)))) {
+        if (d->inner != NULL)
+            SIGF(s, FREECTX, freectx)(d->inner);
+        EVP_MD_CTX_free(d->mdctx);
+        OPENSSL_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The key object of ours, or NULL (then the call fails in the default provider). */
+static TG_KEY *sig_key(TG_SIG *s, void *provkey)
+{
+    TG_KEY *k = provkey;
+
+    return k != NULL && k->kt == s->kt ? k : NULL;
+}
+
+static void *inner_key(void *provkey)
+{
+    return provkey != NULL ? ((TG_KEY *)provkey)->inner : NULL;
+}
+
+static int sig_sign_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    if (provkey != NULL && sig_key(s, provkey) == NULL) {
+        TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
+        return 0;
+    }
+    s->key = provkey;
+    EVP_MD_CTX_free(s->mdctx);
+    s->mdctx = NULL;
+    return SIGF(s, SIGN_INIT, sign_init)(s->inner, inner_key(provkey), params);
+}
+
+static int sig_verify_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    if (provkey != NULL && sig_key(s, provkey) == NULL) {
+        TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
+        return 0;
+    }
+    s->key = provkey;
+    return SIGF(s, VERIFY_INIT, verify_init)(s->inner, inner_key(provkey), params);
+}
+
+static int sig_verify(void *ctx, const unsigned char *sig, size_t siglen, const unsigned char *tbs,
+                      size_t tbslen)
+{
+    TG_SIG *s = ctx;
+
+    return SIGF(s, VERIFY, verify)(s->inner, sig, siglen, tbs, tbslen);
+}
+
+static int sig_verify_recover_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_verify_recover_init_fn *f = SIGF(s, VERIFY_RECOVER_INIT, verify_recover_init);
+
+    if (f == NULL || (provkey != NULL && sig_key(s, provkey) == NULL))
+        return 0;
+    s->key = provkey;
+    return f(s->inner, inner_key(provkey), params);
+}
+
+static int sig_verify_recover(void *ctx, unsigned char *rout, size_t *routlen, size_t routsize,
+                              const unsigned char *sig, size_t siglen)
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_verify_recover_fn *f = SIGF(s, VERIFY_RECOVER, verify_recover);
+
+    return f != NULL && f(s->inner, rout, routlen, routsize, sig, siglen);
+}
+
+/* ---- the accelerated private-key step ---- */
+
+/* 1 signed, 0 failed (error raised), -1 not ours: let the default provider sign. */
+static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
+                        const unsigned char *tbs, size_t tbslen)
+{
+    TG_KEY *k = s->key;
+    size_t len = k->rsa.len;
+    char mdname[64] = "", mgf1name[64] = "";
+    int pad = 0, saltlen = -1, ok;
+    uint8_t em[512], blind[512], unblind[512];
+    struct tg_req r;
+    OSSL_PARAM q[5];
+
+    if (sigsize < len || len > sizeof(em))
+        return -1;
+    q[0] = OSSL_PARAM_construct_int(OSSL_SIGNATURE_PARAM_PAD_MODE, &pad);
+    q[1] = OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, mdname, sizeof(mdname));
+    q[2] = OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_MGF1_DIGEST, mgf1name,
+                                            sizeof(mgf1name));
+    q[3] = OSSL_PARAM_construct_int(OSSL_SIGNATURE_PARAM_PSS_SALTLEN, &saltlen);
+    q[4] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, q);
+    ERR_pop_to_mark();
+    if (!ok)
+        return -1;
+    switch (pad) {
+    case RSA_PKCS1_PADDING:
+        ok = tg_pad_pkcs1_sign(s->prov, em, len, mdname, tbs, tbslen);
+        break;
+    case RSA_PKCS1_PSS_PADDING:
+        ok = tg_pad_pss(s->prov, em, len, k->rsa.bits, mdname, mgf1name, saltlen, tbs, tbslen);
+        break;
+    case RSA_NO_PADDING:
+        ok = tbslen == len;
+        if (ok)
+            memcpy(em, tbs, len);
+        break;
+    default:
+        ok = 0;
+        break;
+    }
+    if (!ok || !tg_rsa_blinding(k, blind, unblind))
+        return -1; /* the default provider reports the precise error */
+    memset(&r, 0, sizeof(r));
+    r.op = k->rsa.bits == 2048 ? TG_OP_RSA2048 : k->rsa.bits == 3072 ? TG_OP_RSA3072 : TG_OP_RSA4096;
+    r.in = em;
+    r.out = sig;
+    r.key = k->rsa.key;
+    r.blind = blind;
+    r.unblind = unblind;
+    ok = tg_batch_run(s->prov, &r) && r.status == MB8_STATUS_OK;
+    OPENSSL_cleanse(em, len);
+    OPENSSL_cleanse(unblind, len);
+    if (!ok)
+        return -1; /* input >= n, or a lane that failed its fault check */
+    *siglen = len;
+    return 1;
+}
+
+static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
+                          const unsigned char *tbs, size_t tbslen)
+{
+    TG_KEY *k = s->key;
+    size_t mdsize = 0;
+    uint8_t e[32], nonce[32], rb[32], sb[32];
+    struct tg_req r;
+    OSSL_PARAM q[2];
+    ECDSA_SIG *es = NULL;
+    BIGNUM *br = NULL, *bs = NULL;
+    unsigned char *p;
+    int ok = 0, tries, derlen;
+
+    if (sigsize < 72) /* ECDSA_size() of P-256: the default provider wants that much */
+        return -1;
+    q[0] = OSSL_PARAM_construct_size_t(OSSL_SIGNATURE_PARAM_DIGEST_SIZE, &mdsize);
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    if (!SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, q))
+        mdsize = 0;
+    ERR_pop_to_mark();
+    if ((mdsize != 0 && tbslen != mdsize) || tbslen == 0)
+        return -1;
+    /* e = the leftmost 256 bits of the digest (FIPS 186-4 §6.4) */
+    memset(e, 0, sizeof(e));
+    if (tbslen >= 32)
+        memcpy(e, tbs, 32);
+    else
+        memcpy(e + 32 - tbslen, tbs, tbslen);
+    for (tries = 0; tries < 4 && !ok; tries++) {
+        if (!tg_p256_random_scalar(s->prov, nonce))
+            break;
+        memset(&r, 0, sizeof(r));
+        r.op = TG_OP_ECDSA_P256;
+        r.in = e;
+        r.in2 = nonce;
+        r.priv = k->priv;
+        r.out = rb;
+        r.out2 = sb;
+        if (!tg_batch_run(s->prov, &r))
+            break;
+        ok = r.status == MB8_STATUS_OK; /* BAD_INPUT here: r or s was 0, draw a new k */
+    }
+    OPENSSL_cleanse(nonce, sizeof(nonce));
+    if (!ok)
+        return -1;
+    ok = 0;
+    if ((es = ECDSA_SIG_new()) == NULL || (br = BN_bin2bn(rb, 32, NULL)) == NULL ||
+        (bs = BN_bin2bn(sb, 32, NULL)) == NULL || !ECDSA_SIG_set0(es, br, bs)) {
+        BN_free(br);
+        BN_free(bs);
+        goto done;
+    }
+    derlen = i2d_ECDSA_SIG(es, NULL);
+    if (derlen <= 0 || (size_t)derlen > sigsize)
+        goto done;
+    p = sig;
+    if (i2d_ECDSA_SIG(es, &p) != derlen)
+        goto done;
+    *siglen = (size_t)derlen;
+    ok = 1;
+done:
+    ECDSA_SIG_free(es);
+    if (!ok)
+        TG_RAISE(s->prov, TG_R_INTERNAL, "ECDSA signature encoding failed");
+    return ok;
+}
+
+/* Can the private-key step of s be ours? Computes the key's accelerated form once. */
+static int sig_accelerated(TG_SIG *s)
+{
+    TG_KEY *k = s->key;
+
+    if (k == NULL || !tg_key_acc(k))
+        return 0;
+    if (s->kt == TG_KT_RSA)
+        return (s->prov->enable & TG_EN_RSA) && k->rsa.key != NULL;
+    return (s->prov->enable & TG_EN_ECDSA) && k->has_priv;
+}
+
+static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsize,
+                    const unsigned char *tbs, size_t tbslen)
+{
+    TG_SIG *s = ctx;
+    int r;
+
+    if (sig == NULL || s->key == NULL) /* a size query, or no key: the default answers */
+        return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
+    tg_count(TG_C_REQUESTS, 1);
+    if (!sig_accelerated(s)) {
+        tg_count(TG_C_FALLBACKS, 1);
+    } else if (!tg_batch_can_queue()) {
+        tg_count(TG_C_SYNC, 1);
+    } else {
+        tg_count(TG_C_REQUESTS_ASYNC, 1);
+        r = s->kt == TG_KT_RSA ? rsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen)
+                               : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen);
+        if (r >= 0)
+            return r;
+        tg_count(TG_C_FALLBACKS, 1);
+    }
+    return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
+}
+
+/* ---- digest and sign ---- */
+
+static int sig_digest_sign_init(void *ctx, const char *mdname, void *provkey,
+                                const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+    char name[64] = "";
+    OSSL_PARAM q[2];
+    EVP_MD *md = NULL;
+    int ok;
+
+    if (provkey != NULL && sig_key(s, provkey) == NULL) {
+        TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
+        return 0;
+    }
+    if (provkey != NULL)
+        s->key = provkey;
+    EVP_MD_CTX_free(s->mdctx);
+    s->mdctx = NULL;
+    if (!SIGF(s, DIGEST_SIGN_INIT, digest_sign_init)(s->inner, mdname, inner_key(provkey), params))
+        return 0;
+    if (!sig_accelerated(s))
+        return 1; /* the default provider digests and signs */
+    /* the digest the inner context settled on (mdname may have been NULL: its default) */
+    q[0] = OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, name, sizeof(name));
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, q) && name[0] != '\0' &&
+         (md = EVP_MD_fetch(s->prov->libctx, name, NULL)) != NULL &&
+         (s->mdctx = EVP_MD_CTX_new()) != NULL && EVP_DigestInit_ex2(s->mdctx, md, NULL);
+    ERR_pop_to_mark();
+    EVP_MD_free(md);
+    if (!ok) { /* not a digest we can run: everything stays with the default provider */
+        EVP_MD_CTX_free(s->mdctx);
+        s->mdctx = NULL;
+    }
+    return 1;
+}
+
+static int sig_digest_sign_update(void *ctx, const unsigned char *data, size_t datalen)
+{
+    TG_SIG *s = ctx;
+
+    if (s->mdctx != NULL)
+        return EVP_DigestUpdate(s->mdctx, data, datalen);
+    return SIGF(s, DIGEST_SIGN_UPDATE, digest_sign_update)(s->inner, data, datalen);
+}
+
+static int sig_digest_sign_final(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsize)
+{
+    TG_SIG *s = ctx;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    int ok;
+
+    if (s->mdctx == NULL)
+        return SIGF(s, DIGEST_SIGN_FINAL, digest_sign_final)(s->inner, sig, siglen, sigsize);
+    if (sig == NULL) /* size query: the digest state must stay untouched */
+        return SIGF(s, SIGN, sign)(s->inner, NULL, siglen, 0, NULL, 0);
+    if (!EVP_DigestFinal_ex(s->mdctx, digest, &dlen))
+        return 0;
+    ok = sig_sign(s, sig, siglen, sigsize, digest, dlen);
+    OPENSSL_cleanse(digest, sizeof(digest));
+    return ok;
+}
+
+static int sig_digest_verify_init(void *ctx, const char *mdname, void *provkey,
+                                  const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    if (provkey != NULL && sig_key(s, provkey) == NULL)
+        return 0;
+    if (provkey != NULL)
+        s->key = provkey;
+    EVP_MD_CTX_free(s->mdctx);
+    s->mdctx = NULL;
+    return SIGF(s, DIGEST_VERIFY_INIT, digest_verify_init)(s->inner, mdname, inner_key(provkey),
+                                                           params);
+}
+
+static int sig_digest_verify_update(void *ctx, const unsigned char *data, size_t datalen)
+{
+    TG_SIG *s = ctx;
+
+    return SIGF(s, DIGEST_VERIFY_UPDATE, digest_verify_update)(s->inner, data, datalen);
+}
+
+static int sig_digest_verify_final(void *ctx, const unsigned char *sig, size_t siglen)
+{
+    TG_SIG *s = ctx;
+
+    return SIGF(s, DIGEST_VERIFY_FINAL, digest_verify_final)(s->inner, sig, siglen);
+}
+
+/* ---- parameters: the inner context's ---- */
+
+static int sig_get_ctx_params(void *ctx, OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    return SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, params);
+}
+
+static int sig_set_ctx_params(void *ctx, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    return SIGF(s, SET_CTX_PARAMS, set_ctx_params)(s->inner, params);
+}
+
+static int sig_get_ctx_md_params(void *ctx, OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_get_ctx_md_params_fn *f = SIGF(s, GET_CTX_MD_PARAMS, get_ctx_md_params);
+
+    if (s->mdctx != NULL)
+        return EVP_MD_CTX_get_params(s->mdctx, params);
+    return f != NULL && f(s->inner, params);
+}
+
+static int sig_set_ctx_md_params(void *ctx, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_set_ctx_md_params_fn *f = SIGF(s, SET_CTX_MD_PARAMS, set_ctx_md_params);
+
+    if (s->mdctx != NULL)
+        return EVP_MD_CTX_set_params(s->mdctx, params);
+    return f != NULL && f(s->inner, params);
+}
+
+static const OSSL_PARAM *sig_gettable_ctx_md_params(void *ctx)
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_gettable_ctx_md_params_fn *f =
+        SIGF(s, GETTABLE_CTX_MD_PARAMS, gettable_ctx_md_params);
+
+    return f != NULL ? f(s->inner) : NULL;
+}
+
+static const OSSL_PARAM *sig_settable_ctx_md_params(void *ctx)
+{
+    TG_SIG *s = ctx;
+    OSSL_FUNC_signature_settable_ctx_md_params_fn *f =
+        SIGF(s, SETTABLE_CTX_MD_PARAMS, settable_ctx_md_params);
+
+    return f != NULL ? f(s->inner) : NULL;
+}
+
+#define TG_SIG_TYPE(name, IMPL)                                                                    \
+    static const OSSL_PARAM *name##_gettable_ctx_params(void *ctx, void *provctx)                  \
+    {                                                                                              \
+        TG_SIG *s = ctx;                                                                           \
+        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,                              \
+                       OSSL_FUNC_signature_gettable_ctx_params_fn *)(                              \
+            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+    }                                                                                              \
+    static const OSSL_PARAM *name##_settable_ctx_params(void *ctx, void *provctx)                  \
+    {                                                                                              \
+        TG_SIG *s = ctx;                                                                           \
+        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,                              \
+                       OSSL_FUNC_signature_settable_ctx_params_fn *)(                              \
+            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+    }                                                                                              \
+    const OSSL_DISPATCH tg_##name##_signature_functions[] = {                                      \
+        {OSSL_FUNC_SIGNATURE_NEWCTX, (void (*)(void))name##_newctx},                               \
+        {OSSL_FUNC_SIGNATURE_SIGN_INIT, (void (*)(void))sig_sign_init},                            \
+        {OSSL_FUNC_SIGNATURE_SIGN, (void (*)(void))sig_sign},                                      \
+        {OSSL_FUNC_SIGNATURE_VERIFY_INIT, (void (*)(void))sig_verify_init},                        \
+        {OSSL_FUNC_SIGNATURE_VERIFY, (void (*)(void))sig_verify},                                  \
+        {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, (void (*)(void))sig_verify_recover_init},        \
+        {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, (void (*)(void))sig_verify_recover},                  \
+        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT, (void (*)(void))sig_digest_sign_init},              \
+        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE, (void (*)(void))sig_digest_sign_update},          \
+        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL, (void (*)(void))sig_digest_sign_final},            \
+        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT, (void (*)(void))sig_digest_verify_init},          \
+        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE, (void (*)(void))sig_digest_verify_update},      \
+        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL, (void (*)(void))sig_digest_verify_final},        \
+        {OSSL_FUNC_SIGNATURE_FREECTX, (void (*)(void))sig_freectx},                                \
+        {OSSL_FUNC_SIGNATURE_DUPCTX, (void (*)(void))sig_dupctx},                                  \
+        {OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, (void (*)(void))sig_get_ctx_params},                  \
+        {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, (void (*)(void))name##_gettable_ctx_params},     \
+        {OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, (void (*)(void))sig_set_ctx_params},                  \
+        {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, (void (*)(void))name##_settable_ctx_params},     \
+        {OSSL_FUNC_SIGNATURE_GET_CTX_MD_PARAMS, (void (*)(void))sig_get_ctx_md_params},            \
+        {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_MD_PARAMS, (void (*)(void))sig_gettable_ctx_md_params},  \
+        {OSSL_FUNC_SIGNATURE_SET_CTX_MD_PARAMS, (void (*)(void))sig_set_ctx_md_params},            \
+        {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_MD_PARAMS, (void (*)(void))sig_settable_ctx_md_params},  \
+        {0, NULL}}
+
+TG_SIG_TYPE(rsa, tg_dflt_sig_rsa);
+TG_SIG_TYPE(ecdsa, tg_dflt_sig_ecdsa);
