@@ -64,6 +64,7 @@ struct tg_thread {
     struct tg_req *q[TG_OP_COUNT][MB8_LANES];
     unsigned qn[TG_OP_COUNT];
     void *scratch; /* RSA scratch for batches computed on this thread */
+    _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
     struct tg_thread *next;
 };
 
@@ -83,6 +84,9 @@ static int g_poll_app;
 static int g_instances;
 static const OSSL_CORE_HANDLE *g_handle;
 static OSSL_FUNC_core_thread_start_fn *g_thread_start;
+
+/* How long a thread that polled is left to its own polls by the timer. */
+#define TG_POLLED_RECENTLY_NS (50ULL * 1000000ULL)
 
 /* Key of our wait fd in an ASYNC_WAIT_CTX: an address unique to this module. */
 static const char tg_waitfd_key = 'T';
@@ -374,6 +378,10 @@ static uint64_t timer_pass(void)
 
     pthread_mutex_lock(&reg_lock);
     for (t = reg_head; t != NULL; t = t->next) {
+        /* a thread whose application polls is left to its poll (the gateway polls after
+         * every loop pass with paused jobs); the timer covers it again once it stops */
+        if (atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS > now)
+            continue;
         for (op = 0; op < TG_OP_COUNT; op++) {
             uint64_t due;
 
@@ -614,7 +622,12 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
 
 unsigned tg_batch_poll(void)
 {
-    return tg_self != NULL ? thread_flush(tg_self, TG_C_FLUSH_POLL) : 0;
+    struct tg_thread *t = tg_self;
+
+    if (t == NULL)
+        return 0;
+    atomic_store(&t->polled_ns, now_ns());
+    return thread_flush(t, TG_C_FLUSH_POLL);
 }
 
 int tg_batch_init(const TG_PROV *prov)

@@ -19,6 +19,8 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
+#include "tlsgate/prov.h"
+
 #define MAX_PROVIDERS 16
 
 static struct {
@@ -128,9 +130,12 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
             /* OpenSSL 3.0 drops a provider's own init error: say what we can */
             char mod[4096];
             snprintf(mod, sizeof(mod), "%s/%s.so", pv->path ? pv->path : "", pv->name);
-            if (pv->path && access(mod, R_OK) == 0) {
-                size_t o = (size_t)snprintf(why, sizeof(why), "%s exists, but the provider's "
-                                            "initialisation failed (check its parameters:", mod);
+            int builtin = strcmp(pv->name, "tlsgate") == 0;
+            if (builtin || (pv->path && access(mod, R_OK) == 0)) {
+                size_t o = (size_t)snprintf(why, sizeof(why), "%s%s, but the provider's "
+                                            "initialisation failed (check its parameters:",
+                                            builtin ? "built in" : mod,
+                                            builtin ? "" : " exists");
                 for (size_t i = 0; i < pv->n_params && o < sizeof(why); i++)
                     o += (size_t)snprintf(why + o, sizeof(why) - o, " %s=%s",
                                           pv->params[i].name, pv->params[i].value);
@@ -175,6 +180,14 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
 int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
 {
     size_t before = errs->n;
+    static int builtin_added;
+    /* Our own provider is linked in: `ssl_provider tlsgate;` needs no module on disk (a
+     * built-in of that name also takes precedence over a `path`). */
+    if (!builtin_added) {
+        if (OSSL_PROVIDER_add_builtin(NULL, "tlsgate", tlsgate_provider_init))
+            builtin_added = 1;
+        ERR_clear_error();
+    }
     for (size_t i = 0; i < conf->n_providers; i++) {
         const gw_provider_conf_t *pv = &conf->providers[i];
         int k = find_loaded(pv->name);

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The gateway with its own provider (issue #4): `ssl_provider tlsgate;` (built in, no module
+path), `ssl_propquery "?provider=tlsgate"`, `ssl_async on`.
+
+- handshakes: TLS 1.2 RSA key exchange, ECDHE-RSA (X25519 and P-256), ECDHE-ECDSA, TLS 1.3
+  with the RSA and the ECDSA certificate (X25519, P-256, and P-384, which falls back) all
+  complete and serve the page;
+- batching: under 64 concurrent `Connection: close` clients the worker's provider counters
+  (TLSGATE_STATS_FILE, written when the worker exits) show requests queued in async jobs,
+  batches of more than one lane, and partial batches flushed by the worker's poll;
+- `ssl_async off`: the same provider computes synchronously (its `sync` counter), no batch;
+- a bad provider parameter is a clear `-t` error naming it.
+
+Usage: python3 tests/integ/test_provider.py BIN [TEST...]
+"""
+import os
+import re
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+h.FILE_TIMEOUT = 110
+
+KNOWN_FAILURES = {}
+
+MAIN = 'ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\n'
+
+
+def server_block(env, port, extra):
+    return """
+    server {
+        listen 127.0.0.1:%d ssl;
+        server_name a.test;
+        %s
+        root %s;
+        ssl_session_tickets off;
+        ssl_session_cache off;
+        %s
+    }""" % (port, env.tls("a_rsa", "a_ec"), env.html, extra)
+
+
+def start(env, extra, stats):
+    env.write("html/index.html", "hello\n")
+    env.write("html/empty", b"")
+    port = env.port()
+    conf = env.conf(server_block(env, port, extra), main=MAIN + "worker_processes 1;\n")
+    srv = env.start(conf, env={"TLSGATE_STATS_FILE": stats})
+    srv.wait_port(port)
+    return srv, port
+
+
+def read_stats(path, pids):
+    """The counter lines the given processes wrote at exit: {pid: {name: value}}."""
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"tlsgate pid=(\d+) (.*)$", line.strip())
+                if m and int(m.group(1)) in pids:
+                    out[int(m.group(1))] = {k: int(v) for k, v in
+                                            (kv.split("=") for kv in m.group(2).split())}
+    return out
+
+
+def s_client(port, args):
+    p = h.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-servername",
+               "a.test", "-ign_eof", *args],
+              input="GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n", timeout=20)
+    return p.returncode, p.stdout + p.stderr
+
+
+CASES = [
+    ("TLS 1.2 RSA key exchange", ["-tls1_2", "-cipher", "AES256-GCM-SHA384"], "AES256-GCM-SHA384"),
+    ("TLS 1.2 ECDHE-RSA X25519", ["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384",
+                                  "-groups", "X25519"], "ECDHE-RSA-AES256-GCM-SHA384"),
+    ("TLS 1.2 ECDHE-RSA P-256", ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256",
+                                 "-groups", "P-256"], "ECDHE-RSA-AES128-GCM-SHA256"),
+    ("TLS 1.2 ECDHE-ECDSA", ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384"],
+     "ECDHE-ECDSA-AES256-GCM-SHA384"),
+    ("TLS 1.3 RSA X25519", ["-tls1_3", "-sigalgs", "rsa_pss_rsae_sha256", "-groups", "X25519"],
+     "TLS_AES_256_GCM_SHA384"),
+    ("TLS 1.3 ECDSA P-256", ["-tls1_3", "-sigalgs", "ecdsa_secp256r1_sha256", "-groups", "P-256"],
+     "TLS_AES_256_GCM_SHA384"),
+    ("TLS 1.3 ECDSA P-384 (fallback)", ["-tls1_3", "-sigalgs", "ecdsa_secp256r1_sha256",
+                                        "-groups", "P-384"], "TLS_AES_256_GCM_SHA384"),
+]
+
+
+def test_handshakes_and_batching(env):
+    stats = env.path("stats")
+    srv, port = start(env, "ssl_async on;", stats)
+    pids = set(srv.wait_workers(1))
+    for what, args, cipher in CASES:
+        rc, out = s_client(port, args)
+        assert rc == 0 and ("Cipher is " + cipher) in out and "hello" in out, \
+            "%s: handshake or page failed (exit %d):\n%s" % (what, rc, out[-2000:])
+        print("  %s: ok" % what, flush=True)
+    p = h.run(["wrk", "-t", "1", "-c", "64", "-d", "3s", "--timeout", "5s", "-H",
+               "Connection: close", "https://127.0.0.1:%d/empty" % port], timeout=30)
+    m = re.search(r"^\s*(\d+) requests in", p.stdout, re.M)
+    assert p.returncode == 0 and m and int(m.group(1)) > 0, "wrk failed:\n" + p.stdout + p.stderr
+    assert "Socket errors" not in p.stdout and "Non-2xx" not in p.stdout, p.stdout
+    print("  wrk: %s handshakes in 3 s" % m.group(1), flush=True)
+    srv.stop(signal.SIGQUIT)
+    st = read_stats(stats, pids)
+    assert st, "no provider counters from worker %s in %s" % (pids, stats)
+    c = next(iter(st.values()))
+    multi = sum(c["batch_fill_%d" % i] for i in range(2, 9))
+    print("  worker counters: " + " ".join("%s=%d" % kv for kv in sorted(c.items())), flush=True)
+    assert c["requests_async"] > int(m.group(1)), "handshakes were not queued in jobs: %s" % c
+    assert multi > 0, "no batch of more than one lane under 64 clients: %s" % c
+    assert c["flush_poll"] > 0, "the worker's poll never flushed a partial batch: %s" % c
+    assert c["fallbacks"] >= 2, "the P-384 handshake did not fall back: %s" % c
+
+
+def test_async_off_is_sync(env):
+    stats = env.path("stats")
+    srv, port = start(env, "ssl_async off;", stats)
+    pids = set(srv.wait_workers(1))
+    for what, args, cipher in CASES[:2]:
+        rc, out = s_client(port, args)
+        assert rc == 0 and ("Cipher is " + cipher) in out, "%s failed:\n%s" % (what, out[-2000:])
+    srv.stop(signal.SIGQUIT)
+    c = next(iter(read_stats(stats, pids).values()))
+    print("  counters: sync=%d requests_async=%d batches=%d" % (c["sync"], c["requests_async"],
+                                                               c["batches"]), flush=True)
+    assert c["sync"] >= 3 and c["requests_async"] == 0 and c["batches"] == 0, c
+
+
+def test_bad_parameter(env):
+    conf = env.conf(server_block(env, env.port(), ""),
+                    main="ssl_provider tlsgate { flush_us notanumber; }\n", name="bad.conf")
+    p = h.run([h.binary(), "-t", "-c", conf], timeout=20)
+    out = p.stdout + p.stderr
+    print("  -t: exit %d: %s" % (p.returncode, out.strip().replace("\n", " | ")[:300]), flush=True)
+    assert p.returncode != 0, "-t accepted flush_us notanumber:\n" + out
+    assert "tlsgate" in out and "flush_us" in out, "-t does not name the bad parameter:\n" + out
+
+
+if __name__ == "__main__":
+    h.main(globals())
