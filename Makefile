@@ -35,6 +35,7 @@ bench:
 	@$(MAKE) --no-print-directory build
 	bench/handshake.sh
 	bench/async.sh
+	bench/speed.sh
 
 fuzz:
 	@scripts/deps.sh test
