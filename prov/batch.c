@@ -36,7 +36,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +43,7 @@
 #include <openssl/crypto.h>
 
 #include "prov.h"
+#include "waitfd.h"
 
 _Atomic uint64_t tg_counters[TG_C_COUNT];
 const char *const tg_counter_names[TG_C_COUNT] = {
@@ -51,11 +51,6 @@ const char *const tg_counter_names[TG_C_COUNT] = {
     "batch_fill_1", "batch_fill_2",   "batch_fill_3", "batch_fill_4", "batch_fill_5",
     "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
     "flush_timer",  "flush_resume",   "queue_wait_us",
-};
-
-struct tg_waitfd {
-    int fd;
-    atomic_int refs;
 };
 
 struct tg_thread {
@@ -88,81 +83,12 @@ static OSSL_FUNC_core_thread_start_fn *g_thread_start;
 /* How long a thread that polled is left to its own polls by the timer. */
 #define TG_POLLED_RECENTLY_NS (50ULL * 1000000ULL)
 
-/* Key of our wait fd in an ASYNC_WAIT_CTX: an address unique to this module. */
-static const char tg_waitfd_key = 'T';
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- the wait fd ---- */
-
-static void waitfd_release(struct tg_waitfd *w)
-{
-    if (w != NULL && atomic_fetch_sub(&w->refs, 1) == 1) {
-        close(w->fd);
-        free(w);
-    }
-}
-
-static void waitfd_cleanup(ASYNC_WAIT_CTX *ctx, const void *key, OSSL_ASYNC_FD fd, void *custom)
-{
-    waitfd_release(custom);
-}
-
-/* The wait ctx's eventfd (created on first use), with a reference for the caller. */
-static struct tg_waitfd *waitfd_acquire(ASYNC_WAIT_CTX *wctx)
-{
-    OSSL_ASYNC_FD fd;
-    void *custom = NULL;
-    struct tg_waitfd *w;
-
-    if (ASYNC_WAIT_CTX_get_fd(wctx, &tg_waitfd_key, &fd, &custom) && custom != NULL) {
-        w = custom;
-    } else {
-        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-
-        if (efd < 0)
-            return NULL;
-        w = malloc(sizeof(*w));
-        if (w == NULL) {
-            close(efd);
-            return NULL;
-        }
-        w->fd = efd;
-        atomic_init(&w->refs, 1);
-        if (!ASYNC_WAIT_CTX_set_wait_fd(wctx, &tg_waitfd_key, efd, w, waitfd_cleanup)) {
-            close(efd);
-            free(w);
-            return NULL;
-        }
-    }
-    atomic_fetch_add(&w->refs, 1);
-    return w;
-}
-
-static void waitfd_signal(struct tg_waitfd *w)
-{
-    uint64_t one = 1;
-    ssize_t n;
-
-    do {
-        n = write(w->fd, &one, sizeof(one));
-    } while (n < 0 && errno == EINTR);
-}
-
-static void waitfd_drain(struct tg_waitfd *w)
-{
-    uint64_t v;
-    ssize_t n;
-
-    do {
-        n = read(w->fd, &v, sizeof(v));
-    } while (n < 0 && errno == EINTR);
 }
 
 /* ---- computing ---- */
@@ -252,7 +178,7 @@ static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *
             if (r->cb != NULL)
                 r->cb(r->cbarg);
             else if (r->wfd != NULL)
-                waitfd_signal(r->wfd);
+                tg_waitfd_signal(r->wfd);
         }
         r->done = 1;
         /* from here on r belongs to its job again and is never touched */
@@ -517,7 +443,7 @@ static int prepare_wake(struct tg_req *r, ASYNC_WAIT_CTX *wctx)
         r->cbarg = cbarg;
         return 1;
     }
-    r->wfd = waitfd_acquire(wctx);
+    r->wfd = tg_waitfd_acquire(wctx);
     return r->wfd != NULL;
 }
 
@@ -563,11 +489,11 @@ static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wct
         ASYNC_pause_job();
         resumed = 1;
         if (r->wfd != NULL)
-            waitfd_drain(r->wfd);
+            tg_waitfd_drain(r->wfd);
     }
     if (r->wfd != NULL) {
-        waitfd_drain(r->wfd);
-        waitfd_release(r->wfd);
+        tg_waitfd_drain(r->wfd);
+        tg_waitfd_release(r->wfd);
         r->wfd = NULL;
     }
 }
@@ -608,7 +534,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
         pthread_mutex_unlock(&t->lock);
         run_batch(t, r->op, rs, n, thread_scratch(t), TG_C_FLUSH_FULL, r);
         if (r->wfd != NULL) {
-            waitfd_release(r->wfd);
+            tg_waitfd_release(r->wfd);
             r->wfd = NULL;
         }
         return 1;

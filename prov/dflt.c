@@ -15,26 +15,11 @@
 #include <openssl/provider.h>
 
 #include "prov.h"
+#include "waitfd.h"
 
 struct tg_impl tg_dflt_keymgmt[TG_KT_COUNT];
 struct tg_impl tg_dflt_sig_rsa, tg_dflt_sig_ecdsa, tg_dflt_cipher_rsa, tg_dflt_kex_ecdh,
     tg_dflt_kex_x25519;
-
-/* "RSA:rsaEncryption:1.2..." names `name`? */
-static int names_contain(const char *names, const char *name)
-{
-    size_t len = strlen(name);
-
-    while (names != NULL && *names != '\0') {
-        const char *end = strchr(names, ':');
-        size_t n = end != NULL ? (size_t)(end - names) : strlen(names);
-
-        if (n == len && strncmp(names, name, len) == 0)
-            return 1;
-        names = end != NULL ? end + 1 : NULL;
-    }
-    return 0;
-}
 
 static int bind_one(OSSL_PROVIDER *deflt, int operation, const char *name, struct tg_impl *impl)
 {
@@ -46,7 +31,7 @@ static int bind_one(OSSL_PROVIDER *deflt, int operation, const char *name, struc
     if (algs == NULL)
         return 0;
     for (a = algs; a->algorithm_names != NULL && !found; a++) {
-        if (!names_contain(a->algorithm_names, name))
+        if (!tg_names_contain(a->algorithm_names, name))
             continue;
         /* "fips=yes" variants do not exist in the default provider: the first match. */
         for (d = a->implementation; d->function_id != 0; d++)

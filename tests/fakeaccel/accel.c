@@ -65,7 +65,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,14 +73,9 @@
 #include <openssl/err.h>
 
 #include "fakeaccel.h"
+#include "waitfd.h"
 
 #define FA_REPAUSE_GRACE_NS 200000ULL
-
-/* The eventfd of one ASYNC_WAIT_CTX, shared by the requests of its jobs. */
-struct fa_waitfd {
-    int fd;
-    atomic_int refs;
-};
 
 struct fa_req {
     struct fa_req *next;
@@ -96,16 +90,13 @@ struct fa_req {
     uint64_t due_ns;
     ASYNC_callback_fn cb; /* callback mode: the application's callback */
     void *cbarg;
-    struct fa_waitfd *wfd; /* fd mode */
+    struct tg_waitfd *wfd; /* fd mode */
     int result;
     unsigned long err; /* first error of a failed computation on the thread */
     char errdata[160];
     int done; /* under prov->lock */
     unsigned int pauses;
 };
-
-/* Key of our wait fd in an ASYNC_WAIT_CTX: an address unique to this module. */
-static const char fa_waitfd_key = 'F';
 
 static uint64_t fa_now_ns(void)
 {
@@ -132,74 +123,7 @@ static void fa_sleep_us(unsigned long us)
         continue;
 }
 
-/* ---- the wait fd ---- */
-
-static void fa_waitfd_release(struct fa_waitfd *w)
-{
-    if (w != NULL && atomic_fetch_sub(&w->refs, 1) == 1) {
-        close(w->fd);
-        free(w);
-    }
-}
-
-static void fa_waitfd_cleanup(ASYNC_WAIT_CTX *ctx, const void *key, OSSL_ASYNC_FD fd, void *custom)
-{
-    (void)ctx;
-    (void)key;
-    (void)fd;
-    fa_waitfd_release(custom);
-}
-
-/* The wait ctx's eventfd (created on first use), with a reference for the caller. */
-static struct fa_waitfd *fa_waitfd_acquire(ASYNC_WAIT_CTX *wctx)
-{
-    OSSL_ASYNC_FD fd;
-    void *custom = NULL;
-    struct fa_waitfd *w;
-
-    if (ASYNC_WAIT_CTX_get_fd(wctx, &fa_waitfd_key, &fd, &custom) && custom != NULL) {
-        w = custom;
-    } else {
-        int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-
-        if (efd < 0)
-            return NULL;
-        w = malloc(sizeof(*w));
-        if (w == NULL) {
-            close(efd);
-            return NULL;
-        }
-        w->fd = efd;
-        atomic_init(&w->refs, 1);
-        if (!ASYNC_WAIT_CTX_set_wait_fd(wctx, &fa_waitfd_key, efd, w, fa_waitfd_cleanup)) {
-            close(efd);
-            free(w);
-            return NULL;
-        }
-    }
-    atomic_fetch_add(&w->refs, 1);
-    return w;
-}
-
-static void fa_waitfd_signal(struct fa_waitfd *w)
-{
-    uint64_t one = 1;
-    ssize_t n;
-
-    do {
-        n = write(w->fd, &one, sizeof(one));
-    } while (n < 0 && errno == EINTR);
-}
-
-static void fa_waitfd_drain(struct fa_waitfd *w)
-{
-    uint64_t v;
-    ssize_t n;
-
-    do {
-        n = read(w->fd, &v, sizeof(v));
-    } while (n < 0 && errno == EINTR);
-}
+/* The wait fd: prov/waitfd.c (shared with the tlsgate provider). */
 
 /* ---- computing ---- */
 
@@ -279,7 +203,7 @@ static void *fa_thread_main(void *arg)
         if (r->cb != NULL)
             r->cb(r->cbarg);
         else if (r->wfd != NULL)
-            fa_waitfd_signal(r->wfd);
+            tg_waitfd_signal(r->wfd);
         r->done = 1;
         p->current = NULL;
         pthread_cond_broadcast(&p->done_cv);
@@ -473,7 +397,7 @@ static int fa_prepare_wake(FA_PROV *p, struct fa_req *r, ASYNC_WAIT_CTX *wctx)
         r->cbarg = cbarg;
         return 1;
     }
-    r->wfd = fa_waitfd_acquire(wctx);
+    r->wfd = tg_waitfd_acquire(wctx);
     return r->wfd != NULL;
 }
 
@@ -529,11 +453,11 @@ static void fa_wait(FA_PROV *p, struct fa_req *r, ASYNC_WAIT_CTX *wctx)
         ASYNC_pause_job();
         resumed = 1;
         if (r->wfd != NULL)
-            fa_waitfd_drain(r->wfd);
+            tg_waitfd_drain(r->wfd);
     }
     if (r->wfd != NULL) {
-        fa_waitfd_drain(r->wfd);
-        fa_waitfd_release(r->wfd);
+        tg_waitfd_drain(r->wfd);
+        tg_waitfd_release(r->wfd);
         r->wfd = NULL;
     }
 }
@@ -580,7 +504,7 @@ int fa_accel_run(FA_PROV *p, enum fa_op op, EVP_PKEY_CTX *pctx, unsigned char *o
             atomic_fetch_add(&p->ops_async, 1);
             fa_wait(p, &req, wctx);
         } else {
-            fa_waitfd_release(req.wfd);
+            tg_waitfd_release(req.wfd);
             req.wfd = NULL;
         }
     }

@@ -8,7 +8,9 @@ set(FAKEACCEL_DIR ${CMAKE_SOURCE_DIR}/tests/fakeaccel)
 # ${CMAKE_BINARY_DIR} -provider fakeaccel, or `module = .../fakeaccel.so` in a config.
 add_library(fakeaccel MODULE ${FAKEACCEL_DIR}/fakeaccel.c ${FAKEACCEL_DIR}/accel.c
                              ${FAKEACCEL_DIR}/keymgmt.c ${FAKEACCEL_DIR}/signature.c
-                             ${FAKEACCEL_DIR}/asym_cipher.c)
+                             ${FAKEACCEL_DIR}/asym_cipher.c
+                             ${CMAKE_SOURCE_DIR}/prov/waitfd.c)
+target_include_directories(fakeaccel PRIVATE ${CMAKE_SOURCE_DIR}/prov)
 set_target_properties(fakeaccel PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}
                                            C_VISIBILITY_PRESET hidden)
 target_compile_options(fakeaccel PRIVATE -Wunused-parameter)

@@ -16,6 +16,7 @@
 #include <openssl/provider.h>
 
 #include "fakeaccel.h"
+#include "waitfd.h"
 
 enum fa_ktype { FA_T_RSA, FA_T_RSA_PSS, FA_T_EC, FA_T_COUNT };
 
@@ -31,22 +32,6 @@ static struct {
 } fa_dflt_types[FA_T_COUNT];
 static pthread_mutex_t fa_dflt_types_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* "RSA:rsaEncryption:1.2..." names "RSA"? */
-static int fa_names_contain(const char *names, const char *name)
-{
-    size_t len = strlen(name);
-
-    while (names != NULL && *names != '\0') {
-        const char *end = strchr(names, ':');
-        size_t n = end != NULL ? (size_t)(end - names) : strlen(names);
-
-        if (n == len && strncmp(names, name, len) == 0)
-            return 1;
-        names = end != NULL ? end + 1 : NULL;
-    }
-    return 0;
-}
-
 int fa_keymgmt_bind_default(FA_PROV *prov)
 {
     const OSSL_ALGORITHM *algs, *a;
@@ -59,7 +44,7 @@ int fa_keymgmt_bind_default(FA_PROV *prov)
     pthread_mutex_lock(&fa_dflt_types_lock);
     for (t = 0; t < FA_T_COUNT; t++) {
         for (a = algs; a->algorithm_names != NULL; a++) {
-            if (!fa_names_contain(a->algorithm_names, fa_ktype_names[t]))
+            if (!tg_names_contain(a->algorithm_names, fa_ktype_names[t]))
                 continue;
             for (d = a->implementation; d->function_id != 0; d++) {
                 if (d->function_id == OSSL_FUNC_KEYMGMT_IMPORT_TYPES)
