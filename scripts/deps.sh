@@ -6,8 +6,8 @@ what=${1:-test}
 pkgs="build-essential cmake pkg-config libssl-dev openssl"
 case "$what" in
   build) ;;
-  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind" ;;
-  bench) pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind nginx-light util-linux" ;;
+  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy" ;;
+  bench) pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind nginx-light util-linux haproxy" ;;
   *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 missing=""

@@ -17,7 +17,7 @@
 #define BN52_MASK ((UINT64_C(1) << BN52_BITS) - 1)
 
 #define MB8__RSA_MAGIC UINT64_C(0x6d62387273616b31) /* "mb8rsak1" */
-#define MB8__RSA_WIN 5                              /* fixed window: 2^5 = 32 table entries */
+#define MB8__RSA_WIN 5 /* the portable kernel's fixed window: 2^5 = 32 table entries */
 
 /*
  * The key: a header, then the limb arrays at fixed offsets (in limbs, H = half limbs,
@@ -92,6 +92,21 @@ static inline unsigned mb8__rsa_half_limbs(unsigned bits)
     }
 }
 
+/*
+ * A lane's workspace (in limbs, h = half limbs): m, c, s, t1, t2, sr, prod (2h each), then
+ * mp, mq, dd, hh (h each): MB8__RSA_WS_LANE(h) limbs used by mb8__rsa_lane_pre/post; the
+ * portable kernel's exponentiation workspace (38h) follows it.
+ */
+#define MB8__RSA_WS_M(h) ((size_t)0)
+#define MB8__RSA_WS_C(h) ((size_t)2 * (h))
+#define MB8__RSA_WS_S(h) ((size_t)4 * (h))
+#define MB8__RSA_WS_T1(h) ((size_t)6 * (h))
+#define MB8__RSA_WS_T2(h) ((size_t)8 * (h))
+#define MB8__RSA_WS_SR(h) ((size_t)10 * (h))
+#define MB8__RSA_WS_PROD(h) ((size_t)12 * (h))
+#define MB8__RSA_WS_MP(h) ((size_t)14 * (h))
+#define MB8__RSA_WS_MQ(h) ((size_t)15 * (h))
+#define MB8__RSA_WS_LANE(h) ((size_t)18 * (h))
 /** Limbs of scratch the portable kernel uses for one lane with half size h. */
 #define MB8__RSA_LANE_SCRATCH(h) ((size_t)(h) * (2u * 12u + 32u + 12u))
 
@@ -146,6 +161,30 @@ void mb8__ams52_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t 
                     size_t n);
 
 /*
+ * The per-lane steps around the two CRT exponentiations, shared by the kernels. ws is the
+ * lane's workspace (MB8__RSA_WS_LANE(h) limbs, layout above).
+ * mb8__rsa_lane_pre: reads in (bits/8 bytes) into m, sets c = m * blind mod n (or m when
+ * blind is NULL); returns the all-ones mask when in < n, else 0 (constant time).
+ * mb8__rsa_lane_post: from mp = c^dP mod p and mq = c^dQ mod q (fully reduced, in ws):
+ * Garner, unblinding, the fault check s^e == m, and the output (zeros unless in_ok and
+ * the check pass); returns the lane's status nibble.
+ */
+uint64_t mb8__rsa_lane_pre(uint64_t *ws, const uint8_t *in, const mb8_rsa_key_t *k,
+                           const uint8_t *blind);
+unsigned mb8__rsa_lane_post(uint8_t *out, const mb8_rsa_key_t *k, const uint8_t *unblind,
+                            uint64_t in_ok, uint64_t *ws);
+/* The parts of mb8__rsa_lane_post, for kernels that vectorise the steps between them:
+ * mb8__rsa_garner sets s (2h limbs, < n) from mp and mq; mb8__rsa_finish compares se (the
+ * fault check's s^e mod n, fully reduced) with m and writes the output and status. */
+void mb8__rsa_garner(const mb8_rsa_key_t *k, uint64_t *ws);
+unsigned mb8__rsa_finish(uint8_t *out, const mb8_rsa_key_t *k, uint64_t in_ok, const uint64_t *se,
+                         uint64_t *ws);
+/* Montgomery reduction of t (2n limbs, t < m 2^(52n); destroyed): r = t 2^(-52n) mod m, r < 2m. */
+void mb8__rsa_redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n);
+/* The w-bit window of d (n limbs) at bit pos; pos public, the value secret. */
+unsigned mb8__rsa_window(const uint64_t *d, size_t n, size_t pos, unsigned w);
+
+/*
  * The portable kernel: computes the lanes set in `lanes` (bit i = lane i; for those
  * in/out/key are valid and of one size) one after another. Returns the status bits of
  * those lanes (OK, BAD_INPUT, VERIFY_FAIL); other lanes' nibbles are 0.
@@ -157,4 +196,16 @@ mb8_status_t mb8__rsa_private_crt_ref(uint8_t *const out[MB8_LANES],
                                       const uint8_t *const unblind[MB8_LANES], uint64_t *scratch,
                                       unsigned lanes);
 
+/*
+ * The AVX-512 IFMA kernel (rsa_ifma.c): same contract as the portable one; only called when
+ * mb8_cpu_has_ifma(). All used lanes' keys have one size. Scratch: the
+ * mb8_rsa_scratch_size() bytes (it uses mb8__rsa_ifma_scratch_limbs(h) limbs of them).
+ */
+mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
+                                       const uint8_t *const in[MB8_LANES],
+                                       const mb8_rsa_key_t *const key[MB8_LANES],
+                                       const uint8_t *const blind[MB8_LANES],
+                                       const uint8_t *const unblind[MB8_LANES], uint64_t *scratch,
+                                       unsigned lanes);
+size_t mb8__rsa_ifma_scratch_limbs(size_t h);
 #endif

@@ -270,20 +270,29 @@ void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uin
 }
 
 /* One out-of-line instance of redc_n for the once-per-half reduction of the input. */
-static void redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n)
+void mb8__rsa_redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n)
 {
     redc_n(r, t, m, k0, n);
 }
 
-/* The w-bit window of e (n limbs) at bit pos; pos is public, the value secret. */
-static unsigned window(const uint64_t *e, size_t n, size_t pos)
+static void redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n)
+{
+    mb8__rsa_redc(r, t, m, k0, n);
+}
+
+unsigned mb8__rsa_window(const uint64_t *e, size_t n, size_t pos, unsigned w)
 {
     size_t li = pos / BN52_BITS;
     unsigned off = (unsigned)(pos % BN52_BITS);
     uint64_t v = e[li] >> off;
-    if (off > BN52_BITS - MB8__RSA_WIN && li + 1 < n)
+    if (off > BN52_BITS - w && li + 1 < n)
         v |= e[li + 1] << (BN52_BITS - off);
-    return (unsigned)v & ((1u << MB8__RSA_WIN) - 1);
+    return (unsigned)v & ((1u << w) - 1);
+}
+
+static unsigned window(const uint64_t *e, size_t n, size_t pos)
+{
+    return mb8__rsa_window(e, n, pos, MB8__RSA_WIN);
 }
 
 /* r = table[idx] (n limbs each), reading every entry and selecting by mask. */
@@ -352,16 +361,13 @@ static void mulmod_n(uint64_t *r, const uint64_t *a, const uint64_t *b, const mb
     mb8__bn52_csub(r, mb8__rsa_n(k), nl);
 }
 
-/* One lane; returns its status nibble. */
-static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_key_t *k,
-                                 const uint8_t *blind, const uint8_t *unblind, uint64_t *ws)
+uint64_t mb8__rsa_lane_pre(uint64_t *ws, const uint8_t *in, const mb8_rsa_key_t *k,
+                           const uint8_t *blind)
 {
     const size_t h = k->h, nl = 2 * h, len = k->bits / 8;
     const uint64_t *n = mb8__rsa_n(k);
-    uint64_t *m = ws, *c = m + nl, *s = c + nl, *t1 = s + nl, *t2 = t1 + nl, *sr = t2 + nl;
-    uint64_t *prod = sr + nl;
-    uint64_t *mp = prod + nl, *mq = mp + h, *dd = mq + h, *hh = dd + h;
-    uint64_t *hws = hh + h; /* exp_half workspace: 38h */
+    uint64_t *m = ws + MB8__RSA_WS_M(h), *c = ws + MB8__RSA_WS_C(h);
+    uint64_t *t1 = ws + MB8__RSA_WS_T1(h), *t2 = ws + MB8__RSA_WS_T2(h);
 
     mb8__bn52_from_be(m, nl, in, len);
     /* in < n, constant time: the borrow of m - n */
@@ -371,12 +377,17 @@ static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_
         mb8__bn52_from_be(t2, nl, blind, len), mulmod_n(c, m, t2, k, t1);
     else
         memcpy(c, m, nl * sizeof(uint64_t));
+    return in_ok;
+}
 
-    /* CRT halves; c < 2^bits <= p * 2^(52h) as p has bits/2 bits */
-    exp_half(mp, c, mb8__rsa_p(k), mb8__rsa_rrp(k), k->k0p, mb8__rsa_dp(k), k->bits / 2, h, hws);
-    exp_half(mq, c, mb8__rsa_q(k), mb8__rsa_rrq(k), k->k0q, mb8__rsa_dq(k), k->bits / 2, h, hws);
+void mb8__rsa_garner(const mb8_rsa_key_t *k, uint64_t *ws)
+{
+    const size_t h = k->h, nl = 2 * h;
+    uint64_t *s = ws + MB8__RSA_WS_S(h), *prod = ws + MB8__RSA_WS_PROD(h);
+    uint64_t *mp = ws + MB8__RSA_WS_MP(h), *mq = ws + MB8__RSA_WS_MQ(h);
+    uint64_t *dd = mq + h, *hh = dd + h;
 
-    /* Garner: h = qInv (m_p - m_q) mod p; m_q < q < 2p, so one csub reduces it mod p */
+    /* h = qInv (m_p - m_q) mod p; m_q < q < 2p, so one csub reduces it mod p */
     memcpy(dd, mq, h * sizeof(uint64_t));
     mb8__bn52_csub(dd, mb8__rsa_p(k), h);
     uint64_t borrow = mb8__bn52_sub(dd, mp, dd, h);
@@ -388,7 +399,37 @@ static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_
     memset(s, 0, nl * sizeof(uint64_t));
     memcpy(s, mq, h * sizeof(uint64_t));
     cadd(s, prod, ~(uint64_t)0, nl);
+}
 
+unsigned mb8__rsa_finish(uint8_t *out, const mb8_rsa_key_t *k, uint64_t in_ok, const uint64_t *se,
+                         uint64_t *ws)
+{
+    const size_t h = k->h, nl = 2 * h, len = k->bits / 8;
+    const uint64_t *m = ws + MB8__RSA_WS_M(h);
+    uint64_t *s = ws + MB8__RSA_WS_S(h);
+    uint64_t diff = 0;
+
+    for (size_t i = 0; i < nl; i++)
+        diff |= se[i] ^ m[i];
+    uint64_t eq = bn52_is_zero_mask(diff);
+    /* release s only when both checks pass; otherwise zeros */
+    uint64_t ok = in_ok & eq;
+    for (size_t i = 0; i < nl; i++)
+        s[i] &= ok;
+    mb8__bn52_to_be(out, len, s, nl);
+    return (unsigned)((~in_ok & MB8_STATUS_BAD_INPUT) | (in_ok & ~eq & MB8_STATUS_VERIFY_FAIL));
+}
+
+unsigned mb8__rsa_lane_post(uint8_t *out, const mb8_rsa_key_t *k, const uint8_t *unblind,
+                            uint64_t in_ok, uint64_t *ws)
+{
+    const size_t h = k->h, nl = 2 * h, len = k->bits / 8;
+    const uint64_t *n = mb8__rsa_n(k);
+    uint64_t *s = ws + MB8__RSA_WS_S(h);
+    uint64_t *t1 = ws + MB8__RSA_WS_T1(h), *t2 = ws + MB8__RSA_WS_T2(h);
+    uint64_t *sr = ws + MB8__RSA_WS_SR(h), *prod = ws + MB8__RSA_WS_PROD(h);
+
+    mb8__rsa_garner(k, ws);
     if (unblind)
         mb8__bn52_from_be(t2, nl, unblind, len), mulmod_n(s, s, t2, k, t1);
 
@@ -410,17 +451,24 @@ static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_
     prod[0] = 1;
     mb8__amm52_ref(y, x, prod, n, k->k0n, nl);
     mb8__bn52_csub(y, n, nl);
-    uint64_t diff = 0;
-    for (size_t i = 0; i < nl; i++)
-        diff |= y[i] ^ m[i];
-    uint64_t eq = bn52_is_zero_mask(diff);
+    return mb8__rsa_finish(out, k, in_ok, y, ws);
+}
 
-    /* release s only when both checks pass; otherwise zeros */
-    uint64_t ok = in_ok & eq;
-    for (size_t i = 0; i < nl; i++)
-        s[i] &= ok;
-    mb8__bn52_to_be(out, len, s, nl);
-    return (unsigned)((~in_ok & MB8_STATUS_BAD_INPUT) | (in_ok & ~eq & MB8_STATUS_VERIFY_FAIL));
+/* One lane; returns its status nibble. */
+static unsigned lane_private_crt(uint8_t *out, const uint8_t *in, const mb8_rsa_key_t *k,
+                                 const uint8_t *blind, const uint8_t *unblind, uint64_t *ws)
+{
+    const size_t h = k->h;
+    const uint64_t *c = ws + MB8__RSA_WS_C(h);
+    uint64_t *hws = ws + MB8__RSA_WS_LANE(h); /* exp_half workspace: 38h */
+    uint64_t in_ok = mb8__rsa_lane_pre(ws, in, k, blind);
+
+    /* CRT halves; c < 2^bits <= p * 2^(52h) as p has bits/2 bits */
+    exp_half(ws + MB8__RSA_WS_MP(h), c, mb8__rsa_p(k), mb8__rsa_rrp(k), k->k0p, mb8__rsa_dp(k),
+             k->bits / 2, h, hws);
+    exp_half(ws + MB8__RSA_WS_MQ(h), c, mb8__rsa_q(k), mb8__rsa_rrq(k), k->k0q, mb8__rsa_dq(k),
+             k->bits / 2, h, hws);
+    return mb8__rsa_lane_post(out, k, unblind, in_ok, ws);
 }
 
 mb8_status_t mb8__rsa_private_crt_ref(uint8_t *const out[MB8_LANES],

@@ -1,0 +1,408 @@
+/*
+ * The AVX-512 IFMA kernel of mb8_rsa_private_crt (see mb8/rsa.h): the two CRT
+ * exponentiations of all 8 lanes at once (docs/research/performance.md §2.1).
+ *
+ * Layout: operand-major transposition. A number of n radix-2^52 limbs for the 8 lanes is
+ * n zmm vectors; vector j holds limb j of every lane, so carries, shifts and the table
+ * selection never cross lanes, and each lane may have its own modulus (key).
+ *
+ * Arithmetic: the word-serial almost-Montgomery multiplication of the portable kernel
+ * (rsa_ref.c, amm()) with vpmadd52luq/vpmadd52huq doing the 52x52-bit products: per digit
+ * b_i, every limb j gets lo(a_j b_i) + lo(m_j y) + hi(a_(j-1) b_i) + hi(m_(j-1) y) with no
+ * carry chain (64-bit limbs hold the lazy sums), y = lo(acc_0 k0) computed in the vector
+ * unit for all lanes; one carry propagation at the end. Outputs are < 2m for inputs < 2m
+ * (R = 2^(52n) > 4m), so no subtraction inside the exponentiation; one constant-time
+ * subtraction at the end. The same function as the portable kernel, bit for bit.
+ *
+ * Exponentiation: fixed window of MB8__RSA_WIN_IFMA bits (each lane's own window of its
+ * own dP/dQ, at the same public position), the table of 2^w entries per lane scanned in
+ * full for every selection with compare masks and blends: no gather, no secret index, no
+ * secret branch.
+ *
+ * Before and after the exponentiations each lane runs the portable steps (blinding, Garner,
+ * unblinding, the fault check: mb8__rsa_lane_pre/post), a small share of the work.
+ *
+ * Compiled for AVX-512F/VL/BW/IFMA by target attribute; only called when
+ * mb8_cpu_has_ifma() (rsa.c).
+ */
+#include <immintrin.h>
+
+#include "bn52.h"
+
+#define MB8__RSA_WIN_IFMA 5
+#define IFMA __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"), always_inline)) inline
+#define IFMA_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma")))
+
+typedef __m512i v8;
+
+static IFMA v8 mask52(void)
+{
+    return _mm512_set1_epi64((long long)BN52_MASK);
+}
+
+/*
+ * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)).
+ * r must not alias a, b or m. n is a compile-time constant at every call site.
+ */
+static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+                      size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+    v8 acc[80]; /* n <= 80 */
+
+    for (size_t j = 0; j < n; j++)
+        acc[j] = zero;
+    for (size_t i = 0; i < n; i++) {
+        v8 bi = b[i];
+        v8 a0 = _mm512_madd52lo_epu64(acc[0], a[0], bi);
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
+        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
+        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
+        hi = _mm512_madd52hi_epu64(hi, a[0], bi);
+        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+        for (size_t j = 1; j < n; j++) {
+            v8 t = _mm512_madd52lo_epu64(acc[j], a[j], bi);
+            t = _mm512_madd52lo_epu64(t, m[j], y);
+            acc[j - 1] = _mm512_add_epi64(t, hi);
+            hi = _mm512_madd52hi_epu64(zero, a[j], bi);
+            hi = _mm512_madd52hi_epu64(hi, m[j], y);
+        }
+        acc[n - 1] = hi;
+    }
+    /* carry propagation, per lane */
+    v8 c = zero;
+    for (size_t j = 0; j < n; j++) {
+        v8 z = _mm512_add_epi64(acc[j], c);
+        r[j] = _mm512_and_si512(z, msk);
+        c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+#define AMM8_SPECIALISE(N)                                                                         \
+    static IFMA_FN __attribute__((noinline)) void amm8x##N(v8 *restrict r, const v8 *a,            \
+                                                           const v8 *b, const v8 *restrict m,      \
+                                                           v8 k0)                                  \
+    {                                                                                              \
+        amm8(r, a, b, m, k0, N);                                                                   \
+    }
+AMM8_SPECIALISE(20)
+AMM8_SPECIALISE(30)
+AMM8_SPECIALISE(40)
+AMM8_SPECIALISE(60)
+AMM8_SPECIALISE(80)
+
+static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+                       size_t n)
+{
+    switch (n) { /* public: the key size */
+    case 20:
+        amm8x20(r, a, b, m, k0);
+        break;
+    case 30:
+        amm8x30(r, a, b, m, k0);
+        break;
+    case 40:
+        amm8x40(r, a, b, m, k0);
+        break;
+    case 60:
+        amm8x60(r, a, b, m, k0);
+        break;
+    default:
+        amm8x80(r, a, b, m, k0);
+        break;
+    }
+}
+
+/* r = table[idx_lane] per lane: every entry read, selected by a compare mask. */
+static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
+{
+    for (size_t j = 0; j < n; j++)
+        r[j] = _mm512_setzero_si512();
+    for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++) {
+        __mmask8 k = _mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e));
+        const v8 *t = table + (size_t)e * n;
+        for (size_t j = 0; j < n; j++)
+            r[j] = _mm512_mask_mov_epi64(r[j], k, t[j]);
+    }
+}
+
+/* Transposes lane arrays (n limbs each; lane i at src[i]) into n vectors. */
+static IFMA void to_vec(v8 *dst, const uint64_t *const src[MB8_LANES], size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        dst[j] = _mm512_set_epi64((long long)src[7][j], (long long)src[6][j], (long long)src[5][j],
+                                  (long long)src[4][j], (long long)src[3][j], (long long)src[2][j],
+                                  (long long)src[1][j], (long long)src[0][j]);
+}
+
+static IFMA void from_vec(uint64_t *const dst[MB8_LANES], const v8 *src, size_t n)
+{
+    uint64_t buf[MB8_LANES] __attribute__((aligned(64)));
+
+    for (size_t j = 0; j < n; j++) {
+        _mm512_store_si512((void *)buf, src[j]);
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            dst[i][j] = buf[i];
+    }
+    mb8__wipe(buf, sizeof(buf));
+}
+
+/* The vector workspace of one exponentiation, in vectors (h = half limbs). */
+#define EXP8_VECS(h) ((size_t)(h) * ((1u << MB8__RSA_WIN_IFMA) + 5))
+
+/*
+ * Per lane i: res[i] = c[i]^d[i] mod m[i], fully reduced (h limbs), where the lane's
+ * modulus, R^2, k0 and exponent come from its key (`half` selects p/dP or q/dQ); c[i] is
+ * 2h limbs (the blinded input, < n). All lanes run the same sequence: the window position
+ * and the number of windows depend only on the key size.
+ */
+static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *const c[MB8_LANES],
+                              const mb8_rsa_key_t *const key[MB8_LANES], int half, size_t h,
+                              unsigned bits, v8 *ws, uint64_t *lws)
+{
+    v8 *m = ws, *rr = m + h, *x = rr + h, *y = x + h, *sel = y + h;
+    v8 *tab = sel + h; /* 2^w entries of h vectors */
+    const uint64_t *mp[MB8_LANES], *rrp[MB8_LANES], *dp[MB8_LANES];
+    uint64_t *red[MB8_LANES];
+    uint64_t k0s[MB8_LANES], idx[MB8_LANES] __attribute__((aligned(64)));
+
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        const mb8_rsa_key_t *k = key[i];
+
+        mp[i] = half ? mb8__rsa_q(k) : mb8__rsa_p(k);
+        rrp[i] = half ? mb8__rsa_rrq(k) : mb8__rsa_rrp(k);
+        dp[i] = half ? mb8__rsa_dq(k) : mb8__rsa_dp(k);
+        k0s[i] = half ? k->k0q : k->k0p;
+        red[i] = lws + (size_t)i * 3 * h; /* 3h limbs per lane */
+    }
+    /* c mod m per lane, scalar: redc gives c R^-1 (the portable kernel does the same) */
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        uint64_t *t = red[i] + h;
+
+        memcpy(t, c[i], 2 * h * sizeof(uint64_t));
+        mb8__rsa_redc(red[i], t, mp[i], k0s[i], h);
+    }
+    v8 k0 = _mm512_loadu_si512((const void *)k0s);
+    to_vec(m, mp, h);
+    to_vec(rr, rrp, h);
+    to_vec(x, (const uint64_t *const *)red, h);
+    /* into the Montgomery domain: two AMMs by R^2 give c R; tab[0] = R mod m, tab[1] = c R */
+    amm8n(y, x, rr, m, k0, h);
+    amm8n(tab + h, y, rr, m, k0, h);
+    for (size_t j = 0; j < h; j++)
+        sel[j] = _mm512_setzero_si512();
+    sel[0] = _mm512_set1_epi64(1);
+    amm8n(tab, rr, sel, m, k0, h);
+    for (size_t e = 2; e < (1u << MB8__RSA_WIN_IFMA); e++)
+        amm8n(tab + e * h, tab + (e - 1) * h, tab + h, m, k0, h);
+
+    size_t nwin = (bits / 2 + MB8__RSA_WIN_IFMA - 1) / MB8__RSA_WIN_IFMA;
+    size_t pos = (nwin - 1) * MB8__RSA_WIN_IFMA;
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
+    select8(x, tab, h, _mm512_load_si512((const void *)idx));
+    while (pos > 0) {
+        pos -= MB8__RSA_WIN_IFMA;
+        for (int s = 0; s < MB8__RSA_WIN_IFMA; s++) {
+            v8 *t;
+            amm8n(y, x, x, m, k0, h);
+            t = x, x = y, y = t;
+        }
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
+        select8(sel, tab, h, _mm512_load_si512((const void *)idx));
+        amm8n(y, x, sel, m, k0, h);
+        v8 *t = x;
+        x = y, y = t;
+    }
+    /* out of the domain (AMM by 1: result <= m), then subtract m once where needed */
+    for (size_t j = 0; j < h; j++)
+        sel[j] = _mm512_setzero_si512();
+    sel[0] = _mm512_set1_epi64(1);
+    amm8n(y, x, sel, m, k0, h);
+    from_vec(res, y, h);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        mb8__bn52_csub(res[i], mp[i], h);
+    mb8__wipe(idx, sizeof(idx));
+}
+
+/* The vectors of the mod-n steps (nl = 2h limbs): n, R^2 mod n, and 4 temporaries. */
+#define MODN_VECS(h) ((size_t)12 * (h))
+
+/* Per lane: r[i] = a[i] * b[i] mod n (fully reduced) for a, b < 2n: AMM, AMM by R^2, csub. */
+static IFMA_FN void mulmod_n8(uint64_t *const r[MB8_LANES], const uint64_t *const a[MB8_LANES],
+                              const uint64_t *const b[MB8_LANES],
+                              const mb8_rsa_key_t *const k[MB8_LANES], const v8 *n, const v8 *rrn,
+                              v8 k0, size_t nl, v8 *t)
+{
+    v8 *va = t, *vb = va + nl, *vt = vb + nl;
+
+    to_vec(va, a, nl);
+    to_vec(vb, b, nl);
+    amm8n(vt, va, vb, n, k0, nl);
+    amm8n(va, vt, rrn, n, k0, nl);
+    from_vec(r, va, nl);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        mb8__bn52_csub(r[i], mb8__rsa_n(k[i]), nl);
+}
+
+/*
+ * Per lane: se[i] = s[i]^e mod n (fully reduced), e being the same public exponent in every
+ * lane (the fault check of mb8__rsa_lane_post, 8 lanes at once).
+ */
+static IFMA_FN void fault_check8(uint64_t *const se[MB8_LANES], const uint64_t *const s[MB8_LANES],
+                                 const mb8_rsa_key_t *const k[MB8_LANES], const v8 *n,
+                                 const v8 *rrn, v8 k0, size_t nl, v8 *t)
+{
+    v8 *sr = t, *x = sr + nl, *y = x + nl, *one = y + nl;
+    const mb8_rsa_key_t *k0key = k[0];
+    const uint64_t *e = mb8__rsa_e(k0key);
+
+    to_vec(x, s, nl);
+    amm8n(sr, x, rrn, n, k0, nl); /* s R */
+    memcpy(x, sr, nl * sizeof(v8));
+    for (int b = (int)k0key->e_bits - 2; b >= 0; b--) {
+        v8 *tt;
+        amm8n(y, x, x, n, k0, nl);
+        tt = x, x = y, y = tt;
+        if ((e[b / BN52_BITS] >> (b % BN52_BITS)) & 1) {
+            amm8n(y, x, sr, n, k0, nl);
+            tt = x, x = y, y = tt;
+        }
+    }
+    for (size_t j = 0; j < nl; j++)
+        one[j] = _mm512_setzero_si512();
+    one[0] = _mm512_set1_epi64(1);
+    amm8n(y, x, one, n, k0, nl);
+    from_vec(se, y, nl);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        mb8__bn52_csub(se[i], mb8__rsa_n(k[i]), nl);
+}
+
+/* Do the 8 lanes share the public exponent (so the fault check can run as one batch)? */
+static int same_e(const mb8_rsa_key_t *const k[MB8_LANES])
+{
+    size_t nl = 2 * (size_t)k[0]->h;
+
+    for (unsigned i = 1; i < MB8_LANES; i++)
+        if (k[i]->e_bits != k[0]->e_bits ||
+            memcmp(mb8__rsa_e(k[i]), mb8__rsa_e(k[0]), nl * sizeof(uint64_t)) != 0)
+            return 0;
+    return 1;
+}
+
+size_t mb8__rsa_ifma_scratch_limbs(size_t h)
+{
+    /* per lane: the lane workspace and 3h for the input reduction; then the vectors (plus
+     * 64-byte alignment slack) */
+    return MB8_LANES * (MB8__RSA_WS_LANE(h) + 3 * h) +
+           8 * (EXP8_VECS(h) > MODN_VECS(h) ? EXP8_VECS(h) : MODN_VECS(h)) + 8;
+}
+
+IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
+                                               const uint8_t *const in[MB8_LANES],
+                                               const mb8_rsa_key_t *const key[MB8_LANES],
+                                               const uint8_t *const blind[MB8_LANES],
+                                               const uint8_t *const unblind[MB8_LANES],
+                                               uint64_t *scratch, unsigned lanes)
+{
+    const mb8_rsa_key_t *k[MB8_LANES];
+    uint64_t in_ok[MB8_LANES];
+    const uint64_t *c[MB8_LANES];
+    uint64_t *mpv[MB8_LANES], *mqv[MB8_LANES], *ws[MB8_LANES];
+    unsigned first = 0, bits;
+    size_t h, used;
+    mb8_status_t st = 0;
+
+    while (!(lanes >> first & 1))
+        first++;
+    h = key[first]->h;
+    bits = key[first]->bits;
+    uint64_t *lws = scratch + MB8_LANES * MB8__RSA_WS_LANE(h);
+    v8 *vws = (v8 *)(((uintptr_t)(lws + MB8_LANES * 3 * h) + 63) & ~(uintptr_t)63);
+    used = mb8__rsa_ifma_scratch_limbs(h);
+
+    /* unused lanes compute a copy of the first used lane (public: the lane pattern) */
+    const uint8_t *bl[MB8_LANES], *ub[MB8_LANES];
+    int all_blind = 1, no_blind = 1;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        unsigned src = (lanes >> i & 1) ? i : first;
+
+        k[i] = key[src];
+        ws[i] = scratch + (size_t)i * MB8__RSA_WS_LANE(h);
+        bl[i] = blind ? blind[src] : NULL;
+        ub[i] = unblind ? unblind[src] : NULL;
+        all_blind &= bl[i] != NULL && ub[i] != NULL;
+        no_blind &= bl[i] == NULL && ub[i] == NULL;
+        c[i] = ws[i] + MB8__RSA_WS_C(h);
+        mpv[i] = ws[i] + MB8__RSA_WS_MP(h);
+        mqv[i] = ws[i] + MB8__RSA_WS_MQ(h);
+    }
+    /* the mod-n steps run as batches when every lane does the same (public) thing */
+    int vec_modn = (all_blind || no_blind) && same_e(k);
+    size_t nl = 2 * h, len = bits / 8;
+    const uint64_t *m[MB8_LANES], *t2c[MB8_LANES], *sc[MB8_LANES];
+    uint64_t *t2[MB8_LANES], *s[MB8_LANES], *se[MB8_LANES], *cw[MB8_LANES];
+    v8 *vn = vws, *vrrn = vn + nl, *vt = vrrn + nl;
+    v8 k0n = _mm512_setzero_si512();
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        m[i] = ws[i] + MB8__RSA_WS_M(h);
+        t2[i] = ws[i] + MB8__RSA_WS_T2(h);
+        t2c[i] = t2[i];
+        s[i] = ws[i] + MB8__RSA_WS_S(h);
+        sc[i] = s[i];
+        se[i] = ws[i] + MB8__RSA_WS_T1(h);
+        cw[i] = ws[i] + MB8__RSA_WS_C(h);
+    }
+    if (vec_modn) {
+        const uint64_t *np[MB8_LANES], *rrp[MB8_LANES];
+        uint64_t k0s[MB8_LANES];
+        for (unsigned i = 0; i < MB8_LANES; i++) {
+            np[i] = mb8__rsa_n(k[i]);
+            rrp[i] = mb8__rsa_rrn(k[i]);
+            k0s[i] = k[i]->k0n;
+            uint64_t *mi = ws[i] + MB8__RSA_WS_M(h);
+            mb8__bn52_from_be(mi, nl, in[(lanes >> i & 1) ? i : first], len);
+            in_ok[i] = mb8__value_barrier(0 - mb8__bn52_sub(ws[i] + MB8__RSA_WS_T1(h), mi,
+                                                            np[i], nl));
+            if (all_blind)
+                mb8__bn52_from_be(t2[i], nl, bl[i], len);
+            else
+                memcpy(cw[i], mi, nl * sizeof(uint64_t));
+        }
+        to_vec(vn, np, nl);
+        to_vec(vrrn, rrp, nl);
+        k0n = _mm512_loadu_si512((const void *)k0s);
+        if (all_blind)
+            mulmod_n8(cw, m, t2c, k, vn, vrrn, k0n, nl, vt);
+    } else {
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            in_ok[i] = mb8__rsa_lane_pre(ws[i], in[(lanes >> i & 1) ? i : first], k[i], bl[i]);
+    }
+    exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
+    exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
+    if (vec_modn) {
+        for (unsigned i = 0; i < MB8_LANES; i++) {
+            mb8__rsa_garner(k[i], ws[i]);
+            if (all_blind)
+                mb8__bn52_from_be(t2[i], nl, ub[i], len);
+        }
+        if (all_blind)
+            mulmod_n8(s, sc, t2c, k, vn, vrrn, k0n, nl, vt);
+        fault_check8(se, sc, k, vn, vrrn, k0n, nl, vt);
+        for (unsigned i = 0; i < MB8_LANES; i++) {
+            if (!(lanes >> i & 1))
+                continue;
+            st = mb8_status_with(st, i, mb8__rsa_finish(out[i], k[i], in_ok[i], se[i], ws[i]));
+        }
+    } else {
+        for (unsigned i = 0; i < MB8_LANES; i++) {
+            if (!(lanes >> i & 1))
+                continue;
+            unsigned v = mb8__rsa_lane_post(out[i], k[i], ub[i], in_ok[i], ws[i]);
+            st = mb8_status_with(st, i, v);
+        }
+    }
+    mb8__wipe(scratch, used * sizeof(uint64_t));
+    return st;
+}
