@@ -29,7 +29,7 @@
 
 #include "bn52.h"
 
-#define MB8__RSA_WIN_IFMA 5
+#define MB8__RSA_WIN_IFMA 4
 #define IFMA __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"), always_inline)) inline
 #define IFMA_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma")))
 
@@ -44,12 +44,18 @@ static IFMA v8 mask52(void)
  * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)).
  * r must not alias a, b or m. n is a compile-time constant at every call site.
  */
-static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+/*
+ * The same multiplication with a window of n accumulators that slides down one limb per
+ * digit (acc[j - 1] = acc[j] + ...): for n above what 32 registers hold in place, where
+ * the in-place form would load and store an accumulator around every IFMA.
+ */
+static IFMA void amm8_slide(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
                       size_t n)
 {
     const v8 zero = _mm512_setzero_si512(), msk = mask52();
     v8 acc[80]; /* n <= 80 */
 
+#pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = zero;
     for (size_t i = 0; i < n; i++) {
@@ -60,6 +66,7 @@ static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restri
         v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
         hi = _mm512_madd52hi_epu64(hi, a[0], bi);
         hi = _mm512_madd52hi_epu64(hi, m[0], y);
+#pragma GCC unroll 80
         for (size_t j = 1; j < n; j++) {
             v8 t = _mm512_madd52lo_epu64(acc[j], a[j], bi);
             t = _mm512_madd52lo_epu64(t, m[j], y);
@@ -71,10 +78,182 @@ static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restri
     }
     /* carry propagation, per lane */
     v8 c = zero;
+#pragma GCC unroll 80
     for (size_t j = 0; j < n; j++) {
         v8 z = _mm512_add_epi64(acc[j], c);
         r[j] = _mm512_and_si512(z, msk);
         c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+
+static IFMA void amm8_inplace(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+                      size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+    v8 acc[160]; /* row i works on acc[i .. i + n]: every update in place, no shifting */
+
+#pragma GCC unroll 80
+    for (size_t j = 0; j <= n; j++)
+        acc[j] = zero;
+#pragma GCC unroll 80
+    for (size_t i = 0; i < n; i++) {
+        v8 bi = b[i];
+        v8 *w = acc + i;
+
+        w[n] = zero;
+#pragma GCC unroll 80
+        for (size_t j = 0; j < n; j++)
+            w[j] = _mm512_madd52lo_epu64(w[j], a[j], bi);
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
+#pragma GCC unroll 80
+        for (size_t j = 0; j < n; j++)
+            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
+#pragma GCC unroll 80
+        for (size_t j = 0; j < n; j++) {
+            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], a[j], bi);
+            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
+        }
+        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
+    }
+    /* carry propagation, per lane */
+    v8 c = zero;
+#pragma GCC unroll 80
+    for (size_t j = 0; j < n; j++) {
+        v8 z = _mm512_add_epi64(acc[n + j], c);
+        r[j] = _mm512_and_si512(z, msk);
+        c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+/* n <= 24: the in-place form (n + 1 accumulators stay in registers); above: sliding. */
+static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+                      size_t n)
+{
+    if (n <= 24)
+        amm8_inplace(r, a, b, m, k0, n);
+    else
+        amm8_slide(r, a, b, m, k0, n);
+}
+
+/* The reduction of ams8 in place (n <= 24: the window stays in registers): row i makes
+ * limb i of t (2n limbs, destroyed) zero mod 2^52 and carries it into limb i + 1; the
+ * result is limbs n .. 2n - 1, normalised into r. */
+static IFMA void ams8_redc_inplace(v8 *restrict r, v8 *t, const v8 *restrict m, v8 k0, size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+
+#pragma GCC unroll 80
+    for (size_t i = 0; i < n; i++) {
+        v8 *w = t + i;
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
+#pragma GCC unroll 80
+        for (size_t j = 0; j < n; j++)
+            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
+#pragma GCC unroll 80
+        for (size_t j = 0; j < n; j++)
+            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
+        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
+    }
+    v8 c = zero;
+#pragma GCC unroll 80
+    for (size_t j = 0; j < n; j++) {
+        v8 z = _mm512_add_epi64(t[n + j], c);
+        r[j] = _mm512_and_si512(z, msk);
+        c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+
+/*
+ * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
+ * same value as amm8(r, a, a, ...)). The full square first, each cross product once, then
+ * doubled (IFMA takes 52-bit operands, so the doubling is of the sums, not of a_i), plus
+ * the squares; then Montgomery reduction row by row (separated operand scanning). About
+ * n^2 + n + n(2n + 1) IFMA instead of 4n^2: Drucker-Gueron's dedicated squaring,
+ * performance.md §2.1. Lazy limbs: each of the 2n accumulators takes < 4n + 2 terms
+ * below 2^52 (x2 for the doubling), far from 2^64.
+ */
+static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+    v8 t[160]; /* the square, 2n <= 160 limbs, each column written once */
+
+    /* product scanning: column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for
+     * i + j = k - 1 (i < j), doubled, plus the square term of the column */
+#pragma GCC unroll 160
+    for (size_t k = 0; k < 2 * n; k++) {
+        v8 col = zero, colh = zero; /* two independent chains (IFMA latency) */
+        const size_t lo0 = k + 1 > n ? k + 1 - n : 0, lo1 = (k + 1) / 2; /* 2i < k */
+        const size_t hi0 = k > n ? k - n : 0, hi1 = k / 2;               /* 2i < k - 1 */
+#pragma GCC unroll 80
+        for (size_t i = lo0; i < lo1; i++)
+            col = _mm512_madd52lo_epu64(col, a[i], a[k - i]);
+#pragma GCC unroll 80
+        for (size_t i = hi0; i < hi1; i++)
+            colh = _mm512_madd52hi_epu64(colh, a[i], a[k - 1 - i]);
+        col = _mm512_slli_epi64(_mm512_add_epi64(col, colh), 1);
+        if (k % 2 == 0)
+            col = _mm512_madd52lo_epu64(col, a[k / 2], a[k / 2]);
+        else
+            col = _mm512_madd52hi_epu64(col, a[k / 2], a[k / 2]);
+        t[k] = col;
+    }
+    if (n <= 24) {
+        ams8_redc_inplace(r, t, m, k0, n);
+        return;
+    }
+    /* Montgomery reduction with a sliding window of n accumulators (as amm8_slide): row i
+     * makes the lowest limb zero mod 2^52, and limb n + i of the square enters the window */
+    v8 acc[80];
+#pragma GCC unroll 80
+    for (size_t j = 0; j < n; j++)
+        acc[j] = t[j];
+    for (size_t i = 0; i < n; i++) {
+        v8 a0 = acc[0];
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
+        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
+        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
+        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+#pragma GCC unroll 80
+        for (size_t j = 1; j < n; j++) {
+            v8 u = _mm512_madd52lo_epu64(acc[j], m[j], y);
+            acc[j - 1] = _mm512_add_epi64(u, hi);
+            hi = _mm512_madd52hi_epu64(zero, m[j], y);
+        }
+        acc[n - 1] = _mm512_add_epi64(t[n + i], hi);
+    }
+    v8 c = zero;
+#pragma GCC unroll 80
+    for (size_t j = 0; j < n; j++) {
+        v8 z = _mm512_add_epi64(acc[j], c);
+        r[j] = _mm512_and_si512(z, msk);
+        c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+#define AMS8_SPECIALISE(N)                                                                         \
+    static IFMA_FN __attribute__((noinline)) void ams8x##N(v8 *restrict r, const v8 *a,            \
+                                                           const v8 *restrict m, v8 k0)            \
+    {                                                                                              \
+        ams8(r, a, m, k0, N);                                                                      \
+    }
+AMS8_SPECIALISE(20)
+AMS8_SPECIALISE(30)
+AMS8_SPECIALISE(40)
+
+static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+{
+    switch (n) { /* public: the key size */
+    case 20:
+        ams8x20(r, a, m, k0);
+        break;
+    case 30:
+        ams8x30(r, a, m, k0);
+        break;
+    default:
+        ams8x40(r, a, m, k0);
+        break;
     }
 }
 
@@ -113,16 +292,23 @@ static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restr
     }
 }
 
-/* r = table[idx_lane] per lane: every entry read, selected by a compare mask. */
+/*
+ * r = table[idx_lane] per lane: every entry is read, and selected by a compare mask. Limb
+ * by limb, with the selection in a register (a masked store followed by a load of the same
+ * address cannot be forwarded and stalls).
+ */
 static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
 {
-    for (size_t j = 0; j < n; j++)
-        r[j] = _mm512_setzero_si512();
-    for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++) {
-        __mmask8 k = _mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e));
-        const v8 *t = table + (size_t)e * n;
-        for (size_t j = 0; j < n; j++)
-            r[j] = _mm512_mask_mov_epi64(r[j], k, t[j]);
+    v8 mk[1u << MB8__RSA_WIN_IFMA]; /* all-ones in the lanes that want entry e */
+
+    for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++)
+        mk[e] = _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e)), -1);
+    for (size_t j = 0; j < n; j++) {
+        v8 acc = _mm512_setzero_si512();
+#pragma GCC unroll 32
+        for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++) /* acc |= entry & mask */
+            acc = _mm512_ternarylogic_epi64(acc, table[(size_t)e * n + j], mk[e], 0xF8);
+        r[j] = acc;
     }
 }
 
@@ -205,7 +391,7 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
         pos -= MB8__RSA_WIN_IFMA;
         for (int s = 0; s < MB8__RSA_WIN_IFMA; s++) {
             v8 *t;
-            amm8n(y, x, x, m, k0, h);
+            ams8n(y, x, m, k0, h);
             t = x, x = y, y = t;
         }
         for (unsigned i = 0; i < MB8_LANES; i++)
