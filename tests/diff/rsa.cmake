@@ -6,3 +6,7 @@ target_compile_definitions(diff_rsa PRIVATE RSA_KEYS_DIR="${CMAKE_SOURCE_DIR}/te
 target_link_libraries(diff_rsa PRIVATE mb8 OpenSSL::Crypto PkgConfig::CMOCKA Threads::Threads)
 add_test(NAME diff_rsa COMMAND diff_rsa)
 set_tests_properties(diff_rsa PROPERTIES TIMEOUT 120)
+# The same test on the portable kernel (the default run takes the IFMA kernel where the CPU
+# has it): both kernels must agree with OpenSSL.
+add_test(NAME diff_rsa_portable COMMAND diff_rsa)
+set_tests_properties(diff_rsa_portable PROPERTIES TIMEOUT 120 ENVIRONMENT MB8_FORCE_PORTABLE=1)

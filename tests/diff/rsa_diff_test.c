@@ -444,6 +444,80 @@ static void test_blinding_errors(void **state)
     free(b);
 }
 
+/*
+ * Batches the IFMA kernel cannot run entirely as 8-lane mod-n steps: lanes blinded and
+ * unblinded in one batch (blind/unblind NULL per lane), and a lane whose key has another
+ * public exponent (e = 3) than the others, so the fault check runs per lane. Every lane
+ * must still match OpenSSL.
+ */
+static void test_mixed_paths(void **state)
+{
+    const unsigned bits = 2048;
+    struct tkey k3;
+    EVP_PKEY_CTX *gctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    BIGNUM *e3 = BN_new();
+    EVP_PKEY *pk = NULL;
+    struct batch *b = malloc(sizeof *b);
+
+    assert_true(gctx && e3 && b);
+    assert_int_equal(BN_set_word(e3, 3), 1);
+    assert_int_equal(EVP_PKEY_keygen_init(gctx), 1);
+    assert_int_equal(EVP_PKEY_CTX_set_rsa_keygen_bits(gctx, (int)bits), 1);
+    assert_int_equal(EVP_PKEY_CTX_set1_rsa_keygen_pubexp(gctx, e3), 1);
+    assert_int_equal(EVP_PKEY_keygen(gctx, &pk), 1);
+    memset(&k3, 0, sizeof(k3));
+    {
+        /* as setup_key, for a key outside the global table */
+        struct tkey *k = &k3;
+        size_t hb = bits / 16;
+        k->pk = pk;
+        get_param(pk, OSSL_PKEY_PARAM_RSA_N, k->nb, bits / 8, &k->n);
+        assert_int_equal(EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_RSA_E, &k->e), 1);
+        k->elen = (size_t)BN_num_bytes(k->e);
+        BN_bn2bin(k->e, k->eb);
+        get_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR1, k->p, hb, NULL);
+        get_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR2, k->q, hb, NULL);
+        get_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT1, k->dp, hb, NULL);
+        get_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT2, k->dq, hb, NULL);
+        get_param(pk, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, k->qi, hb, NULL);
+        k->mk = aligned_alloc(64, (mb8_rsa_key_size(bits) + 63) / 64 * 64);
+        assert_non_null(k->mk);
+        assert_int_equal(mb8_rsa_key_init(k->mk, bits, k->nb, k->eb, k->elen, k->p, k->q, k->dp,
+                                          k->dq, k->qi),
+                         0);
+        k->dctx = EVP_PKEY_CTX_new(pk, NULL);
+        assert_non_null(k->dctx);
+        assert_int_equal(EVP_PKEY_decrypt_init(k->dctx), 1);
+        assert_int_equal(EVP_PKEY_CTX_set_rsa_padding(k->dctx, RSA_NO_PADDING), 1);
+    }
+    for (int round = 0; round < 3; round++) {
+        batch_init(b);
+        for (unsigned i = 0; i < MB8_LANES; i++) {
+            const struct tkey *k = (round != 1 && i == 3) ? &k3 : &keys[0][i];
+            b->tk[i] = k;
+            b->kp[i] = k->mk;
+            b->inp[i] = b->in[i];
+            rand_below(b->in[i], k, bits);
+            make_blind(b, i, bits);
+        }
+        if (round >= 1) { /* lanes 1 and 6 unblinded (both pointers NULL) */
+            b->blp[1] = b->ubp[1] = NULL;
+            b->blp[6] = b->ubp[6] = NULL;
+        }
+        mb8_status_t st = run(b, 1);
+        check_ok_lanes(b, st, bits, 0xFF);
+    }
+    mb8_rsa_key_dispose(k3.mk);
+    free(k3.mk);
+    EVP_PKEY_CTX_free(k3.dctx);
+    BN_free(k3.n);
+    BN_free(k3.e);
+    EVP_PKEY_free(pk);
+    EVP_PKEY_CTX_free(gctx);
+    BN_free(e3);
+    free(b);
+}
+
 /* A corrupted cached dp: that lane is VERIFY_FAIL with zeroed output, the others right. */
 static void test_fault(void **state)
 {
@@ -672,7 +746,7 @@ int main(void)
         cmocka_unit_test(test_random_4096),  cmocka_unit_test(test_blinded_2048),
         cmocka_unit_test(test_blinded_4096), cmocka_unit_test(test_mixed),
         cmocka_unit_test(test_same_key),     cmocka_unit_test(test_blinding_errors),
-        cmocka_unit_test(test_fault),        cmocka_unit_test(test_api_errors),
+        cmocka_unit_test(test_mixed_paths), cmocka_unit_test(test_fault),        cmocka_unit_test(test_api_errors),
         cmocka_unit_test(test_ct_poison),    cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -69,7 +69,7 @@ int mb8_rsa_key_init(mb8_rsa_key_t *key, unsigned bits, const uint8_t *n, const 
     /* The checks branch on their result, which is public (the key is accepted or not). */
     int ok = bit_set(kn, bits - 1) && (kn[0] & 1) && bit_set(kp, bits / 2 - 1) &&
              bit_set(kq, bits / 2 - 1) && (kp[0] & 1) && (kq[0] & 1) && (ke[0] & 1) &&
-             !below_bit(ke, nl, 2) /* e >= 3 (odd and > 1) */;
+             !below_bit(ke, nl, 1) /* e >= 3: odd, and a bit above bit 0 */;
     /* e < n, dp < p, dq < q, qinv < p: the borrow of x - m (into a scratch area) */
     uint64_t *tmp = rrn; /* 2h limbs, overwritten below */
     ok = ok && mb8__bn52_sub(tmp, ke, kn, nl) && mb8__bn52_sub(tmp, kdp, kp, h) &&
