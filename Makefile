@@ -36,6 +36,7 @@ bench:
 	bench/handshake.sh
 	bench/async.sh
 	bench/speed.sh
+	bench/mb8.sh
 
 fuzz:
 	@scripts/deps.sh test
