@@ -10,7 +10,8 @@
  *   choose the wake-up: the wait ctx's callback,  the 8th job (at once, in its job), the
  *     else the wait ctx's eventfd (ours)          application's poll (same thread), the
  *   lock; append; full? take the batch           timer thread (a queue whose oldest request
- *   unlock                                        waited flush_us), or a resumed job
+ *   unlock                                        stopped growing for flush_us, or whose
+ *                                                 oldest waited 4 x flush_us), or a resumed job
  *   loop: lock; done? unlock; break               lock; take the batch; unlock
  *         resumed without result? flush the       mb8 computes (no lock held)
  *           queue ourselves, or wait for the      lock; for each request: callback(arg) or
@@ -58,6 +59,7 @@ struct tg_thread {
     pthread_cond_t done_cv;
     struct tg_req *q[TG_OP_COUNT][MB8_LANES];
     unsigned qn[TG_OP_COUNT];
+    uint64_t last_ns[TG_OP_COUNT]; /* when the newest request joined the queue */
     void *scratch; /* RSA scratch for batches computed on this thread */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
     struct tg_thread *next;
@@ -316,7 +318,11 @@ static uint64_t timer_pass(void)
                 pthread_mutex_unlock(&t->lock);
                 continue;
             }
-            due = t->q[op][0]->queued_ns + flush_ns;
+            /* due when the queue stopped growing for flush_us (jobs still arriving will
+             * fill it), or when its oldest request waited 4 periods (a bound) */
+            due = t->last_ns[op] + flush_ns;
+            if (due > t->q[op][0]->queued_ns + 4 * flush_ns)
+                due = t->q[op][0]->queued_ns + 4 * flush_ns;
             if (due > now) {
                 pthread_mutex_unlock(&t->lock);
                 if (next == 0 || due < next)
@@ -528,6 +534,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     }
     pthread_mutex_lock(&t->lock);
     t->q[r->op][t->qn[r->op]++] = r;
+    t->last_ns[r->op] = r->queued_ns;
     first = atomic_fetch_add(&pending, 1) == 0;
     if (t->qn[r->op] == MB8_LANES) {
         n = take_locked(t, r->op, rs);
