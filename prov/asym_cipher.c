@@ -210,6 +210,21 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
     return ok;
 }
 
+/* PKCS#1 v1.5, the TLS premaster mode, OAEP or none: the paddings decrypt_acc removes. */
+static int pad_supported(TG_CIPHER *c)
+{
+    int pad = 0, ok;
+    OSSL_PARAM q[2];
+
+    q[0] = OSSL_PARAM_construct_int(OSSL_ASYM_CIPHER_PARAM_PAD_MODE, &pad);
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = CIF(GET_CTX_PARAMS, get_ctx_params)(c->inner, q);
+    ERR_pop_to_mark();
+    return ok && (pad == RSA_PKCS1_PADDING || pad == RSA_PKCS1_WITH_TLS_PADDING ||
+                  pad == RSA_PKCS1_OAEP_PADDING || pad == RSA_NO_PADDING);
+}
+
 static int ci_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outsize,
                       const unsigned char *in, size_t inlen)
 {
@@ -220,7 +235,8 @@ static int ci_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outs
     if (out == NULL || k == NULL) /* a size query, or no key */
         return CIF(DECRYPT, decrypt)(c->inner, out, outlen, outsize, in, inlen);
     tg_count(TG_C_REQUESTS, 1);
-    if (!(c->prov->enable & TG_EN_RSA) || !tg_key_acc(k) || k->rsa.key == NULL) {
+    if (!(c->prov->enable & TG_EN_RSA) || !tg_key_acc(k) || k->rsa.key == NULL ||
+        !pad_supported(c)) {
         tg_count(TG_C_FALLBACKS, 1);
     } else if (!tg_batch_can_queue()) {
         tg_count(TG_C_SYNC, 1);

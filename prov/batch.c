@@ -74,10 +74,11 @@ static pthread_mutex_t timer_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t timer_cv;
 static pthread_t timer_thread;
 static int timer_running, timer_stop;
+static atomic_int timer_started; /* timer_running, readable without timer_mu */
 static void *timer_scratch;
 static atomic_uint pending; /* requests in all queues */
-static unsigned long g_flush_us = 200;
-static int g_poll_app;
+/* The timer's nap while only requests it does not manage (poll_mode app) are queued. */
+#define TG_TIMER_IDLE_NS (200ULL * 1000ULL)
 static int g_instances;
 static const OSSL_CORE_HANDLE *g_handle;
 static OSSL_FUNC_core_thread_start_fn *g_thread_start;
@@ -298,7 +299,7 @@ static struct tg_thread *self_get(void)
  * (ns), or 0 when nothing is queued. */
 static uint64_t timer_pass(void)
 {
-    uint64_t flush_ns = (uint64_t)g_flush_us * 1000ULL, now = now_ns(), next = 0;
+    uint64_t now = now_ns(), next = 0;
     struct tg_req *rs[MB8_LANES];
     struct tg_thread *t;
     unsigned n;
@@ -311,10 +312,11 @@ static uint64_t timer_pass(void)
         if (atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS > now)
             continue;
         for (op = 0; op < TG_OP_COUNT; op++) {
-            uint64_t due;
+            uint64_t due, flush_ns;
 
             pthread_mutex_lock(&t->lock);
-            if (t->qn[op] == 0) {
+            /* each request carries its provider instance's period; 0: poll_mode app */
+            if (t->qn[op] == 0 || (flush_ns = t->q[op][0]->flush_ns) == 0) {
                 pthread_mutex_unlock(&t->lock);
                 continue;
             }
@@ -352,7 +354,7 @@ static void *timer_main(void *arg)
         pthread_mutex_unlock(&timer_mu);
         next = timer_pass();
         if (next == 0 && atomic_load(&pending) != 0)
-            next = now_ns() + (uint64_t)g_flush_us * 1000ULL; /* queued during the pass */
+            next = now_ns() + TG_TIMER_IDLE_NS; /* queued during the pass, or not ours */
         if (next != 0) {
             struct timespec ts;
 
@@ -367,11 +369,10 @@ static void *timer_main(void *arg)
     return NULL;
 }
 
-/* The first request was queued (0 -> 1): wake the timer, starting it if needed. */
+/* A timer-managed request was queued first (0 -> 1), or before the timer ever ran: wake
+ * the timer, starting it if needed. */
 static void timer_kick(void)
 {
-    if (g_flush_us == 0 || g_poll_app)
-        return;
     pthread_mutex_lock(&timer_mu);
     if (!timer_running && !timer_stop) {
         sigset_t all, old;
@@ -381,8 +382,10 @@ static void timer_kick(void)
         /* the thread takes no signals: they stay with the application's threads */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        if (pthread_create(&timer_thread, NULL, timer_main, NULL) == 0)
+        if (pthread_create(&timer_thread, NULL, timer_main, NULL) == 0) {
             timer_running = 1;
+            atomic_store(&timer_started, 1);
+        }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     pthread_cond_signal(&timer_cv);
@@ -418,6 +421,7 @@ static void atfork_child(void)
     pthread_mutex_init(&timer_mu, NULL);
     pthread_cond_init(&timer_cv, NULL);
     timer_running = 0;
+    atomic_store(&timer_started, 0);
     /* The other threads' states stay allocated (they may hold their locks); only ours
      * is kept, emptied. */
     reg_head = NULL;
@@ -518,6 +522,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     r->wfd = NULL;
     r->status = MB8_STATUS_UNUSED;
     r->queued_ns = now_ns();
+    r->flush_ns = prov->poll_app ? 0 : (uint64_t)prov->flush_us * 1000ULL;
     t = wctx != NULL ? self_get() : NULL;
     if (t == NULL || !prepare_wake(r, wctx)) {
         /* no job to pause: a batch of one, at once */
@@ -547,7 +552,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
         return 1;
     }
     pthread_mutex_unlock(&t->lock);
-    if (first)
+    if (r->flush_ns != 0 && (first || !atomic_load(&timer_started)))
         timer_kick();
     wait_done(t, r, wctx);
     return 1;
@@ -576,8 +581,6 @@ int tg_batch_init(const TG_PROV *prov)
         pthread_condattr_destroy(&attr);
         timer_stop = 0;
     }
-    g_flush_us = prov->flush_us;
-    g_poll_app = prov->poll_app;
     pthread_mutex_unlock(&timer_mu);
     pthread_once(&once, atfork_register);
     return 1;
@@ -604,6 +607,7 @@ void tg_batch_teardown(void)
         pthread_join(timer_thread, NULL);
         pthread_mutex_lock(&timer_mu);
         timer_running = 0;
+        atomic_store(&timer_started, 0);
         timer_stop = 0;
         OPENSSL_clear_free(timer_scratch, rsa_scratch_bytes());
         timer_scratch = NULL;

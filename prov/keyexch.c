@@ -109,23 +109,11 @@ static int kex_set_peer(void *ctx, void *provkey)
 /* 1 derived, 0 failed (error raised), -1 not ours: let the default provider derive. */
 static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_t outlen)
 {
-    char kdf[32] = "";
-    OSSL_PARAM q[2];
     struct tg_req r;
     uint8_t out[32];
-    int ok;
 
     if (outlen < 32)
         return -1;
-    if (x->kt == TG_KT_EC) {
-        q[0] = OSSL_PARAM_construct_utf8_string(OSSL_EXCHANGE_PARAM_KDF_TYPE, kdf, sizeof(kdf));
-        q[1] = OSSL_PARAM_construct_end();
-        ERR_set_mark();
-        ok = KXF(x, GET_CTX_PARAMS, get_ctx_params)(x->inner, q);
-        ERR_pop_to_mark();
-        if (!ok || kdf[0] != '\0')
-            return -1;
-    }
     memset(&r, 0, sizeof(r));
     r.op = x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
     r.priv = x->key->priv;
@@ -143,6 +131,23 @@ static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_
     return 1;
 }
 
+/* ECDH without a KDF (X9.63 KDF derivation is the default provider's); X25519 always. */
+static int no_kdf(TG_KEX *x)
+{
+    char kdf[32] = "";
+    OSSL_PARAM q[2];
+    int ok;
+
+    if (x->kt != TG_KT_EC)
+        return 1;
+    q[0] = OSSL_PARAM_construct_utf8_string(OSSL_EXCHANGE_PARAM_KDF_TYPE, kdf, sizeof(kdf));
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = KXF(x, GET_CTX_PARAMS, get_ctx_params)(x->inner, q);
+    ERR_pop_to_mark();
+    return ok && kdf[0] == '\0';
+}
+
 static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_t outlen)
 {
     TG_KEX *x = ctx;
@@ -153,7 +158,7 @@ static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_
         return KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
     tg_count(TG_C_REQUESTS, 1);
     if (!(x->prov->enable & en) || !tg_key_acc(x->key) || !x->key->has_priv ||
-        !tg_key_acc(x->peer) || !x->peer->has_pub) {
+        !tg_key_acc(x->peer) || !x->peer->has_pub || !no_kdf(x)) {
         tg_count(TG_C_FALLBACKS, 1);
     } else if (!tg_batch_can_queue()) {
         tg_count(TG_C_SYNC, 1);

@@ -136,7 +136,7 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     size_t i;
 
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME)) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, "tlsgate: batched private-key operations (mb8)"))
+        !OSSL_PARAM_set_utf8_ptr(p, TG_PROV_NAME))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION)) != NULL &&
         !OSSL_PARAM_set_utf8_ptr(p, TLSGATE_PROV_VERSION))

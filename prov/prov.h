@@ -169,6 +169,7 @@ struct tg_req {
 
     /* batch.c's bookkeeping */
     uint64_t queued_ns;
+    uint64_t flush_ns; /* the instance's timer period, 0 when the timer leaves it alone */
     ASYNC_callback_fn cb;
     void *cbarg;
     struct tg_waitfd *wfd;
@@ -190,7 +191,8 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r);
 /* Flushes every partial queue of the calling thread. Returns requests completed. */
 unsigned tg_batch_poll(void);
 
-/* Process-wide setup (atfork) and configuration of the timer; one call per instance. */
+/* Process-wide setup (atfork); one call per instance (the timer's settings travel with
+ * each request, so instances with different settings coexist). */
 int tg_batch_init(const TG_PROV *prov);
 /* The last instance stops the timer thread. */
 void tg_batch_teardown(void);

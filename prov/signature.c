@@ -309,6 +309,24 @@ static int sig_accelerated(TG_SIG *s)
     return (s->prov->enable & TG_EN_ECDSA) && k->has_priv;
 }
 
+/* ... and with the context's padding (RSA: PKCS#1 v1.5, PSS or none; X9.31 is not ours)? */
+static int sig_eligible(TG_SIG *s)
+{
+    int pad = 0, ok;
+    OSSL_PARAM q[2];
+
+    if (!sig_accelerated(s))
+        return 0;
+    if (s->kt != TG_KT_RSA)
+        return 1;
+    q[0] = OSSL_PARAM_construct_int(OSSL_SIGNATURE_PARAM_PAD_MODE, &pad);
+    q[1] = OSSL_PARAM_construct_end();
+    ERR_set_mark();
+    ok = SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, q);
+    ERR_pop_to_mark();
+    return ok && (pad == RSA_PKCS1_PADDING || pad == RSA_PKCS1_PSS_PADDING || pad == RSA_NO_PADDING);
+}
+
 static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsize,
                     const unsigned char *tbs, size_t tbslen)
 {
@@ -318,7 +336,7 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
     if (sig == NULL || s->key == NULL) /* a size query, or no key: the default answers */
         return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
     tg_count(TG_C_REQUESTS, 1);
-    if (!sig_accelerated(s)) {
+    if (!sig_eligible(s)) {
         tg_count(TG_C_FALLBACKS, 1);
     } else if (!tg_batch_can_queue()) {
         tg_count(TG_C_SYNC, 1);
@@ -388,8 +406,13 @@ static int sig_digest_sign_final(void *ctx, unsigned char *sig, size_t *siglen, 
     unsigned int dlen = 0;
     int ok;
 
-    if (s->mdctx == NULL)
+    if (s->mdctx == NULL) {
+        if (sig != NULL && s->key != NULL) { /* a key or digest we do not accelerate */
+            tg_count(TG_C_REQUESTS, 1);
+            tg_count(TG_C_FALLBACKS, 1);
+        }
         return SIGF(s, DIGEST_SIGN_FINAL, digest_sign_final)(s->inner, sig, siglen, sigsize);
+    }
     if (sig == NULL) /* size query: the digest state must stay untouched */
         return SIGF(s, SIGN, sign)(s->inner, NULL, siglen, 0, NULL, 0);
     if (!EVP_DigestFinal_ex(s->mdctx, digest, &dlen))

@@ -1,0 +1,30 @@
+# prov_unit: EVP-level correctness of the tlsgate provider (${CMAKE_BINARY_DIR}/tlsgate.so,
+# target tlsgate_prov, prov/README.md) against OpenSSL's default provider, in and out of
+# ASYNC jobs (1, 3, 8 and 64 in flight; callback and wait-fd wake-ups; timer flush and
+# application polling), bad input, counters, fork. See tests/prov/prov_test.c.
+# prov_valgrind: the same binary under valgrind memcheck on mb8's portable path, with
+# PROV_TEST_QUICK=1 (no RSA-4096, no 64-job runs, fewer keys). Not in sanitizer builds
+# (valgrind and ASan do not mix); there tlsgate.so itself is built without sanitizers.
+add_executable(prov_test ${CMAKE_SOURCE_DIR}/tests/prov/prov_test.c)
+target_compile_definitions(prov_test PRIVATE
+                           TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}"
+                           PROV_RSA_KEYS_DIR="${CMAKE_SOURCE_DIR}/tests/diff/rsa_keys")
+target_link_libraries(prov_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto Threads::Threads)
+if(TARGET tlsgate_prov)
+  add_dependencies(prov_test tlsgate_prov)
+endif()
+
+add_test(NAME prov_unit COMMAND prov_test)
+set_tests_properties(prov_unit PROPERTIES TIMEOUT 240 LABELS "prov"
+                     REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+
+find_program(VALGRIND_EXECUTABLE valgrind)
+if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
+  add_test(NAME prov_valgrind
+           COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --leak-check=full --quiet
+                   $<TARGET_FILE:prov_test>)
+  set_tests_properties(prov_valgrind PROPERTIES
+                       TIMEOUT 600 LABELS "prov;valgrind"
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;PROV_TEST_QUICK=1"
+                       REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+endif()
