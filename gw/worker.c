@@ -229,6 +229,7 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         exit(2);
     }
     int poll_hook = gw_accel_has_poll();
+    int accel_queued = 0; /* requests a batching provider holds for a later pass */
     gw_worker_accepting(1);
     gw_log(GW_LOG_INFO, 0, "worker %d started", index);
 
@@ -236,15 +237,19 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         /* While jobs are paused on a provider that must be polled, never block for long:
          * its completions arrive only through the poll (a batching provider completes
          * partial batches in the poll itself; an accelerator with a completion queue needs
-         * the poll repeated until its answers are in). 1 ms is a timer tick, not a spin. */
+         * the poll repeated until its answers are in). 1 ms is a timer tick, not a spin.
+         * While a batching provider holds requests for a queue that was still growing,
+         * the wait does not block at all: nothing new ready means the queue stopped
+         * growing, and the next poll computes it. */
         int wait_ms = w.shutting_down ? 100 : -1;
         if (poll_hook && gw_conn_async_paused() > 0)
-            wait_ms = POLL_WAIT_MS;
+            wait_ms = accel_queued > 0 ? 0 : POLL_WAIT_MS;
         gw_loop_once(&w.loop, wait_ms);
         /* After the ready events: let a polling provider complete what it queued (partial
          * batches never wait for a timer), then resume the jobs that completed. */
+        accel_queued = 0;
         if (poll_hook && gw_conn_async_paused() > 0)
-            gw_accel_poll();
+            gw_accel_poll(&accel_queued);
         gw_conn_async_process();
         if (stop_fast)
             break;

@@ -60,6 +60,7 @@ struct tg_thread {
     struct tg_req *q[TG_OP_COUNT][MB8_LANES];
     unsigned qn[TG_OP_COUNT];
     uint64_t last_ns[TG_OP_COUNT]; /* when the newest request joined the queue */
+    unsigned char grew[TG_OP_COUNT]; /* a request joined since the application's last poll */
     void *scratch; /* RSA scratch for batches computed on this thread */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
     struct tg_thread *next;
@@ -540,6 +541,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     pthread_mutex_lock(&t->lock);
     t->q[r->op][t->qn[r->op]++] = r;
     t->last_ns[r->op] = r->queued_ns;
+    t->grew[r->op] = 1;
     first = atomic_fetch_add(&pending, 1) == 0;
     if (t->qn[r->op] == MB8_LANES) {
         n = take_locked(t, r->op, rs);
@@ -561,11 +563,41 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
 unsigned tg_batch_poll(void)
 {
     struct tg_thread *t = tg_self;
+    struct tg_req *rs[MB8_LANES];
+    unsigned total = 0, n;
+    int op;
 
     if (t == NULL)
         return 0;
     atomic_store(&t->polled_ns, now_ns());
-    return thread_flush(t, TG_C_FLUSH_POLL);
+    for (op = 0; op < TG_OP_COUNT; op++) {
+        pthread_mutex_lock(&t->lock);
+        /* a queue that grew since the last poll is left to grow: the application's loop
+         * is still bringing jobs to it; one that did not is computed now */
+        n = t->grew[op] ? 0 : take_locked(t, (enum tg_op)op, rs);
+        t->grew[op] = 0;
+        pthread_mutex_unlock(&t->lock);
+        if (n > 0) {
+            run_batch(t, (enum tg_op)op, rs, n, thread_scratch(t), TG_C_FLUSH_POLL, NULL);
+            total += n;
+        }
+    }
+    return total;
+}
+
+unsigned tg_batch_queued(void)
+{
+    struct tg_thread *t = tg_self;
+    unsigned n = 0;
+    int op;
+
+    if (t == NULL)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    for (op = 0; op < TG_OP_COUNT; op++)
+        n += t->qn[op];
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }
 
 int tg_batch_init(const TG_PROV *prov)

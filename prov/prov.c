@@ -101,7 +101,7 @@ static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
 
 /* ---- parameters ---- */
 
-#define TG_FIXED_PARAMS 8
+#define TG_FIXED_PARAMS 9
 static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
 
 static void tg_gettable_build(void)
@@ -116,6 +116,7 @@ static void tg_gettable_build(void)
     tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("enable", NULL, 0);
     tg_gettable[n++] = OSSL_PARAM_construct_ulong("flush_us", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_uint("queued", NULL);
     for (i = 0; i < TG_C_COUNT; i++)
         tg_gettable[n++] = OSSL_PARAM_construct_uint64(tg_counter_names[i], NULL);
     tg_gettable[n] = OSSL_PARAM_construct_end();
@@ -157,6 +158,10 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     /* the poll: flushes this thread's partial batches (the application's loop hook) */
     if ((p = OSSL_PARAM_locate(params, "poll")) != NULL && !OSSL_PARAM_set_uint(p, tg_batch_poll()))
+        return 0;
+    /* after the poll when both are asked: what is still waiting in this thread's queues */
+    if ((p = OSSL_PARAM_locate(params, "queued")) != NULL &&
+        !OSSL_PARAM_set_uint(p, tg_batch_queued()))
         return 0;
     for (i = 0; i < TG_C_COUNT; i++)
         if ((p = OSSL_PARAM_locate(params, tg_counter_names[i])) != NULL &&

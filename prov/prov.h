@@ -188,8 +188,14 @@ int tg_batch_can_queue(void);
  */
 int tg_batch_run(TG_PROV *prov, struct tg_req *r);
 
-/* Flushes every partial queue of the calling thread. Returns requests completed. */
+/*
+ * The application's poll: computes every partial queue of the calling thread that did not
+ * grow since the previous poll (one that grew is left to fill: the application's loop is
+ * still bringing jobs). Returns the requests completed.
+ */
 unsigned tg_batch_poll(void);
+/* Requests waiting in the calling thread's queues. */
+unsigned tg_batch_queued(void);
 
 /* Process-wide setup (atfork); one call per instance (the timer's settings travel with
  * each request, so instances with different settings coexist). */

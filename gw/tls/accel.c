@@ -254,16 +254,23 @@ int gw_accel_has_poll(void)
     return 0;
 }
 
-int gw_accel_poll(void)
+int gw_accel_poll(int *queued)
 {
     int total = 0;
+    *queued = 0;
     for (size_t i = 0; i < n_loaded; i++) {
         if (!loaded[i].has_poll)
             continue;
-        int done = 0;
-        OSSL_PARAM params[] = {OSSL_PARAM_construct_int("poll", &done), OSSL_PARAM_END};
-        if (OSSL_PROVIDER_get_params(loaded[i].prov, params) && done > 0)
-            total += done;
+        int done = 0, waiting = 0;
+        /* "queued" is optional (our provider has it): requests left for a later pass */
+        OSSL_PARAM params[] = {OSSL_PARAM_construct_int("poll", &done),
+                               OSSL_PARAM_construct_int("queued", &waiting), OSSL_PARAM_END};
+        if (OSSL_PROVIDER_get_params(loaded[i].prov, params)) {
+            if (done > 0)
+                total += done;
+            if (OSSL_PARAM_modified(&params[1]) && waiting > 0)
+                *queued += waiting;
+        }
     }
     return total;
 }

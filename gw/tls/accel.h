@@ -24,11 +24,13 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs);
 /**
  * The poll hook: for every loaded provider that has a gettable integer parameter named
  * "poll" (a provider opts in by offering it; reading it completes what the provider has
- * queued and returns how many requests it completed), read it. Called by a worker once
- * per loop pass while async jobs are paused. Returns the total completed, 0 when no
- * provider polls.
+ * queued and returns how many requests it completed), read it, together with the optional
+ * integer "queued" (requests the provider still holds for this thread: a batching provider
+ * lets a queue that is still growing wait for the next pass). Called by a worker once per
+ * loop pass while async jobs are paused. Returns the total completed (0 when no provider
+ * polls) and sets *queued to the total still held (0 when no provider reports it).
  */
-int gw_accel_poll(void);
+int gw_accel_poll(int *queued);
 
 /** Does any loaded provider offer the poll hook? */
 int gw_accel_has_poll(void);
