@@ -26,8 +26,10 @@
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
 
+#include "mb8/cpu.h"
 #include "mb8/p256.h"
 #include "mb8/status.h"
+#include "p256_internal.h" /* the kernels themselves, for the IFMA-vs-reference comparison */
 
 #include "memcheck.h"
 
@@ -788,6 +790,207 @@ static void test_lane_bookkeeping(void **state)
     }
 }
 
+/* ---- partial batches ---------------------------------------------------------------- */
+
+/* Every lane count 1..7 (random positions), through the public API, against OpenSSL. */
+static void test_partial_batches(void **state)
+{
+    (void)state;
+    rng_state = g_seed ^ 0x9a27;
+    for (unsigned used = 1; used < L; used++) {
+        uint8_t d[L][NB], t[NB], q[L][NP], e[L][NB], k[L][NB], pub[L][NP], sec[L][NB];
+        uint8_t r[L][NB], s[L][NB], w[NP], wr[NB], ws[NB];
+        uint8_t *pubs[L], *secs[L], *rp[L], *sp[L];
+        const uint8_t *dp[L], *qp[L], *ep[L], *kp[L];
+        unsigned mask = 0;
+        while ((unsigned)__builtin_popcount(mask) < used)
+            mask |= 1u << (rng_next() % L);
+        for (unsigned i = 0; i < L; i++) {
+            rng_scalar(d[i]);
+            rng_scalar(t);
+            ossl_pub(q[i], t);
+            rng_bytes(e[i], NB);
+            rng_scalar(k[i]);
+            dp[i] = (mask >> i) & 1 ? d[i] : NULL;
+            qp[i] = q[i];
+            ep[i] = e[i];
+            kp[i] = k[i];
+            pubs[i] = pub[i];
+            secs[i] = sec[i];
+            rp[i] = r[i];
+            sp[i] = s[i];
+        }
+        memset(pub, 0xAA, sizeof pub);
+        memset(sec, 0xAA, sizeof sec);
+        memset(r, 0xAA, sizeof r);
+        memset(s, 0xAA, sizeof s);
+        mb8_status_t st1 = mb8_p256_public_key(pubs, dp);
+        mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp);
+        mb8_status_t st3 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+        for (unsigned i = 0; i < L; i++) {
+            if (!((mask >> i) & 1)) {
+                expect_status("partial keygen unused", st1, i, MB8_STATUS_UNUSED);
+                expect_status("partial ECDH unused", st2, i, MB8_STATUS_UNUSED);
+                expect_status("partial sign unused", st3, i, MB8_STATUS_UNUSED);
+                for (int b = 0; b < NB; b++)
+                    assert_true(pub[i][b] == 0xAA && sec[i][b] == 0xAA && r[i][b] == 0xAA &&
+                                s[i][b] == 0xAA);
+                continue;
+            }
+            expect_status("partial keygen", st1, i, MB8_STATUS_OK);
+            expect_status("partial ECDH", st2, i, MB8_STATUS_OK);
+            expect_status("partial sign", st3, i, MB8_STATUS_OK);
+            ossl_pub(w, d[i]);
+            expect_bytes("partial keygen", i, pub[i], w, NP);
+            assert_int_equal(ossl_ecdh(w, d[i], q[i]), 1);
+            expect_bytes("partial ECDH", i, sec[i], w, NB);
+            assert_int_equal(ossl_sign_k(wr, ws, e[i], d[i], k[i]), 1);
+            expect_bytes("partial sign r", i, r[i], wr, NB);
+            expect_bytes("partial sign s", i, s[i], ws, NB);
+            assert_true(ossl_verify(r[i], s[i], e[i], d[i]));
+        }
+    }
+}
+
+/* ---- IFMA kernels against the portable reference ------------------------------------- */
+
+/* A scalar for the kernel comparison: mostly random, often one of the edge values or a
+ * pattern that stresses the signed-digit (Booth) recoding of the comb. */
+static void pool_scalar(uint8_t d[NB])
+{
+    unsigned kind = (unsigned)(rng_next() % 16);
+    switch (kind) {
+    case 0:
+        special_scalar(d, (unsigned)(rng_next() % 6));
+        break;
+    case 1: /* every nibble 8 (Booth digit -8 everywhere), random top byte */
+        memset(d, 0x88, NB);
+        d[0] = (uint8_t)rng_next();
+        break;
+    case 2: /* every nibble 7 or f (digits 8, or -1 / 0 with carries), random top byte */
+        memset(d, rng_next() % 2 ? 0x77 : 0xff, NB);
+        d[0] = (uint8_t)rng_next();
+        break;
+    case 3: /* small */
+        memset(d, 0, NB);
+        d[NB - 1] = (uint8_t)(rng_next() % 17);
+        break;
+    case 4: /* top bit set, rest sparse */
+        memset(d, 0, NB);
+        d[0] = 0x80;
+        d[NB - 1 - rng_next() % NB] |= (uint8_t)rng_next();
+        break;
+    case 5: /* n - small */
+        special_scalar(d, 0);
+        d[NB - 1] = (uint8_t)(d[NB - 1] - rng_next() % 64);
+        break;
+    case 6: /* alternating nibbles */
+        memset(d, rng_next() % 2 ? 0x0f : 0xf0, NB);
+        break;
+    default:
+        rng_bytes(d, NB);
+        break;
+    }
+}
+
+/* A point: mostly valid, else off the curve, a bad prefix, or x or y >= p. */
+static void pool_point(uint8_t q[NP])
+{
+    uint8_t t[NB];
+    rng_scalar(t);
+    ossl_pub(q, t);
+    switch (rng_next() % 8) {
+    case 0:
+        q[1 + rng_next() % (NP - 1)] ^= (uint8_t)(1u << (rng_next() % 8));
+        break;
+    case 1:
+        q[0] = (uint8_t)(rng_next() % 8);
+        break;
+    case 2:
+        memset(q + 1 + (rng_next() % 2) * NB, 0xff, NB);
+        break;
+    case 3:
+        rng_bytes(q + 1, NP - 1);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Random inputs (edge scalars, invalid points, random lane subsets) through both kernels:
+ * the same outputs byte for byte, the same status words, the unused lanes untouched. */
+static void test_ifma_vs_reference(void **state)
+{
+    (void)state;
+    if (!mb8_cpu_has_ifma()) {
+        fprintf(stderr, "  (no AVX-512 IFMA kernel on this CPU or MB8_FORCE_PORTABLE=1: skipped)\n");
+        skip();
+    }
+    rng_state = g_seed ^ 0x1f3a;
+    int rounds = g_quick ? 4 : 150;
+    for (int it = 0; it < rounds; it++) {
+        uint8_t d[L][NB], q[L][NP], e[L][NB], k[L][NB];
+        uint8_t o1[2][L][NP], o2[2][L][NB], r[2][L][NB], s[2][L][NB];
+        unsigned mask = it % 3 == 0 ? 0xFFu : (unsigned)(rng_next() % 255) + 1;
+        for (unsigned i = 0; i < L; i++) {
+            pool_scalar(d[i]);
+            pool_scalar(k[i]);
+            pool_point(q[i]);
+            rng_bytes(e[i], NB);
+            if (rng_next() % 4 == 0)
+                memset(e[i], 0xff, 16); /* e >= n */
+        }
+        if (it % 7 == 3) { /* a lane with k = d: r = x(dG) */
+            memcpy(k[it % L], d[it % L], NB);
+        }
+        mb8_status_t st[2][3];
+        for (int kern = 0; kern < 2; kern++) {
+            memset(o1[kern], 0xAA, sizeof o1[kern]);
+            memset(o2[kern], 0xAA, sizeof o2[kern]);
+            memset(r[kern], 0xAA, sizeof r[kern]);
+            memset(s[kern], 0xAA, sizeof s[kern]);
+            const uint8_t(*dc)[NB] = (const uint8_t(*)[NB])d;
+            const uint8_t(*kc)[NB] = (const uint8_t(*)[NB])k;
+            const uint8_t(*ec)[NB] = (const uint8_t(*)[NB])e;
+            const uint8_t(*qc)[NP] = (const uint8_t(*)[NP])q;
+            if (kern == 0) {
+                st[0][0] = mb8__p256_public_key_ref(o1[0], dc, mask);
+                st[0][1] = mb8__p256_ecdh_ref(o2[0], dc, qc, mask);
+                st[0][2] = mb8__p256_ecdsa_sign_ref(r[0], s[0], ec, dc, kc, mask);
+            } else {
+                st[1][0] = mb8__p256_public_key_ifma(o1[1], dc, mask);
+                st[1][1] = mb8__p256_ecdh_ifma(o2[1], dc, qc, mask);
+                st[1][2] = mb8__p256_ecdsa_sign_ifma(r[1], s[1], ec, dc, kc, mask);
+            }
+        }
+        for (int f = 0; f < 3; f++) {
+            if (st[0][f] != st[1][f]) {
+                fprintf(stderr, "kernel %d: IFMA status 0x%08x, reference 0x%08x, mask 0x%02x "
+                        "(P256_DIFF_SEED=%llu)\n", f, (unsigned)st[1][f], (unsigned)st[0][f],
+                        mask, (unsigned long long)g_seed);
+                fail();
+            }
+        }
+        for (unsigned i = 0; i < L; i++) {
+            expect_bytes("IFMA vs ref keygen", i, o1[1][i], o1[0][i], NP);
+            expect_bytes("IFMA vs ref ECDH", i, o2[1][i], o2[0][i], NB);
+            expect_bytes("IFMA vs ref ECDSA r", i, r[1][i], r[0][i], NB);
+            expect_bytes("IFMA vs ref ECDSA s", i, s[1][i], s[0][i], NB);
+            if (!((mask >> i) & 1)) { /* not written */
+                for (int b = 0; b < NB; b++)
+                    assert_true(o2[1][i][b] == 0xAA && r[1][i][b] == 0xAA);
+                continue;
+            }
+            /* valid keygen lanes also against OpenSSL (the comb's Booth patterns) */
+            if (mb8_status_lane(st[1][0], i) == MB8_STATUS_OK) {
+                uint8_t w[NP];
+                ossl_pub(w, d[i]);
+                expect_bytes("IFMA keygen vs OpenSSL", i, o1[1][i], w, NP);
+            }
+        }
+    }
+}
+
 /* The constant-time check (docs/constant-time.md): under valgrind memcheck (ctest ct_p256)
  * the private scalars and nonces are marked undefined, so any branch or memory index
  * derived from them is an error. An invalid scalar, an invalid point and an unused lane
@@ -906,6 +1109,7 @@ int main(void)
         cmocka_unit_test(test_random_ecdsa),     cmocka_unit_test(test_edge_scalars),
         cmocka_unit_test(test_sign_zero_s),      cmocka_unit_test(test_bad_points),
         cmocka_unit_test(test_lane_bookkeeping), cmocka_unit_test(test_constant_time_memcheck),
+        cmocka_unit_test(test_partial_batches),  cmocka_unit_test(test_ifma_vs_reference),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     BN_free(g_n);

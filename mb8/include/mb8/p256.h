@@ -4,10 +4,11 @@
  * generation and ECDSA signing (FIPS 186-4 §6.4, SEC 1 v2 §4.1.3).
  *
  * The OpenSSL provider calls these entry points; which kernel runs behind them is chosen at
- * run time (mb8/cpu.h): today always the portable reference (mb8/src/p256/p256_ref.c: 5
- * limbs of 52 bits, Montgomery arithmetic, complete projective formulas, fixed 4-bit
- * windows); an AVX-512 IFMA kernel (docs/research/performance.md §2.6, with a fixed-base
- * comb for kG) will plug in behind the same API and must give bit-identical results.
+ * run time (mb8/cpu.h): the AVX-512 IFMA kernel (mb8/src/p256/p256_ifma.c: 8 lanes
+ * transposed, 5 limbs of 52 bits, Montgomery arithmetic with p = -1 mod 2^52, a
+ * fixed-base comb with signed digits for kG) or the portable reference
+ * (mb8/src/p256/p256_ref.c: the same limbs one lane at a time, complete projective
+ * formulas, fixed 4-bit windows). Both give bit-identical results (tests/diff).
  *
  * Lane conventions are those of mb8/status.h. Encodings are big-endian octet strings (SEC 1
  * §2.3): scalars, digests, coordinates and signature halves are 32 bytes; points are the
@@ -65,7 +66,7 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
  * gets 65 zero bytes) or out[i] is NULL (not written); MB8_STATUS_UNUSED.
  *
  * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
- * will use a fixed-base comb.
+ * uses a fixed-base comb (64 signed 4-bit digits, a precomputed table of multiples of G).
  */
 mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES]);

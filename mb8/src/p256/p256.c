@@ -7,7 +7,9 @@
 #define NB MB8_P256_SCALAR_BYTES
 #define NP MB8_P256_POINT_BYTES
 
-/* The kernels for this CPU. No IFMA kernel exists yet: both paths run the reference. */
+/* The kernels for this CPU: the IFMA kernels (p256_ifma.c) when mb8_cpu_has_ifma() (decided
+ * once per process and cached; MB8_FORCE_PORTABLE=1 forces the reference), else the
+ * portable reference (p256_ref.c). */
 typedef mb8_status_t (*p256_ecdh_fn)(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
                                      const uint8_t peer[MB8_LANES][NP], unsigned lane_mask);
 typedef mb8_status_t (*p256_pub_fn)(uint8_t out[MB8_LANES][NP], const uint8_t priv[MB8_LANES][NB],
@@ -19,21 +21,21 @@ typedef mb8_status_t (*p256_sign_fn)(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LAN
 static p256_ecdh_fn p256_ecdh_kernel(void)
 {
     if (mb8_cpu_has_ifma())
-        return mb8__p256_ecdh_ref; /* TODO: the IFMA kernel (5 x 52-bit limbs) */
+        return mb8__p256_ecdh_ifma;
     return mb8__p256_ecdh_ref;
 }
 
 static p256_pub_fn p256_pub_kernel(void)
 {
     if (mb8_cpu_has_ifma())
-        return mb8__p256_public_key_ref; /* TODO: the IFMA fixed-base comb */
+        return mb8__p256_public_key_ifma;
     return mb8__p256_public_key_ref;
 }
 
 static p256_sign_fn p256_sign_kernel(void)
 {
     if (mb8_cpu_has_ifma())
-        return mb8__p256_ecdsa_sign_ref; /* TODO: the IFMA kernel */
+        return mb8__p256_ecdsa_sign_ifma;
     return mb8__p256_ecdsa_sign_ref;
 }
 

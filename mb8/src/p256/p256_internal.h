@@ -37,6 +37,22 @@ mb8_status_t mb8__p256_ecdsa_sign_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES
                                       const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                       unsigned lane_mask);
 
+/* The AVX-512 IFMA kernels (p256_ifma.c): the same functions, 8 lanes at once, bit-identical
+ * outputs and status words. Only to be called when mb8_cpu_has_ifma(). */
+mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                 const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                 const uint8_t peer[MB8_LANES][MB8_P256_POINT_BYTES],
+                                 unsigned lane_mask);
+mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][MB8_P256_POINT_BYTES],
+                                       const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       unsigned lane_mask);
+mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       const uint8_t e[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       const uint8_t d[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       unsigned lane_mask);
+
 /** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
 void mb8__p256_wipe(void *p, size_t n);
 

@@ -1,0 +1,1107 @@
+/*
+ * The AVX-512 IFMA kernels of mb8/p256.h: ECDH, key generation and ECDSA signing for 8
+ * lanes at once (docs/research/performance.md §2.6). See p256_internal.h for the kernel
+ * contract; the results are bit-identical to the portable reference (p256_ref.c).
+ *
+ * Layout: as rsa_ifma.c, transposed: a number of 5 radix-2^52 limbs for the 8 lanes is 5
+ * zmm vectors; vector j holds limb j of every lane. Nothing crosses lanes.
+ *
+ * Field: Montgomery arithmetic with R = 2^260, like the reference. Mod n every value is
+ * canonical (< n); mod p values live in [0, 2p) (no final subtraction after a
+ * multiplication; additions and subtractions reduce mod 2p) and are made canonical only
+ * where they are compared or output.
+ * Multiplication is separated operand scanning: the 10-limb product (50 IFMA, 25 for a
+ * square with the cross products doubled), then 5 reduction rounds. Mod p the reduction
+ * needs no multiplication for the quotient digit (p = -1 mod 2^52: k0 = 1, y = the low
+ * limb) nor for limb 0 (t + y (2^52 - 1) = ((t >> 52) + y) 2^52) and p's limb 2 is 0: 6
+ * IFMA per round. Mod n it is the generic round (y = lo(t k0), 10 IFMA) and a final masked
+ * subtraction makes the result canonical.
+ *
+ * Points: the reference's complete projective formulas (Renes-Costello-Batina 2016,
+ * Algorithms 4 and 6 for a = -3); no exceptional case exists, so nothing secret is
+ * masked inside the scalar multiplication.
+ *
+ * Variable base (ECDH): the reference's fixed 4-bit windows, unsigned digits, a per-lane
+ * table of 0P..15P; each lane's entry is selected by a scan of all 16 entries with all-ones
+ * mask vectors (vpternlogq), never through a secret index. The 4 doublings of a window run
+ * in Jacobian coordinates (dbl-2001-b, 8 multiplications instead of 13 for the complete
+ * doubling; exception-free on this prime-order curve once infinity is given a nonzero Y,
+ * see pt_dbl4), converted from and back to projective around them (6 multiplications);
+ * the window's addition stays the complete one.
+ *
+ * Fixed base (key generation, ECDSA's kG): a comb of 64 windows of 4 bits with signed
+ * (Booth) digits in [-8, 8] (65 digits): window w holds the affine multiples j 16^w G,
+ * j = 1..8 (p256_ifma_table.h, generated offline); every digit costs one complete mixed
+ * addition (RCB Algorithm 5) and no doubling; the entry is found by a full scan of the
+ * 8 entries, negated by a masked subtraction for a negative digit, and the addition's
+ * result discarded by a mask for a zero digit (the affine table has no infinity).
+ *
+ * Inversions: Fermat; mod p by the fixed addition chain for p - 2 (255 squarings, 12
+ * multiplications), mod n with the reference's fixed 4-bit windows over the public n - 2
+ * (256 squarings, 78 multiplications).
+ *
+ * Constant time: no branch and no memory index depends on a scalar, nonce, digest or
+ * point; range and curve checks are masks; loop counts and window positions are fixed.
+ * Secrets: the named buffers (scalars, digits, tables, accumulators) are wiped at the end;
+ * the leaf arithmetic leaves its few vectors to be overwritten, as in the reference.
+ *
+ * Compiled for AVX-512F/VL/BW/IFMA by target attribute; only called when
+ * mb8_cpu_has_ifma() (p256.c).
+ */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <string.h>
+
+#include "../common/ct.h"
+#include "p256_internal.h"
+
+#define IFMA __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"), always_inline)) inline
+#define IFMA_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma")))
+
+#define NB MB8_P256_SCALAR_BYTES
+#define NP MB8_P256_POINT_BYTES
+#define M52 ((((uint64_t)1) << 52) - 1)
+
+typedef __m512i v8;
+
+typedef struct {
+    v8 v[5];
+} fe8;
+
+typedef struct {
+    fe8 x, y, z; /* homogeneous projective, Montgomery form */
+} pt8;
+
+/* ---- constants (the same values as p256_ref.c) --------------------------------------- */
+
+static const uint64_t P_M[5] = {0xfffffffffffffULL, 0x00fffffffffffULL, 0x0000000000000ULL,
+                                0x0001000000000ULL, 0x0ffffffff0000ULL};
+/* 2p: field elements are kept below 2p between operations (see fmul) */
+static const uint64_t P2_M[5] = {0xffffffffffffeULL, 0x01fffffffffffULL, 0x0000000000000ULL,
+                                 0x0002000000000ULL, 0x1fffffffe0000ULL};
+static const uint64_t P_RR[5] = {0x0000000000300ULL, 0xffffffff00000ULL, 0xffffefffffffbULL,
+                                 0xfdfffffffffffULL, 0x0000004ffffffULL};
+static const uint64_t P_ONE[5] = {0x0000000000010ULL, 0xf000000000000ULL, 0xfffffffffffffULL,
+                                  0xffeffffffffffULL, 0x00000000fffffULL};
+static const uint64_t N_M[5] = {0x9cac2fc632551ULL, 0xada7179e84f3bULL, 0xfffffffbce6faULL,
+                                0x0000fffffffffULL, 0x0ffffffff0000ULL};
+static const uint64_t N_K0 = 0x1c8aaee00bc4fULL;
+static const uint64_t N_RR[5] = {0x5cc0dea6dc3baULL, 0x192a067d8a084ULL, 0xbec59615571bbULL,
+                                 0x1fc245b2392b6ULL, 0x0e12d9559d956ULL};
+static const uint64_t N_ONE[5] = {0x353d039cdaaf0ULL, 0x258e8617b0c46ULL, 0x0000004319055ULL,
+                                  0xfff0000000000ULL, 0x00000000fffffULL};
+static const uint8_t N_MINUS_2[NB] = {0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
+                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                      0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84,
+                                      0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x4f};
+static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212ed6acf005cULL,
+                                   0x83415a220abf7ULL, 0x0c30061dd4874ULL};
+#include "p256_ifma_table.h"
+
+/* ---- 5 x 52-bit numbers, one lane, scalar (input and output only) -------------------- */
+
+static void from_bytes(uint64_t v[5], const uint8_t b[NB])
+{
+    uint64_t w[4];
+    for (int i = 0; i < 4; i++) {
+        uint64_t x = 0;
+        for (int j = 0; j < 8; j++)
+            x = (x << 8) | b[NB - 8 * (i + 1) + j];
+        w[i] = x;
+    }
+    v[0] = w[0] & M52;
+    v[1] = ((w[0] >> 52) | (w[1] << 12)) & M52;
+    v[2] = ((w[1] >> 40) | (w[2] << 24)) & M52;
+    v[3] = ((w[2] >> 28) | (w[3] << 36)) & M52;
+    v[4] = w[3] >> 16;
+    mb8__wipe(w, sizeof w);
+}
+
+static void to_bytes(uint8_t b[NB], const uint64_t v[5])
+{
+    uint64_t w[4];
+    w[0] = v[0] | (v[1] << 52);
+    w[1] = (v[1] >> 12) | (v[2] << 40);
+    w[2] = (v[2] >> 24) | (v[3] << 28);
+    w[3] = (v[3] >> 36) | (v[4] << 16);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++)
+            b[NB - 8 * i - 1 - j] = (uint8_t)(w[i] >> (8 * j));
+    mb8__wipe(w, sizeof w);
+}
+
+/* Transposed staging: limb j of lane i at [j][i]. */
+typedef struct {
+    alignas(64) uint64_t l[5][MB8_LANES];
+} stage8;
+
+static void stage_put(stage8 *s, unsigned lane, const uint8_t b[NB])
+{
+    uint64_t v[5];
+    from_bytes(v, b);
+    for (int j = 0; j < 5; j++)
+        s->l[j][lane] = v[j];
+    mb8__wipe(v, sizeof v);
+}
+
+static void stage_get(uint8_t b[NB], const stage8 *s, unsigned lane)
+{
+    uint64_t v[5];
+    for (int j = 0; j < 5; j++)
+        v[j] = s->l[j][lane];
+    to_bytes(b, v);
+    mb8__wipe(v, sizeof v);
+}
+
+static IFMA void fe8_load(fe8 *r, const stage8 *s)
+{
+    for (int j = 0; j < 5; j++)
+        r->v[j] = _mm512_load_si512((const void *)s->l[j]);
+}
+
+static IFMA void fe8_store(stage8 *s, const fe8 *a)
+{
+    for (int j = 0; j < 5; j++)
+        _mm512_store_si512((void *)s->l[j], a->v[j]);
+}
+
+static IFMA void fe8_bcast(fe8 *r, const uint64_t c[5])
+{
+    for (int j = 0; j < 5; j++)
+        r->v[j] = _mm512_set1_epi64((long long)c[j]);
+}
+
+/* ---- vector helpers ------------------------------------------------------------------ */
+
+static IFMA v8 vmask52(void)
+{
+    return _mm512_set1_epi64((long long)M52);
+}
+
+/* lane mask (bit i) -> all-ones 64-bit elements */
+static IFMA v8 kvec(__mmask8 k)
+{
+    return _mm512_maskz_set1_epi64(k, -1);
+}
+
+/* (m & a) | (~m & b) */
+static IFMA v8 vsel(v8 m, v8 a, v8 b)
+{
+    return _mm512_ternarylogic_epi64(m, a, b, 0xCA);
+}
+
+/* bit i set when lane i of a is zero */
+static IFMA __mmask8 fe8_is_zero(const fe8 *a)
+{
+    v8 o = _mm512_or_si512(_mm512_or_si512(a->v[0], a->v[1]),
+                           _mm512_or_si512(_mm512_or_si512(a->v[2], a->v[3]), a->v[4]));
+    return _mm512_cmpeq_epi64_mask(o, _mm512_setzero_si512());
+}
+
+static IFMA __mmask8 fe8_eq(const fe8 *a, const fe8 *b)
+{
+    fe8 d;
+    for (int j = 0; j < 5; j++)
+        d.v[j] = _mm512_xor_si512(a->v[j], b->v[j]);
+    return fe8_is_zero(&d);
+}
+
+/* bit i set when lane i of a (limbs < 2^52) is below the constant m */
+static IFMA __mmask8 fe8_lt(const fe8 *a, const uint64_t m[5])
+{
+    v8 borrow = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++) {
+        v8 d = _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])),
+                                borrow);
+        borrow = _mm512_srli_epi64(d, 63);
+    }
+    return _mm512_test_epi64_mask(borrow, borrow);
+}
+
+/* r = t mod m for t < 2m (limbs 0..3 < 2^52, limb 4 < 2^53): t - m when that does not
+ * borrow. */
+static IFMA void reduce_once(fe8 *r, const v8 t[5], const uint64_t m[5])
+{
+    const v8 msk = vmask52();
+    v8 d[5], c = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++) {
+        v8 x = _mm512_add_epi64(_mm512_sub_epi64(t[j], _mm512_set1_epi64((long long)m[j])), c);
+        c = _mm512_srai_epi64(x, 52); /* 0 or -1 */
+        d[j] = j < 4 ? _mm512_and_si512(x, msk) : x;
+    }
+    /* c = -1: t < m, keep t */
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++)
+        r->v[j] = vsel(c, t[j], d[j]);
+}
+
+/* Carry propagation of t[0..4] (lazy limbs < 2^63) into 52-bit limbs, then reduce once
+ * (the value must be below 2m). */
+static IFMA void norm_reduce(fe8 *r, v8 t[5], const uint64_t m[5])
+{
+    const v8 msk = vmask52();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srli_epi64(t[j], 52));
+        t[j] = _mm512_and_si512(t[j], msk);
+    }
+    reduce_once(r, t, m);
+}
+
+/* ---- Montgomery multiplication -------------------------------------------------------- */
+
+/* t[0..9] = a * b (lazy limbs) */
+static IFMA void mul_wide(v8 t[10], const fe8 *a, const fe8 *b)
+{
+    const v8 z = _mm512_setzero_si512();
+#pragma GCC unroll 10
+    for (int k = 0; k < 10; k++)
+        t[k] = z;
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+#pragma GCC unroll 5
+        for (int j = 0; j < 5; j++) {
+            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], b->v[j]);
+            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], b->v[j]);
+        }
+    }
+}
+
+/* t[0..9] = a^2: cross products once, doubled, plus the squares */
+static IFMA void sqr_wide(v8 t[10], const fe8 *a)
+{
+    const v8 z = _mm512_setzero_si512();
+#pragma GCC unroll 10
+    for (int k = 0; k < 10; k++)
+        t[k] = z;
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+#pragma GCC unroll 5
+        for (int j = i + 1; j < 5; j++) {
+            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], a->v[j]);
+            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], a->v[j]);
+        }
+    }
+#pragma GCC unroll 10
+    for (int k = 0; k < 10; k++)
+        t[k] = _mm512_add_epi64(t[k], t[k]);
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+        t[2 * i] = _mm512_madd52lo_epu64(t[2 * i], a->v[i], a->v[i]);
+        t[2 * i + 1] = _mm512_madd52hi_epu64(t[2 * i + 1], a->v[i], a->v[i]);
+    }
+}
+
+/* r = t * 2^-260 mod p, below 2p (not canonical), for t < 4p^2 (t = a b with a, b < 2p:
+ * (t + q p) / 2^260 < 4p^2 / 2^260 + p < 2p). */
+static IFMA void redc_p(fe8 *r, v8 t[10])
+{
+    const v8 msk = vmask52();
+    const v8 p1 = _mm512_set1_epi64((long long)P_M[1]);
+    const v8 p3 = _mm512_set1_epi64((long long)P_M[3]);
+    const v8 p4 = _mm512_set1_epi64((long long)P_M[4]);
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+        v8 y = _mm512_and_si512(t[i], msk);
+        /* t[i] + y (2^52 - 1) = ((t[i] >> 52) + y) 2^52 */
+        t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_add_epi64(_mm512_srli_epi64(t[i], 52), y));
+        t[i + 1] = _mm512_madd52lo_epu64(t[i + 1], p1, y);
+        t[i + 2] = _mm512_madd52hi_epu64(t[i + 2], p1, y);
+        t[i + 3] = _mm512_madd52lo_epu64(t[i + 3], p3, y);
+        t[i + 4] = _mm512_madd52hi_epu64(t[i + 4], p3, y);
+        t[i + 4] = _mm512_madd52lo_epu64(t[i + 4], p4, y);
+        t[i + 5] = _mm512_madd52hi_epu64(t[i + 5], p4, y);
+    }
+    /* carry propagation only: the result stays below 2p (see fmul) */
+#pragma GCC unroll 4
+    for (int j = 5; j < 9; j++) {
+        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srli_epi64(t[j], 52));
+        r->v[j - 5] = _mm512_and_si512(t[j], msk);
+    }
+    r->v[4] = t[9];
+}
+
+/* r = t * 2^-260 mod n, canonical */
+static IFMA void redc_n(fe8 *r, v8 t[10])
+{
+    const v8 msk = vmask52(), z = _mm512_setzero_si512();
+    const v8 k0 = _mm512_set1_epi64((long long)N_K0);
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++) {
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(z, t[i], k0), msk);
+#pragma GCC unroll 5
+        for (int j = 0; j < 5; j++) {
+            const v8 nj = _mm512_set1_epi64((long long)N_M[j]);
+            t[i + j] = _mm512_madd52lo_epu64(t[i + j], nj, y);
+            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], nj, y);
+        }
+        t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_srli_epi64(t[i], 52));
+    }
+    norm_reduce(r, t + 5, N_M);
+}
+
+static IFMA void fmul(fe8 *r, const fe8 *a, const fe8 *b)
+{
+    v8 t[10];
+    mul_wide(t, a, b);
+    redc_p(r, t);
+}
+
+static IFMA void fsqr(fe8 *r, const fe8 *a)
+{
+    v8 t[10];
+    sqr_wide(t, a);
+    redc_p(r, t);
+}
+
+static IFMA_FN __attribute__((noinline)) void nmul(fe8 *r, const fe8 *a, const fe8 *b)
+{
+    v8 t[10];
+    mul_wide(t, a, b);
+    redc_n(r, t);
+}
+
+static IFMA_FN __attribute__((noinline)) void nsqr(fe8 *r, const fe8 *a)
+{
+    v8 t[10];
+    sqr_wide(t, a);
+    redc_n(r, t);
+}
+
+/* r = a + b mod m (a, b < m) */
+static IFMA void madd(fe8 *r, const fe8 *a, const fe8 *b, const uint64_t m[5])
+{
+    v8 t[5];
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++)
+        t[j] = _mm512_add_epi64(a->v[j], b->v[j]);
+    norm_reduce(r, t, m);
+}
+
+/* r = a - b mod m (a, b < m) */
+static IFMA void msub(fe8 *r, const fe8 *a, const fe8 *b, const uint64_t m[5])
+{
+    const v8 msk = vmask52();
+    v8 d[5], c = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++) {
+        v8 x = _mm512_add_epi64(_mm512_sub_epi64(a->v[j], b->v[j]), c);
+        c = _mm512_srai_epi64(x, 52); /* 0 or -1 */
+        d[j] = _mm512_and_si512(x, msk);
+    }
+    /* c = -1: borrow, add m */
+    v8 cc = _mm512_setzero_si512();
+#pragma GCC unroll 5
+    for (int j = 0; j < 5; j++) {
+        v8 x = _mm512_add_epi64(
+            _mm512_add_epi64(d[j], _mm512_and_si512(c, _mm512_set1_epi64((long long)m[j]))), cc);
+        cc = _mm512_srli_epi64(x, 52);
+        r->v[j] = _mm512_and_si512(x, msk);
+    }
+}
+
+/* Field elements mod p live in [0, 2p) (limbs < 2^52): fmul and fsqr take and return such
+ * values without a final subtraction; fadd and fsub reduce mod 2p; fcanon gives the
+ * canonical value (< p) where equality or zero is tested and for the outputs. */
+static IFMA void fadd(fe8 *r, const fe8 *a, const fe8 *b)
+{
+    madd(r, a, b, P2_M);
+}
+
+static IFMA void fcanon(fe8 *r, const fe8 *a)
+{
+    reduce_once(r, a->v, P_M);
+}
+
+static IFMA void fsub(fe8 *r, const fe8 *a, const fe8 *b)
+{
+    msub(r, a, b, P2_M);
+}
+
+static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
+{
+    fsqr(r, a);
+    for (int i = 1; i < n; i++)
+        fsqr(r, r);
+}
+
+/* r = a^(p-2) = a^-1 (0 for 0), Montgomery form: the fixed addition chain
+ * p - 2 = ffffffff 00000001 00000000 00000000 00000000 ffffffff ffffffff fffffffd. */
+static IFMA_FN void finv(fe8 *r, const fe8 *a)
+{
+    fe8 x2, x3, x6, x12, x15, x30, x32, t;
+    fsqr(&t, a);
+    fmul(&x2, &t, a); /* 2^2 - 1 */
+    fsqr(&t, &x2);
+    fmul(&x3, &t, a); /* 2^3 - 1 */
+    fsqr_n(&t, &x3, 3);
+    fmul(&x6, &t, &x3);
+    fsqr_n(&t, &x6, 6);
+    fmul(&x12, &t, &x6);
+    fsqr_n(&t, &x12, 3);
+    fmul(&x15, &t, &x3);
+    fsqr_n(&t, &x15, 15);
+    fmul(&x30, &t, &x15);
+    fsqr_n(&t, &x30, 2);
+    fmul(&x32, &t, &x2);
+    fsqr_n(&t, &x32, 32);
+    fmul(&t, &t, a); /* ffffffff00000001 */
+    fsqr_n(&t, &t, 128);
+    fmul(&t, &t, &x32);
+    fsqr_n(&t, &t, 32);
+    fmul(&t, &t, &x32);
+    fsqr_n(&t, &t, 30);
+    fmul(&t, &t, &x30);
+    fsqr_n(&t, &t, 2);
+    fmul(r, &t, a);
+    mb8__wipe(&x2, sizeof x2);
+    mb8__wipe(&x3, sizeof x3);
+    mb8__wipe(&x6, sizeof x6);
+    mb8__wipe(&x12, sizeof x12);
+    mb8__wipe(&x15, sizeof x15);
+    mb8__wipe(&x30, sizeof x30);
+    mb8__wipe(&x32, sizeof x32);
+    mb8__wipe(&t, sizeof t);
+}
+
+/* r = a^(n-2) = a^-1 mod n, Montgomery form: fixed 4-bit windows over the public n - 2 */
+static IFMA_FN void ninv(fe8 *r, const fe8 *a)
+{
+    fe8 tab[16], acc;
+    fe8_bcast(&tab[0], N_ONE);
+    tab[1] = *a;
+    for (int i = 2; i < 16; i++)
+        nmul(&tab[i], &tab[i - 1], a);
+    acc = tab[0];
+    for (int w = 0; w < 2 * NB; w++) {
+        for (int j = 0; j < 4; j++)
+            nsqr(&acc, &acc);
+        unsigned nib = (N_MINUS_2[w >> 1] >> (w & 1 ? 0 : 4)) & 0xF; /* public */
+        nmul(&acc, &acc, &tab[nib]);
+    }
+    *r = acc;
+    mb8__wipe(tab, sizeof tab);
+    mb8__wipe(&acc, sizeof acc);
+}
+
+/* ---- points --------------------------------------------------------------------------- */
+
+/* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
+static IFMA_FN void pt_add(pt8 *R, const pt8 *P1, const pt8 *P2)
+{
+    fe8 b;
+    fe8_bcast(&b, B_MONT);
+    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z, *X2 = &P2->x, *Y2 = &P2->y,
+               *Z2 = &P2->z;
+    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
+    fmul(&t0, X1, X2);
+    fmul(&t1, Y1, Y2);
+    fmul(&t2, Z1, Z2);
+    fadd(&t3, X1, Y1);
+    fadd(&t4, X2, Y2);
+    fmul(&t3, &t3, &t4);
+    fadd(&t4, &t0, &t1);
+    fsub(&t3, &t3, &t4);
+    fadd(&t4, Y1, Z1);
+    fadd(&X3, Y2, Z2);
+    fmul(&t4, &t4, &X3);
+    fadd(&X3, &t1, &t2);
+    fsub(&t4, &t4, &X3);
+    fadd(&X3, X1, Z1);
+    fadd(&Y3, X2, Z2);
+    fmul(&X3, &X3, &Y3);
+    fadd(&Y3, &t0, &t2);
+    fsub(&Y3, &X3, &Y3);
+    fmul(&Z3, &b, &t2);
+    fsub(&X3, &Y3, &Z3);
+    fadd(&Z3, &X3, &X3);
+    fadd(&X3, &X3, &Z3);
+    fsub(&Z3, &t1, &X3);
+    fadd(&X3, &t1, &X3);
+    fmul(&Y3, &b, &Y3);
+    fadd(&t1, &t2, &t2);
+    fadd(&t2, &t1, &t2);
+    fsub(&Y3, &Y3, &t2);
+    fsub(&Y3, &Y3, &t0);
+    fadd(&t1, &Y3, &Y3);
+    fadd(&Y3, &t1, &Y3);
+    fadd(&t1, &t0, &t0);
+    fadd(&t0, &t1, &t0);
+    fsub(&t0, &t0, &t2);
+    fmul(&t1, &t4, &Y3);
+    fmul(&t2, &t0, &Y3);
+    fmul(&Y3, &X3, &Z3);
+    fadd(&Y3, &Y3, &t2);
+    fmul(&X3, &t3, &X3);
+    fsub(&X3, &X3, &t1);
+    fmul(&Z3, &t4, &Z3);
+    fmul(&t1, &t3, &t0);
+    fadd(&Z3, &Z3, &t1);
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
+}
+
+/* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
+ * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
+static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
+{
+    fe8 b;
+    fe8_bcast(&b, B_MONT);
+    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z;
+    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
+    fmul(&t0, X1, X2);
+    fmul(&t1, Y1, Y2);
+    fadd(&t3, X2, Y2);
+    fadd(&t4, X1, Y1);
+    fmul(&t3, &t3, &t4);
+    fadd(&t4, &t0, &t1);
+    fsub(&t3, &t3, &t4);
+    fmul(&t4, Y2, Z1);
+    fadd(&t4, &t4, Y1);
+    fmul(&Y3, X2, Z1);
+    fadd(&Y3, &Y3, X1);
+    fmul(&Z3, &b, Z1);
+    fsub(&X3, &Y3, &Z3);
+    fadd(&Z3, &X3, &X3);
+    fadd(&X3, &X3, &Z3);
+    fsub(&Z3, &t1, &X3);
+    fadd(&X3, &t1, &X3);
+    fmul(&Y3, &b, &Y3);
+    fadd(&t1, Z1, Z1);
+    fadd(&t2, &t1, Z1);
+    fsub(&Y3, &Y3, &t2);
+    fsub(&Y3, &Y3, &t0);
+    fadd(&t1, &Y3, &Y3);
+    fadd(&Y3, &t1, &Y3);
+    fadd(&t1, &t0, &t0);
+    fadd(&t0, &t1, &t0);
+    fsub(&t0, &t0, &t2);
+    fmul(&t1, &t4, &Y3);
+    fmul(&t2, &t0, &Y3);
+    fmul(&Y3, &X3, &Z3);
+    fadd(&Y3, &Y3, &t2);
+    fmul(&X3, &t3, &X3);
+    fsub(&X3, &X3, &t1);
+    fmul(&Z3, &t4, &Z3);
+    fmul(&t1, &t3, &t0);
+    fadd(&Z3, &Z3, &t1);
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
+}
+
+/* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
+static IFMA_FN void pt_dbl(pt8 *R, const pt8 *P1)
+{
+    fe8 b;
+    fe8_bcast(&b, B_MONT);
+    const fe8 *X = &P1->x, *Y = &P1->y, *Z = &P1->z;
+    fe8 t0, t1, t2, t3, X3, Y3, Z3;
+    fsqr(&t0, X);
+    fsqr(&t1, Y);
+    fsqr(&t2, Z);
+    fmul(&t3, X, Y);
+    fadd(&t3, &t3, &t3);
+    fmul(&Z3, X, Z);
+    fadd(&Z3, &Z3, &Z3);
+    fmul(&Y3, &b, &t2);
+    fsub(&Y3, &Y3, &Z3);
+    fadd(&X3, &Y3, &Y3);
+    fadd(&Y3, &X3, &Y3);
+    fsub(&X3, &t1, &Y3);
+    fadd(&Y3, &t1, &Y3);
+    fmul(&Y3, &X3, &Y3);
+    fmul(&X3, &X3, &t3);
+    fadd(&t3, &t2, &t2);
+    fadd(&t2, &t2, &t3);
+    fmul(&Z3, &b, &Z3);
+    fsub(&Z3, &Z3, &t2);
+    fsub(&Z3, &Z3, &t0);
+    fadd(&t3, &Z3, &Z3);
+    fadd(&Z3, &Z3, &t3);
+    fadd(&t3, &t0, &t0);
+    fadd(&t0, &t3, &t0);
+    fsub(&t0, &t0, &t2);
+    fmul(&t0, &t0, &Z3);
+    fadd(&Y3, &Y3, &t0);
+    fmul(&t0, Y, Z);
+    fadd(&t0, &t0, &t0);
+    fmul(&Z3, &t0, &Z3);
+    fsub(&X3, &X3, &Z3);
+    fmul(&Z3, &t0, &t1);
+    fadd(&Z3, &Z3, &Z3);
+    fadd(&Z3, &Z3, &Z3);
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
+}
+
+/* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
+ * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
+ * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
+ * and stays so. R may alias P1. */
+static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
+{
+    fe8 delta, gamma, beta, alpha, t, u;
+    fsqr(&delta, &P1->z);
+    fsqr(&gamma, &P1->y);
+    fmul(&beta, &P1->x, &gamma);
+    fsub(&t, &P1->x, &delta);
+    fadd(&u, &P1->x, &delta);
+    fmul(&alpha, &t, &u);
+    fadd(&t, &alpha, &alpha);
+    fadd(&alpha, &t, &alpha); /* 3 (x - z^2)(x + z^2) */
+    fmul(&t, &P1->y, &P1->z);
+    fadd(&R->z, &t, &t); /* Z3 = 2 Y Z */
+    fadd(&beta, &beta, &beta);
+    fadd(&beta, &beta, &beta); /* 4 beta */
+    fsqr(&t, &alpha);
+    fsub(&t, &t, &beta);
+    fsub(&R->x, &t, &beta); /* X3 = alpha^2 - 8 beta */
+    fsub(&t, &beta, &R->x);
+    fmul(&t, &alpha, &t);
+    fsqr(&gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma); /* 8 gamma^2 */
+    fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
+}
+
+/* R = 16 P1 for a homogeneous projective P1 (any point, infinity included): to Jacobian
+ * (X Z, Y Z^2, Z), with Y set to 1 where Z = 0 (infinity stays a valid Jacobian infinity),
+ * four Jacobian doublings (4 x 8 multiplications instead of 4 x 13 for the complete
+ * doubling), back to homogeneous (X Z, Y, Z^3). The result is the same point. */
+static IFMA_FN void pt_dbl4(pt8 *R, const pt8 *P1)
+{
+    pt8 J;
+    fe8 zz, one;
+    fsqr(&zz, &P1->z);
+    fmul(&J.x, &P1->x, &P1->z);
+    fmul(&J.y, &P1->y, &zz);
+    J.z = P1->z;
+    fcanon(&zz, &P1->z);
+    const v8 inf = kvec(fe8_is_zero(&zz));
+    fe8_bcast(&one, P_ONE);
+    for (int j = 0; j < 5; j++)
+        J.y.v[j] = vsel(inf, one.v[j], J.y.v[j]);
+    for (int i = 0; i < 4; i++)
+        jdbl(&J, &J);
+    fsqr(&zz, &J.z);
+    fmul(&R->x, &J.x, &J.z);
+    fmul(&R->z, &zz, &J.z);
+    R->y = J.y;
+    mb8__wipe(&J, sizeof J);
+    mb8__wipe(&zz, sizeof zz);
+}
+
+static IFMA void pt_infinity(pt8 *R)
+{
+    const v8 z = _mm512_setzero_si512();
+    for (int j = 0; j < 5; j++)
+        R->x.v[j] = R->z.v[j] = z;
+    fe8_bcast(&R->y, P_ONE);
+}
+
+/* 4-bit digits of 8 big-endian scalars: dig[w][i] = nibble w (most significant first) of
+ * lane i. The positions are public; the values only feed masks. */
+static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][NB],
+                    unsigned lane_mask)
+{
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        for (int w = 0; w < 2 * NB; w++) {
+            uint64_t b = (lane_mask >> i) & 1 ? k[i][w >> 1] : 0; /* lane use is public */
+            dig[w][i] = (b >> (w & 1 ? 0 : 4)) & 0xF;
+        }
+    }
+}
+
+/* R = k * P1 (each lane its own k and P1): 64 fixed 4-bit windows, most significant first,
+ * each lane's entry of its table 0P..15P chosen by a scan of all 16. */
+static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES])
+{
+    pt8 tab[16], acc, sel;
+    pt_infinity(&tab[0]);
+    tab[1] = *P1;
+    for (int i = 2; i < 16; i++) {
+        if (i & 1)
+            pt_add(&tab[i], &tab[i - 1], P1);
+        else
+            pt_dbl(&tab[i], &tab[i / 2]);
+    }
+    acc = tab[0];
+    for (int w = 0; w < 2 * NB; w++) {
+        if (w != 0) /* acc is infinity before the first window */
+            pt_dbl4(&acc, &acc);
+        const v8 d = _mm512_load_si512((const void *)dig[w]);
+        v8 s[15];
+        for (int j = 0; j < 15; j++)
+            s[j] = _mm512_setzero_si512();
+        for (int i = 0; i < 16; i++) {
+            const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
+            const v8 *e = (const v8 *)&tab[i];
+#pragma GCC unroll 15
+            for (int j = 0; j < 15; j++)
+                s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
+        }
+        memcpy(&sel, s, sizeof sel);
+        pt_add(&acc, &acc, &sel);
+    }
+    *R = acc;
+    mb8__wipe(tab, sizeof tab);
+    mb8__wipe(&acc, sizeof acc);
+    mb8__wipe(&sel, sizeof sel);
+}
+
+/* Booth recoding for the comb (as ecp_nistz256's booth_recode, with 4-bit windows): the
+ * signed digit of window w (w = 0..64) of each lane comes from the 5 bits v = k bits
+ * 4w + 3 .. 4w - 1 (bit -1 = 0, bits above 255 = 0): d = floor((v + 1) / 2) for v < 16,
+ * floor((v + 1) / 2) - 16 otherwise, so |d| <= 8 and k = sum d_w 16^w. mag[w][i] = |d|,
+ * neg[w][i] = all-ones when v >= 16 (d < 0, or d = 0 for v = 31). The 5-bit group is read at
+ * a public position; the digit arithmetic is branch-free. */
+static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
+                   const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        uint8_t le[NB + 2];
+        for (int j = 0; j < NB; j++)
+            le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
+        le[NB] = le[NB + 1] = 0;
+        for (int w = 0; w < 65; w++) {
+            int bit = 4 * w - 1; /* lowest bit of the 5-bit group */
+            uint64_t v;
+            if (bit < 0) { /* public position */
+                v = ((uint64_t)le[0] << 1) & 0x1F;
+            } else {
+                uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
+                v = (two >> (bit & 7)) & 0x1F;
+            }
+            /* s = all-ones when v >= 16 */
+            uint64_t s = mb8__value_barrier(0 - (v >> 4));
+            uint64_t d = ((1u << 5) - 1 - v) & s; /* 31 - v for negative digits */
+            d = (d & s) | (v & ~s);               /* 0..31 folded: 0..15 */
+            d = (d >> 1) + (d & 1);               /* (d + 1) / 2 */
+            mag[w][i] = d;
+            neg[w][i] = s;
+        }
+        mb8__wipe(le, sizeof le);
+    }
+}
+
+/* R = k G by the comb: sum over w of d_w 16^w G, one mixed addition per window. */
+static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    alignas(64) uint64_t mag[65][MB8_LANES];
+    alignas(64) uint64_t neg[65][MB8_LANES];
+    pt8 acc, t;
+    fe8 x, y, ny;
+    booth4(mag, neg, k, lane_mask);
+    pt_infinity(&acc);
+    const v8 zero = _mm512_setzero_si512();
+    for (int w = 0; w < 65; w++) {
+        const v8 d = _mm512_load_si512((const void *)mag[w]);
+        if (w == 64) { /* public: 16^64 G = 2^256 G, the top digit is 0 or 1 (bit 255) */
+            fe8_bcast(&x, P256_COMB_TOP[0]);
+            fe8_bcast(&y, P256_COMB_TOP[1]);
+        } else {
+            const v8 sgn = _mm512_load_si512((const void *)neg[w]);
+            v8 s[10];
+            for (int j = 0; j < 10; j++)
+                s[j] = zero;
+            for (int e = 0; e < 8; e++) {
+                const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(e + 1)));
+                const uint64_t *c = P256_COMB[w][e];
+#pragma GCC unroll 10
+                for (int j = 0; j < 10; j++)
+                    s[j] = _mm512_ternarylogic_epi64(s[j], _mm512_set1_epi64((long long)c[j]), m,
+                                                     0xF8);
+            }
+            memcpy(x.v, s, sizeof x.v);
+            memcpy(y.v, s + 5, sizeof y.v);
+            /* y = -y for negative digits; for d = 0 the selected (0, 0) is discarded below */
+            fe8 zf;
+            for (int j = 0; j < 5; j++)
+                zf.v[j] = zero;
+            fsub(&ny, &zf, &y);
+            for (int j = 0; j < 5; j++)
+                y.v[j] = vsel(sgn, ny.v[j], y.v[j]);
+        }
+        pt_add_affine(&t, &acc, &x, &y);
+        const v8 z = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        v8 *a = (v8 *)&acc;
+        const v8 *tv = (const v8 *)&t;
+        for (int j = 0; j < 15; j++)
+            a[j] = vsel(z, a[j], tv[j]);
+    }
+    *R = acc;
+    mb8__wipe(mag, sizeof mag);
+    mb8__wipe(neg, sizeof neg);
+    mb8__wipe(&acc, sizeof acc);
+    mb8__wipe(&t, sizeof t);
+    mb8__wipe(&x, sizeof x);
+    mb8__wipe(&y, sizeof y);
+    mb8__wipe(&ny, sizeof ny);
+}
+
+/* Affine (x, y), canonical, of R; bit i set when lane i is infinity (then x = y = 0). */
+static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
+{
+    fe8 zi, t, one;
+    fcanon(&t, &R->z);
+    __mmask8 inf = fe8_is_zero(&t);
+    finv(&zi, &R->z);
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    fmul(&t, &R->x, &zi);
+    fmul(&t, &t, &one);
+    fcanon(x, &t);
+    fmul(&t, &R->y, &zi);
+    fmul(&t, &t, &one);
+    fcanon(y, &t);
+    mb8__wipe(&zi, sizeof zi);
+    mb8__wipe(&t, sizeof t);
+    return inf;
+}
+
+/* lane status word from per-lane bit masks: bad -> BAD_INPUT, else zero -> ZERO_RESULT */
+static mb8_status_t lanes_status(unsigned lane_mask, unsigned bad, unsigned zero)
+{
+    mb8_status_t st = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        uint64_t b = mb8__value_barrier(0 - (uint64_t)((bad >> i) & 1));
+        uint64_t z = mb8__value_barrier(0 - (uint64_t)((zero >> i) & 1));
+        uint64_t s = (b & MB8_STATUS_BAD_INPUT) | (~b & z & MB8_STATUS_ZERO_RESULT);
+        s &= 0 - (uint64_t)((lane_mask >> i) & 1);
+        st |= (mb8_status_t)s << (4u * i);
+    }
+    return st;
+}
+
+static void mask_bytes(uint8_t *b, size_t n, unsigned keep_bit)
+{
+    uint8_t m = (uint8_t)(0 - (keep_bit & 1));
+    for (size_t i = 0; i < n; i++)
+        b[i] &= m;
+}
+
+/* Scalars of the used lanes into s (others 0); bit i of the result set when lane i's
+ * scalar is in [1, n-1]. */
+static IFMA_FN __mmask8 scalar_load8(fe8 *s, const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    stage8 st;
+    memset(&st, 0, sizeof st);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if ((lane_mask >> i) & 1)
+            stage_put(&st, i, k[i]);
+    fe8_load(s, &st);
+    mb8__wipe(&st, sizeof st);
+    return fe8_lt(s, N_M) & (__mmask8)~fe8_is_zero(s);
+}
+
+
+/* Point inputs of the used lanes (0x04 || X || Y) as Montgomery projective points; bit i
+ * of the result set when lane i is a valid encoding of a point on the curve (SEC 1
+ * §3.2.2.1: prefix, X < p, Y < p, Y^2 = X^3 - 3X + b), as peer_load in p256_ref.c. */
+static IFMA_FN __mmask8 peer_load8(pt8 *Q, const uint8_t peer[MB8_LANES][NP], unsigned lane_mask)
+{
+    stage8 sx, sy;
+    fe8 x, y, rr, lhs, rhs, t, one, b;
+    unsigned pre_ok = 0;
+    memset(&sx, 0, sizeof sx);
+    memset(&sy, 0, sizeof sy);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (!((lane_mask >> i) & 1)) /* public */
+            continue;
+        uint64_t pre = (uint64_t)(peer[i][0] ^ 0x04);
+        pre_ok |= (unsigned)((((pre | (0 - pre)) >> 63) ^ 1) << i);
+        stage_put(&sx, i, peer[i] + 1);
+        stage_put(&sy, i, peer[i] + 1 + NB);
+    }
+    fe8_load(&x, &sx);
+    fe8_load(&y, &sy);
+    __mmask8 ok = (__mmask8)pre_ok & fe8_lt(&x, P_M) & fe8_lt(&y, P_M);
+    fe8_bcast(&rr, P_RR);
+    fmul(&Q->x, &x, &rr);
+    fmul(&Q->y, &y, &rr);
+    fe8_bcast(&Q->z, P_ONE);
+    fe8_bcast(&one, P_ONE);
+    fe8_bcast(&b, B_MONT);
+    fsqr(&lhs, &Q->y);
+    fsqr(&rhs, &Q->x);
+    fsub(&t, &rhs, &one);
+    fsub(&t, &t, &one);
+    fsub(&t, &t, &one);
+    fmul(&rhs, &t, &Q->x);
+    fadd(&rhs, &rhs, &b);
+    fcanon(&lhs, &lhs);
+    fcanon(&rhs, &rhs);
+    ok &= fe8_eq(&lhs, &rhs);
+    return ok;
+}
+
+/* canonical x of the used lanes to bytes */
+static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigned lane_mask)
+{
+    stage8 s;
+    fe8_store(&s, a);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if ((lane_mask >> i) & 1)
+            stage_get(out[i], &s, i);
+    mb8__wipe(&s, sizeof s);
+}
+
+IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
+                                 const uint8_t peer[MB8_LANES][NP], unsigned lane_mask)
+{
+    alignas(64) uint64_t dig[2 * NB][MB8_LANES];
+    pt8 Q, R;
+    fe8 d, x, y;
+    uint8_t *outp[MB8_LANES];
+    __mmask8 ok = scalar_load8(&d, priv, lane_mask);
+    ok &= peer_load8(&Q, peer, lane_mask);
+    digits4(dig, priv, lane_mask);
+    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig);
+    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        outp[i] = out[i];
+    fe8_out(outp, &x, lane_mask);
+    unsigned keep = (unsigned)(ok & (__mmask8)~inf);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if ((lane_mask >> i) & 1)
+            mask_bytes(out[i], NB, keep >> i);
+    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
+    mb8__wipe(dig, sizeof dig);
+    mb8__wipe(&Q, sizeof Q);
+    mb8__wipe(&R, sizeof R);
+    mb8__wipe(&d, sizeof d);
+    mb8__wipe(&x, sizeof x);
+    mb8__wipe(&y, sizeof y);
+    return st;
+}
+
+/* ---- key generation --------------------------------------------------------------------- */
+
+IFMA_FN mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][NP],
+                                       const uint8_t priv[MB8_LANES][NB], unsigned lane_mask)
+{
+    pt8 R;
+    fe8 d, x, y;
+    uint8_t *xp[MB8_LANES], *yp[MB8_LANES];
+    __mmask8 ok = scalar_load8(&d, priv, lane_mask);
+    pt_mul_g(&R, priv, lane_mask);
+    __mmask8 inf = pt_to_affine(&x, &y, &R); /* never for d in [1, n-1] */
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        xp[i] = out[i] + 1;
+        yp[i] = out[i] + 1 + NB;
+    }
+    fe8_out(xp, &x, lane_mask);
+    fe8_out(yp, &y, lane_mask);
+    unsigned keep = (unsigned)(ok & (__mmask8)~inf);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if ((lane_mask >> i) & 1) {
+            out[i][0] = 0x04;
+            mask_bytes(out[i], NP, keep >> i);
+        }
+    }
+    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)(~ok | inf), 0);
+    mb8__wipe(&R, sizeof R);
+    mb8__wipe(&d, sizeof d);
+    mb8__wipe(&x, sizeof x);
+    mb8__wipe(&y, sizeof y);
+    return st;
+}
+
+/* ---- ECDSA ------------------------------------------------------------------------------ */
+
+/* The nonce-only part (the future sign_setup), as ecdsa_setup in p256_ref.c: r = x(kG) mod
+ * n, with the blinding factor b = k, kb_inv = (k b)^-1 and b, Montgomery form mod n. Bit i
+ * of the result set when lane i's k is in [1, n-1] and r != 0. */
+static IFMA_FN __mmask8 ecdsa_setup8(fe8 *r_m, fe8 *kb_inv_m, fe8 *b_m,
+                                     const uint8_t k_bytes[MB8_LANES][NB], unsigned lane_mask)
+{
+    pt8 R;
+    fe8 k, x, y, rr;
+    __mmask8 ok = scalar_load8(&k, k_bytes, lane_mask);
+    pt_mul_g(&R, k_bytes, lane_mask);
+    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    fe8_bcast(&rr, N_RR);
+    nmul(r_m, &x, &rr); /* x < p < 2n: reduced mod n on the way */
+    ok &= (__mmask8)~inf & (__mmask8)~fe8_is_zero(r_m);
+    nmul(b_m, &k, &rr);
+    nmul(kb_inv_m, b_m, b_m);
+    ninv(kb_inv_m, kb_inv_m);
+    mb8__wipe(&R, sizeof R);
+    mb8__wipe(&k, sizeof k);
+    mb8__wipe(&x, sizeof x);
+    mb8__wipe(&y, sizeof y);
+    return ok;
+}
+
+/* s = (k b)^-1 (b e + (b r) d) mod n (the future sign_complete), canonical; bit i of the
+ * result set when lane i's d is in [1, n-1] and s != 0. */
+static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m,
+                                        const fe8 *b_m, const uint8_t e_bytes[MB8_LANES][NB],
+                                        const uint8_t d_bytes[MB8_LANES][NB], unsigned lane_mask)
+{
+    fe8 d, e, rr, br, t, one;
+    stage8 st;
+    __mmask8 ok = scalar_load8(&d, d_bytes, lane_mask);
+    memset(&st, 0, sizeof st);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if ((lane_mask >> i) & 1)
+            stage_put(&st, i, e_bytes[i]);
+    fe8_load(&e, &st);
+    fe8_bcast(&rr, N_RR);
+    nmul(&d, &d, &rr);
+    nmul(&e, &e, &rr); /* e may be >= n: reduced here */
+    nmul(&br, b_m, r_m);
+    nmul(&t, &br, &d); /* b r d */
+    nmul(&e, &e, b_m); /* b e */
+    madd(&t, &t, &e, N_M);
+    nmul(&t, &t, kb_inv_m);
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    nmul(s, &t, &one);
+    ok &= (__mmask8)~fe8_is_zero(s);
+    mb8__wipe(&st, sizeof st);
+    mb8__wipe(&d, sizeof d);
+    mb8__wipe(&e, sizeof e);
+    mb8__wipe(&br, sizeof br);
+    mb8__wipe(&t, sizeof t);
+    return ok;
+}
+
+IFMA_FN mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
+                                       const uint8_t e[MB8_LANES][NB],
+                                       const uint8_t d[MB8_LANES][NB],
+                                       const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    fe8 r_m, kb_inv_m, b_m, rv, sv, one;
+    uint8_t *rp[MB8_LANES], *sp[MB8_LANES];
+    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask);
+    ok &= ecdsa_complete8(&sv, &r_m, &kb_inv_m, &b_m, e, d, lane_mask);
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    nmul(&rv, &r_m, &one);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        rp[i] = r[i];
+        sp[i] = s[i];
+    }
+    fe8_out(rp, &rv, lane_mask);
+    fe8_out(sp, &sv, lane_mask);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if ((lane_mask >> i) & 1) {
+            mask_bytes(r[i], NB, (unsigned)ok >> i);
+            mask_bytes(s[i], NB, (unsigned)ok >> i);
+        }
+    }
+    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
+    mb8__wipe(&r_m, sizeof r_m);
+    mb8__wipe(&kb_inv_m, sizeof kb_inv_m);
+    mb8__wipe(&b_m, sizeof b_m);
+    mb8__wipe(&rv, sizeof rv);
+    mb8__wipe(&sv, sizeof sv);
+    return st;
+}
