@@ -15,6 +15,9 @@
 #   BENCH_CASES     which cases to run, subset of "a b" (default "a b")
 #   BENCH_SAVE      1: also write the table to bench/results/handshake-<date>.md
 #   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#   BENCH_PROVIDER  1: tlsgate runs with its own provider and async TLS (ssl_provider
+#                   tlsgate; ssl_propquery "?provider=tlsgate"; ssl_async on): the
+#                   batched mb8 kernels instead of OpenSSL's single operations
 #
 # Cases (the server config pins them; wrk negotiates whatever the server allows, and
 # each case is verified once per server with `openssl s_client`):
@@ -259,6 +262,10 @@ write_conf() { # name case port dir
         fi
         echo "worker_processes 1;"
         echo "worker_cpu_affinity 01;"
+        if [[ $name == tlsgate && ${BENCH_PROVIDER:-0} == 1 ]]; then
+            echo "ssl_provider tlsgate;"
+            echo "ssl_propquery \"?provider=tlsgate\";"
+        fi
         echo "error_log $d/error.log;"
         echo "pid $d/$name.pid;"
         echo "events { worker_connections 4096; }"
@@ -272,6 +279,7 @@ write_conf() { # name case port dir
         echo "        server_name localhost;"
         case_tls "$cs"
         echo "        root $TMP/html;"
+        [[ $name == tlsgate && ${BENCH_PROVIDER:-0} == 1 ]] && echo "        ssl_async on;"
         echo "        location = /status { stub_status; }"
         echo "    }"
         echo "}"
