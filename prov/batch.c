@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <openssl/async.h>
@@ -62,6 +63,7 @@ struct tg_thread {
     uint64_t last_ns[TG_OP_COUNT]; /* when the newest request joined the queue */
     unsigned char grew[TG_OP_COUNT]; /* a request joined since the application's last poll */
     void *scratch; /* RSA scratch for batches computed on this thread */
+    void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
     struct tg_thread *next;
 };
@@ -83,6 +85,14 @@ static atomic_uint pending; /* requests in all queues */
 static int g_instances;
 static const OSSL_CORE_HANDLE *g_handle;
 static OSSL_FUNC_core_thread_start_fn *g_thread_start;
+
+/*
+ * The stack a batch computed inside an ASYNC job runs on. OpenSSL 3.0 gives a job 32 KB of
+ * stack, and the job is already deep in libssl when it reaches us; mb8's vector kernels
+ * keep whole 8-lane tables on their stack (P-256's ECDH alone takes ~28 KB), so inside a
+ * job the kernel runs on a per-thread stack of its own (ucontext switch, ~1 us per batch).
+ */
+#define TG_COMPUTE_STACK (512 * 1024)
 
 /* How long a thread that polled is left to its own polls by the timer. */
 #define TG_POLLED_RECENTLY_NS (50ULL * 1000000ULL)
@@ -155,6 +165,53 @@ static void compute(enum tg_op op, struct tg_req *const *rs, unsigned n, void *s
         rs[i]->status = mb8_status_lane(st, i);
 }
 
+static __thread struct {
+    ucontext_t caller, callee;
+    enum tg_op op;
+    struct tg_req *const *rs;
+    unsigned n;
+    void *scratch;
+} bs;
+
+static void bs_trampoline(void)
+{
+    compute(bs.op, bs.rs, bs.n, bs.scratch);
+    /* returning resumes bs.caller (uc_link) */
+}
+
+/*
+ * compute(), on the thread's own large stack when called inside an ASYNC job (see
+ * TG_COMPUTE_STACK); directly otherwise. When no stack can be had, every lane is
+ * MB8_STATUS_BAD_INPUT (the callers fall back to the default provider).
+ */
+static void compute_safe(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, unsigned n,
+                         void *scratch)
+{
+    unsigned i;
+
+    if (ASYNC_get_current_job() == NULL) {
+        compute(op, rs, n, scratch);
+        return;
+    }
+    if (t == NULL || (t->stack == NULL && (t->stack = OPENSSL_malloc(TG_COMPUTE_STACK)) == NULL) ||
+        getcontext(&bs.callee) != 0) {
+        for (i = 0; i < n; i++)
+            rs[i]->status = MB8_STATUS_BAD_INPUT;
+        return;
+    }
+    bs.op = op;
+    bs.rs = rs;
+    bs.n = n;
+    bs.scratch = scratch;
+    bs.callee.uc_stack.ss_sp = t->stack;
+    bs.callee.uc_stack.ss_size = TG_COMPUTE_STACK;
+    bs.callee.uc_link = &bs.caller;
+    makecontext(&bs.callee, bs_trampoline, 0);
+    if (swapcontext(&bs.caller, &bs.callee) != 0)
+        for (i = 0; i < n; i++)
+            rs[i]->status = MB8_STATUS_BAD_INPUT;
+}
+
 /*
  * Computes a batch taken from t's queue (t's lock not held) and completes it: wakes
  * every job but `self` (the running job, whose request needs no wake-up) and marks all
@@ -168,7 +225,7 @@ static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *
 
     for (i = 0; i < n; i++)
         wait_ns += now > rs[i]->queued_ns ? now - rs[i]->queued_ns : 0;
-    compute(op, rs, n, scratch);
+    compute_safe(t, op, rs, n, scratch);
     tg_count(TG_C_BATCHES, 1);
     tg_count((enum tg_counter)(TG_C_FILL1 + n - 1), 1);
     tg_count(how, 1);
@@ -227,6 +284,7 @@ static void thread_free(struct tg_thread *t)
     pthread_cond_destroy(&t->done_cv);
     pthread_mutex_destroy(&t->lock);
     OPENSSL_clear_free(t->scratch, rsa_scratch_bytes());
+    OPENSSL_free(t->stack); /* kernels wipe their secrets before returning */
     OPENSSL_free(t);
 }
 
@@ -524,15 +582,15 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     r->status = MB8_STATUS_UNUSED;
     r->queued_ns = now_ns();
     r->flush_ns = prov->poll_app ? 0 : (uint64_t)prov->flush_us * 1000ULL;
-    t = wctx != NULL ? self_get() : NULL;
-    if (t == NULL || !prepare_wake(r, wctx)) {
+    t = job != NULL ? self_get() : NULL;
+    if (t == NULL || wctx == NULL || !prepare_wake(r, wctx)) {
         /* no job to pause: a batch of one, at once */
         struct tg_req *one = r;
         void *scratch = NULL;
 
         if (r->op <= TG_OP_RSA4096 && (scratch = OPENSSL_zalloc(rsa_scratch_bytes())) == NULL)
             return 0;
-        compute(r->op, &one, 1, scratch);
+        compute_safe(t, r->op, &one, 1, scratch);
         OPENSSL_clear_free(scratch, rsa_scratch_bytes());
         tg_count(TG_C_BATCHES, 1);
         tg_count(TG_C_FILL1, 1);

@@ -2,10 +2,9 @@
  * X25519 (RFC 7748) for 8 independent lanes.
  *
  * The OpenSSL provider calls these two entry points; which kernel runs behind them is
- * chosen at run time (mb8/cpu.h): today always the portable reference
- * (mb8/src/x25519/x25519_ref.c); an AVX-512 IFMA kernel (5 limbs of 52 bits, 8 lanes per
- * zmm; docs/research/performance.md §2.5) will plug in behind the same API and must give
- * bit-identical results.
+ * chosen at run time (mb8/cpu.h): the AVX-512 IFMA kernel (mb8/src/x25519/x25519_ifma.c:
+ * 5 limbs of 52 bits, 8 lanes per zmm, docs/research/performance.md §2.5) or the portable
+ * reference (mb8/src/x25519/x25519_ref.c); both give bit-identical results (tests/diff).
  *
  * Lane conventions are those of mb8/status.h. All byte strings are 32 bytes, little-endian,
  * as in RFC 7748 §5. Every output buffer may alias its lane's inputs (results are computed
@@ -72,7 +71,8 @@ mb8_status_t mb8_x25519(uint8_t *const out[MB8_LANES], const uint8_t *const scal
  * prime-order subgroup and the clamped scalar is not a multiple of its order).
  *
  * The reference kernel runs the same Montgomery ladder as mb8_x25519 with u = 9; the IFMA
- * kernel will use a fixed-base table instead. Timing: depends only on which lanes are
+ * kernel computes [k]B on the Edwards form with a fixed-base table of signed radix-16
+ * digits, then u = (Z + Y) / (Z - Y). Timing: depends only on which lanes are
  * used, never on the scalar bytes.
  */
 mb8_status_t mb8_x25519_public_key(uint8_t *const out[MB8_LANES],

@@ -8,11 +8,12 @@ typedef void (*x25519_kernel_fn)(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
                                  const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
                                  const uint8_t u[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
 
-/* The kernel for this CPU. No IFMA kernel exists yet: both paths run the reference. */
+/* The kernel for this CPU: the IFMA ladder when mb8_cpu_has_ifma() (decided once per
+ * process; MB8_FORCE_PORTABLE=1 forces the reference), else the portable reference. */
 static x25519_kernel_fn x25519_kernel(void)
 {
     if (mb8_cpu_has_ifma())
-        return mb8__x25519_ladder51_ref; /* TODO: the IFMA kernel (5 x 52-bit limbs) */
+        return mb8__x25519_ladder52_ifma;
     return mb8__x25519_ladder51_ref;
 }
 
@@ -53,9 +54,14 @@ static mb8_status_t x25519_lanes(uint8_t *const out[MB8_LANES],
             }
         }
     }
-    if (lanes != 0)
-        x25519_kernel()(r, (const uint8_t(*)[MB8_X25519_BYTES])k,
-                        (const uint8_t(*)[MB8_X25519_BYTES])u, lanes);
+    if (lanes != 0) {
+        /* key generation on IFMA: the fixed-base kernel (Edwards table), not the ladder */
+        if (point == NULL && mb8_cpu_has_ifma())
+            mb8__x25519_base_ifma(r, (const uint8_t(*)[MB8_X25519_BYTES])k, lanes);
+        else
+            x25519_kernel()(r, (const uint8_t(*)[MB8_X25519_BYTES])k,
+                            (const uint8_t(*)[MB8_X25519_BYTES])u, lanes);
+    }
 
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lanes & (1u << i)))

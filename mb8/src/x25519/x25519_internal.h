@@ -20,6 +20,22 @@ void mb8__x25519_ladder51_ref(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
                               const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
                               const uint8_t u[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
 
+/**
+ * AVX-512 IFMA kernel (x25519_ifma.c): 5 limbs of 52 bits, the 8 lanes in one ladder.
+ * Call only when mb8_cpu_has_ifma().
+ */
+void mb8__x25519_ladder52_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
+                               const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
+                               const uint8_t u[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
+
+/**
+ * The IFMA kernel for u = 9 in every lane (key generation): out[i] = X25519(k[i], 9) for
+ * the lanes in lane_mask (the ladder with the multiplication by x_1 = 9 as a small-constant
+ * multiplication). Call only when mb8_cpu_has_ifma().
+ */
+void mb8__x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
+                           const uint8_t k[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
+
 /** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
 void mb8__x25519_wipe(void *p, size_t n);
 
