@@ -111,7 +111,7 @@ static int ci_encrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outs
 
 /* 1 decrypted, 0 failed (error raised), -1 not ours: let the default provider decrypt. */
 static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t outsize,
-                       const unsigned char *in, size_t inlen)
+                       const unsigned char *in, size_t inlen, int probe)
 {
     TG_KEY *k = c->key;
     size_t len = k->rsa.len;
@@ -157,7 +157,8 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
     if (!tg_rsa_blinding(k, blind, unblind))
         return -1;
     memset(&r, 0, sizeof(r));
-    r.op = k->rsa.bits == 2048 ? TG_OP_RSA2048 : k->rsa.bits == 3072 ? TG_OP_RSA3072 : TG_OP_RSA4096;
+    r.op = tg_rsa_op(k->rsa.bits);
+    r.probe = probe;
     r.in = ct;
     r.out = em;
     r.key = k->rsa.key;
@@ -238,11 +239,21 @@ static int ci_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outs
     if (!(c->prov->enable & TG_EN_RSA) || !tg_key_acc(k) || k->rsa.key == NULL ||
         !pad_supported(c)) {
         tg_count(TG_C_FALLBACKS, 1);
-    } else if (!tg_batch_can_queue()) {
-        tg_count(TG_C_SYNC, 1);
     } else {
+        enum tg_op op = tg_rsa_op(k->rsa.bits);
+        int probe = 0;
+
+        if (!tg_batch_can_queue() || !tg_batch_want(c->prov, op, &probe)) {
+            uint64_t t0 = tg_now_ns();
+
+            tg_count(TG_C_SYNC, 1);
+            r = CIF(DECRYPT, decrypt)(c->inner, out, outlen, outsize, in, inlen);
+            if (r > 0)
+                tg_batch_single_done(op, tg_now_ns() - t0);
+            return r;
+        }
         tg_count(TG_C_REQUESTS_ASYNC, 1);
-        r = decrypt_acc(c, out, outlen, outsize, in, inlen);
+        r = decrypt_acc(c, out, outlen, outsize, in, inlen, probe);
         if (r >= 0)
             return r;
         tg_count(TG_C_FALLBACKS, 1);

@@ -44,6 +44,7 @@
 #include <openssl/async.h>
 #include <openssl/crypto.h>
 
+#include "mb8/cpu.h"
 #include "prov.h"
 #include "waitfd.h"
 
@@ -62,6 +63,12 @@ struct tg_thread {
     unsigned qn[TG_OP_COUNT];
     uint64_t last_ns[TG_OP_COUNT]; /* when the newest request joined the queue */
     unsigned char grew[TG_OP_COUNT]; /* a request joined since the application's last poll */
+    struct tg_adapt {
+        int single;        /* 1: requests run as single operations (default provider) */
+        double fill;       /* moving average of this thread's batch fill, in lanes */
+        unsigned skipped;  /* single operations since the last probe */
+        uint64_t probe_ns; /* when the last probe was queued */
+    } ad[TG_OP_COUNT];
     void *scratch; /* RSA scratch for batches computed on this thread */
     void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
@@ -103,6 +110,69 @@ static uint64_t now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- adaptive batching ---- */
+
+/*
+ * A partial batch costs as much as a full one, so batching pays only when enough requests
+ * share a batch: at least crossover(op) = (time of one 8-lane batch) / (time of one
+ * operation by the default provider) of them. Both times are measured as the provider
+ * runs (moving averages over every batch and every single operation; the defaults below,
+ * measured on AMD Zen 4 with IFMA, only seed them), so the crossover follows the machine
+ * and the kernel (mb8's portable kernels are slower than OpenSSL per lane: then it never
+ * batches, apart from probes).
+ *
+ * Per thread and operation, the fill of the thread's recent batches decides: below the
+ * crossover the thread runs its requests as single operations; every TG_PROBE_EVERY
+ * requests (and at most every TG_PROBE_NS) one request is queued anyway as a probe: the
+ * application's other jobs join it while it waits, and its fill shows the load. A request
+ * always joins a queue that is not empty.
+ */
+#define TG_PROBE_EVERY 32
+#define TG_PROBE_NS (100ULL * 1000ULL * 1000ULL)
+
+static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {
+    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000};
+static _Atomic uint64_t single_ns[TG_OP_COUNT] = {
+    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000};
+
+/* x += (sample - x) / 8, racy by design (a lost update only delays the average). */
+static void ewma_update(_Atomic uint64_t *x, uint64_t sample)
+{
+    uint64_t old = atomic_load_explicit(x, memory_order_relaxed);
+
+    atomic_store_explicit(x, old - old / 8 + sample / 8, memory_order_relaxed);
+}
+
+static double crossover(enum tg_op op)
+{
+    double b = (double)atomic_load_explicit(&batch_ns[op], memory_order_relaxed);
+    double s = (double)atomic_load_explicit(&single_ns[op], memory_order_relaxed);
+    double c = s > 0 ? b / s : (double)MB8_LANES;
+
+    return c < 1 ? 1 : c;
+}
+
+void tg_batch_single_done(enum tg_op op, uint64_t ns)
+{
+    if (op < TG_OP_COUNT && ns > 0)
+        ewma_update(&single_ns[op], ns);
+}
+
+uint64_t tg_now_ns(void)
+{
+    return now_ns();
+}
+
+/* After a batch of n lanes on t (t->lock held): the thread's fill and its mode. */
+static void adapt_after_batch(struct tg_thread *t, enum tg_op op, unsigned n, int probe)
+{
+    struct tg_adapt *a = &t->ad[op];
+
+    /* a probe measures the load now; other batches move the average */
+    a->fill = probe ? (double)n : a->fill * 0.75 + (double)n * 0.25;
+    a->single = a->fill < crossover(op);
 }
 
 /* ---- computing ---- */
@@ -189,7 +259,9 @@ static void compute_safe(struct tg_thread *t, enum tg_op op, struct tg_req *cons
 {
     unsigned i;
 
-    if (ASYNC_get_current_job() == NULL) {
+    /* only the vector kernels need it (the portable ones use a few KB of stack; valgrind,
+     * which runs those, would take the switch for a stack overflow) */
+    if (ASYNC_get_current_job() == NULL || !mb8_cpu_has_ifma()) {
         compute(op, rs, n, scratch);
         return;
     }
@@ -225,13 +297,16 @@ static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *
 
     for (i = 0; i < n; i++)
         wait_ns += now > rs[i]->queued_ns ? now - rs[i]->queued_ns : 0;
+    uint64_t c0 = now_ns();
     compute_safe(t, op, rs, n, scratch);
+    ewma_update(&batch_ns[op], now_ns() - c0);
     tg_count(TG_C_BATCHES, 1);
     tg_count((enum tg_counter)(TG_C_FILL1 + n - 1), 1);
     tg_count(how, 1);
     tg_count(TG_C_QUEUE_WAIT_US, wait_ns / 1000);
 
     pthread_mutex_lock(&t->lock);
+    adapt_after_batch(t, op, n, rs[0]->probe);
     for (i = 0; i < n; i++) {
         struct tg_req *r = rs[i];
 
@@ -340,6 +415,8 @@ static struct tg_thread *self_get(void)
         OPENSSL_free(t);
         return NULL;
     }
+    for (int op = 0; op < TG_OP_COUNT; op++)
+        t->ad[op].fill = MB8_LANES; /* a new thread batches until its batches say otherwise */
     if (g_thread_start != NULL && !g_thread_start(g_handle, thread_stop, NULL)) {
         thread_free(t);
         return NULL;
@@ -494,6 +571,30 @@ static void atfork_child(void)
 }
 
 /* ---- the API ---- */
+
+int tg_batch_want(TG_PROV *prov, enum tg_op op, int *probe)
+{
+    struct tg_thread *t;
+    struct tg_adapt *a;
+    int queue;
+
+    *probe = 0;
+    if (!prov->adaptive || (t = self_get()) == NULL)
+        return 1;
+    a = &t->ad[op];
+    pthread_mutex_lock(&t->lock);
+    if (t->qn[op] > 0 || !a->single) {
+        queue = 1; /* join a waiting queue; or the thread batches */
+    } else if (++a->skipped >= TG_PROBE_EVERY && now_ns() - a->probe_ns >= TG_PROBE_NS) {
+        a->skipped = 0;
+        a->probe_ns = now_ns();
+        *probe = queue = 1;
+    } else {
+        queue = 0;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return queue;
+}
 
 int tg_batch_can_queue(void)
 {

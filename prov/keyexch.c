@@ -107,7 +107,7 @@ static int kex_set_peer(void *ctx, void *provkey)
 }
 
 /* 1 derived, 0 failed (error raised), -1 not ours: let the default provider derive. */
-static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_t outlen)
+static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_t outlen, int probe)
 {
     struct tg_req r;
     uint8_t out[32];
@@ -116,6 +116,7 @@ static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_
         return -1;
     memset(&r, 0, sizeof(r));
     r.op = x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
+    r.probe = probe;
     r.priv = x->key->priv;
     r.in = x->peer->pub;
     r.out = out;
@@ -160,11 +161,21 @@ static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_
     if (!(x->prov->enable & en) || !tg_key_acc(x->key) || !x->key->has_priv ||
         !tg_key_acc(x->peer) || !x->peer->has_pub || !no_kdf(x)) {
         tg_count(TG_C_FALLBACKS, 1);
-    } else if (!tg_batch_can_queue()) {
-        tg_count(TG_C_SYNC, 1);
     } else {
+        enum tg_op op = x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
+        int probe = 0;
+
+        if (!tg_batch_can_queue() || !tg_batch_want(x->prov, op, &probe)) {
+            uint64_t t0 = tg_now_ns();
+
+            tg_count(TG_C_SYNC, 1);
+            r = KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
+            if (r > 0)
+                tg_batch_single_done(op, tg_now_ns() - t0);
+            return r;
+        }
         tg_count(TG_C_REQUESTS_ASYNC, 1);
-        r = derive_acc(x, secret, secretlen, outlen);
+        r = derive_acc(x, secret, secretlen, outlen, probe);
         if (r >= 0)
             return r;
         tg_count(TG_C_FALLBACKS, 1);

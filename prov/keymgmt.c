@@ -615,7 +615,7 @@ static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *
 }
 
 /* Batched generation inside an async job; NULL when it could not run (caller falls back). */
-static TG_KEY *gen_batched(struct tg_gen *g)
+static TG_KEY *gen_batched(struct tg_gen *g, int probe)
 {
     struct tg_req r;
     uint8_t priv[32], pub[65];
@@ -636,6 +636,7 @@ static TG_KEY *gen_batched(struct tg_gen *g)
     }
     r.priv = priv;
     r.out = pub;
+    r.probe = probe;
     if (tg_batch_run(g->prov, &r) && r.status == MB8_STATUS_OK)
         k = gen_import(g, priv, pub);
     OPENSSL_cleanse(priv, sizeof(priv));
@@ -649,18 +650,26 @@ static void *gen(void *genctx, OSSL_CALLBACK *cb, void *cbarg)
     int eligible = keypair && !g->foreign &&
                    ((g->kt == TG_KT_EC && g->p256 && (g->prov->enable & TG_EN_ECDH)) ||
                     (g->kt == TG_KT_X25519 && (g->prov->enable & TG_EN_X25519)));
+    enum tg_op op = g->kt == TG_KT_EC ? TG_OP_KEYGEN_P256 : TG_OP_KEYGEN_X25519;
+    int probe = 0;
     TG_KEY *k;
 
-    if (eligible && tg_batch_can_queue()) {
+    if (eligible && tg_batch_can_queue() && tg_batch_want(g->prov, op, &probe)) {
         tg_count(TG_C_REQUESTS, 1);
         tg_count(TG_C_REQUESTS_ASYNC, 1);
-        k = gen_batched(g);
+        k = gen_batched(g, probe);
         if (k != NULL)
             return k;
         tg_count(TG_C_FALLBACKS, 1);
     } else if (eligible) {
+        uint64_t t0 = tg_now_ns();
+
         tg_count(TG_C_REQUESTS, 1);
         tg_count(TG_C_SYNC, 1);
+        k = key_wrap(g->prov, g->kt, KM(g->kt, GEN, gen)(g->inner, cb, cbarg));
+        if (k != NULL)
+            tg_batch_single_done(op, tg_now_ns() - t0);
+        return k;
     } else if (keypair && g->kt != TG_KT_RSA) {
         tg_count(TG_C_REQUESTS, 1);
         tg_count(TG_C_FALLBACKS, 1);

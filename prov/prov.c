@@ -101,7 +101,7 @@ static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
 
 /* ---- parameters ---- */
 
-#define TG_FIXED_PARAMS 9
+#define TG_FIXED_PARAMS 10
 static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
 
 static void tg_gettable_build(void)
@@ -114,6 +114,7 @@ static void tg_gettable_build(void)
     tg_gettable[n++] = OSSL_PARAM_construct_int(OSSL_PROV_PARAM_STATUS, NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("poll_mode", NULL, 0);
     tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("enable", NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_utf8_ptr("adaptive", NULL, 0);
     tg_gettable[n++] = OSSL_PARAM_construct_ulong("flush_us", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("queued", NULL);
@@ -150,6 +151,9 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
         return 0;
     if ((p = OSSL_PARAM_locate(params, "poll_mode")) != NULL &&
         !OSSL_PARAM_set_utf8_ptr(p, prov->poll_app ? "app" : "timer"))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, "adaptive")) != NULL &&
+        !OSSL_PARAM_set_utf8_ptr(p, prov->adaptive ? "on" : "off"))
         return 0;
     if ((p = OSSL_PARAM_locate(params, "enable")) != NULL &&
         !OSSL_PARAM_set_utf8_ptr(p, prov->enable_str))
@@ -305,13 +309,14 @@ static int parse_enable(const char *s, unsigned *out)
 /* flush_us, poll_mode, enable: the config section, then the environment. */
 static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
 {
-    const char *flush = NULL, *mode = NULL, *enable = NULL, *env;
-    OSSL_PARAM q[4];
+    const char *flush = NULL, *mode = NULL, *enable = NULL, *adaptive = NULL, *env;
+    OSSL_PARAM q[5];
 
     q[0] = OSSL_PARAM_construct_utf8_ptr("flush_us", (char **)&flush, 0);
     q[1] = OSSL_PARAM_construct_utf8_ptr("poll_mode", (char **)&mode, 0);
     q[2] = OSSL_PARAM_construct_utf8_ptr("enable", (char **)&enable, 0);
-    q[3] = OSSL_PARAM_construct_end();
+    q[3] = OSSL_PARAM_construct_utf8_ptr("adaptive", (char **)&adaptive, 0);
+    q[4] = OSSL_PARAM_construct_end();
     if (core_get_params != NULL && !core_get_params(prov->handle, q))
         return 0;
     if ((env = getenv("TLSGATE_FLUSH_US")) != NULL)
@@ -320,9 +325,22 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
         mode = env;
     if ((env = getenv("TLSGATE_ENABLE")) != NULL)
         enable = env;
+    if ((env = getenv("TLSGATE_ADAPTIVE")) != NULL)
+        adaptive = env;
     prov->flush_us = 200;
     prov->poll_app = 0;
     prov->enable = TG_EN_ALL;
+    prov->adaptive = 1;
+    if (adaptive != NULL) {
+        if (strcmp(adaptive, "on") == 0 || strcmp(adaptive, "1") == 0) {
+            prov->adaptive = 1;
+        } else if (strcmp(adaptive, "off") == 0 || strcmp(adaptive, "0") == 0) {
+            prov->adaptive = 0;
+        } else {
+            TG_RAISE(prov, TG_R_BAD_ARGUMENT, "adaptive=%s: expected on or off", adaptive);
+            return 0;
+        }
+    }
     if (flush != NULL && !parse_ulong(flush, 1000000, &prov->flush_us)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT, "flush_us=%s: expected 0..1000000 (microseconds)", flush);
         return 0;

@@ -79,6 +79,7 @@ typedef struct tg_prov {
     unsigned enable;           /* TG_EN_* */
     unsigned long flush_us;    /* timer period; 0 = no timer */
     int poll_app;              /* poll_mode=app */
+    int adaptive;              /* adaptive=on: single operations when batches stay small */
     char enable_str[64];
 } TG_PROV;
 
@@ -166,6 +167,7 @@ struct tg_req {
      * keygen: out = public key (65 or 32) */
     uint8_t *out, *out2;
     unsigned status; /* mb8 lane status (MB8_STATUS_*) */
+    int probe;       /* queued as a probe of the load (tg_batch_want) */
 
     /* batch.c's bookkeeping */
     uint64_t queued_ns;
@@ -176,8 +178,26 @@ struct tg_req {
     int done;
 };
 
+/* The queue of an RSA key size (2048, 3072, 4096). */
+static inline enum tg_op tg_rsa_op(unsigned bits)
+{
+    return bits == 2048 ? TG_OP_RSA2048 : bits == 3072 ? TG_OP_RSA3072 : TG_OP_RSA4096;
+}
+
 /* 1 when the calling thread runs an ASYNC job with a wait ctx (a request can be queued). */
 int tg_batch_can_queue(void);
+
+/*
+ * The adaptive choice, for a request that can be queued (tg_batch_can_queue): 1 to queue
+ * it (with *probe set when it is queued only to measure the load: pass it on in
+ * tg_req.probe), 0 to compute it now as a single operation with the default provider
+ * (then report its time with tg_batch_single_done). Always 1 with adaptive off.
+ */
+int tg_batch_want(TG_PROV *prov, enum tg_op op, int *probe);
+/* The duration of a single operation (ns) run by the default provider for op. */
+void tg_batch_single_done(enum tg_op op, uint64_t ns);
+/* CLOCK_MONOTONIC in ns. */
+uint64_t tg_now_ns(void);
 
 /*
  * Runs r: inside an ASYNC job with a wait ctx it is queued on this thread's queue for

@@ -172,7 +172,7 @@ static int sig_verify_recover(void *ctx, unsigned char *rout, size_t *routlen, s
 
 /* 1 signed, 0 failed (error raised), -1 not ours: let the default provider sign. */
 static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
-                        const unsigned char *tbs, size_t tbslen)
+                        const unsigned char *tbs, size_t tbslen, int probe)
 {
     TG_KEY *k = s->key;
     size_t len = k->rsa.len;
@@ -214,7 +214,8 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
     if (!ok || !tg_rsa_blinding(k, blind, unblind))
         return -1; /* the default provider reports the precise error */
     memset(&r, 0, sizeof(r));
-    r.op = k->rsa.bits == 2048 ? TG_OP_RSA2048 : k->rsa.bits == 3072 ? TG_OP_RSA3072 : TG_OP_RSA4096;
+    r.op = tg_rsa_op(k->rsa.bits);
+    r.probe = probe;
     r.in = em;
     r.out = sig;
     r.key = k->rsa.key;
@@ -230,7 +231,7 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
 }
 
 static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
-                          const unsigned char *tbs, size_t tbslen)
+                          const unsigned char *tbs, size_t tbslen, int probe)
 {
     TG_KEY *k = s->key;
     size_t mdsize = 0;
@@ -263,6 +264,7 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
             break;
         memset(&r, 0, sizeof(r));
         r.op = TG_OP_ECDSA_P256;
+        r.probe = probe;
         r.in = e;
         r.in2 = nonce;
         r.priv = k->priv;
@@ -338,12 +340,22 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
     tg_count(TG_C_REQUESTS, 1);
     if (!sig_eligible(s)) {
         tg_count(TG_C_FALLBACKS, 1);
-    } else if (!tg_batch_can_queue()) {
-        tg_count(TG_C_SYNC, 1);
     } else {
+        enum tg_op op = s->kt == TG_KT_RSA ? tg_rsa_op(s->key->rsa.bits) : TG_OP_ECDSA_P256;
+        int probe = 0;
+
+        if (!tg_batch_can_queue() || !tg_batch_want(s->prov, op, &probe)) {
+            uint64_t t0 = tg_now_ns();
+
+            tg_count(TG_C_SYNC, 1);
+            r = SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
+            if (r > 0)
+                tg_batch_single_done(op, tg_now_ns() - t0);
+            return r;
+        }
         tg_count(TG_C_REQUESTS_ASYNC, 1);
-        r = s->kt == TG_KT_RSA ? rsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen)
-                               : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen);
+        r = s->kt == TG_KT_RSA ? rsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe)
+                               : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe);
         if (r >= 0)
             return r;
         tg_count(TG_C_FALLBACKS, 1);

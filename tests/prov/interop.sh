@@ -4,8 +4,9 @@
 # TLSGATE_STATS_FILE when it is unloaded at exit.
 #
 #  1. `openssl speed -async_jobs 8` (rsa2048 ecdsap256 ecdhx25519 ecdhp256): exit 0, results,
-#     requests queued in async jobs and full 8-lane batches; `-async_jobs 1`: partial batches
-#     flushed by the provider's timer thread.
+#     requests queued in async jobs and full 8-lane batches; `-async_jobs 1`: mostly single
+#     operations (the adaptive choice) with probes flushed by the timer thread, and with
+#     TLSGATE_ADAPTIVE=off every request queued and flushed by the timer.
 #  2. `openssl s_server -async -www -naccept 1` with the provider preferred
 #     (-propquery '?provider=tlsgate'), one server per handshake, plain `openssl s_client`:
 #     TLS 1.2 RSA key exchange, ECDHE-RSA, ECDHE-ECDSA; TLS 1.3 with an RSA-2048 and an
@@ -216,7 +217,11 @@ speed_run() {
 
 echo "# 1. openssl speed with the provider preferred"
 speed_run speed8 8 requests_async'>='1 batch_fill_8'>='1
-speed_run speed1 1 requests_async'>='1 flush_timer'>='1
+# One job: the adaptive choice runs most operations as single operations (sync) once the
+# first batches stayed at one lane, probing with a queued request now and then.
+speed_run speed1 1 requests_async'>='1 flush_timer'>='1 sync'>='100
+# The same with adaptive off: every operation is queued.
+TLSGATE_ADAPTIVE=off speed_run speed1off 1 requests_async'>='100 flush_timer'>='100
 
 # =====================================================================================
 # 2. openssl s_server -async
