@@ -87,6 +87,7 @@ static int timer_running, timer_stop;
 static atomic_int timer_started; /* timer_running, readable without timer_mu */
 static void *timer_scratch;
 static atomic_uint pending; /* requests in all queues */
+static unsigned fork_gen;   /* fork()s survived: queues before it were dropped */
 /* The timer's nap while only requests it does not manage (poll_mode app) are queued. */
 #define TG_TIMER_IDLE_NS (200ULL * 1000ULL)
 static int g_instances;
@@ -562,6 +563,7 @@ static void atfork_child(void)
      * is kept, emptied. */
     reg_head = NULL;
     atomic_store(&pending, 0);
+    fork_gen++;
     if (t != NULL) {
         thread_sync_init(t);
         memset(t->qn, 0, sizeof(t->qn));
@@ -646,6 +648,16 @@ static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wct
                 run_batch(t, r->op, rs, n, thread_scratch(t), TG_C_FLUSH_RESUME, r);
                 break;
             }
+            if (r->fork_gen != fork_gen) {
+                /* queued in the parent before fork(): the child's queues start empty, so
+                 * nothing else will compute it; a batch of one, now */
+                struct tg_req *one = r;
+
+                pthread_mutex_unlock(&t->lock);
+                compute_safe(t, r->op, &one, 1, thread_scratch(t));
+                pthread_mutex_lock(&t->lock);
+                r->done = 1;
+            }
             while (!r->done) /* another thread (the timer) is computing it */
                 pthread_cond_wait(&t->done_cv, &t->lock);
         }
@@ -683,6 +695,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     r->status = MB8_STATUS_UNUSED;
     r->queued_ns = now_ns();
     r->flush_ns = prov->poll_app ? 0 : (uint64_t)prov->flush_us * 1000ULL;
+    r->fork_gen = fork_gen;
     t = job != NULL ? self_get() : NULL;
     if (t == NULL || wctx == NULL || !prepare_wake(r, wctx)) {
         /* no job to pause: a batch of one, at once */

@@ -102,8 +102,12 @@ static int kex_set_peer(void *ctx, void *provkey)
         TG_RAISE(x->prov, TG_R_NO_KEY, "missing peer key or key of another type");
         return 0;
     }
+    /* remembered only once the default provider accepted it: EVP keeps no reference to
+     * a rejected peer, which the application may free at once */
+    if (!KXF(x, SET_PEER, set_peer)(x->inner, k->inner))
+        return 0;
     x->peer = k;
-    return KXF(x, SET_PEER, set_peer)(x->inner, k->inner);
+    return 1;
 }
 
 /* 1 derived, 0 failed (error raised), -1 not ours: let the default provider derive. */
