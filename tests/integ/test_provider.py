@@ -6,9 +6,11 @@ path), `ssl_propquery "?provider=tlsgate"`, `ssl_async on`.
   with the RSA and the ECDSA certificate (X25519, P-256, and P-384, which falls back) all
   complete and serve the page;
 - batching: under 64 concurrent `Connection: close` clients the worker's provider counters
-  (TLSGATE_STATS_FILE, written when the worker exits) show requests queued in async jobs,
+  (TLSGATE_STATS_FILE, written when the worker exits; `adaptive off`) show requests queued
+  in async jobs,
   batches of more than one lane, and partial batches flushed by the worker's poll;
 - `ssl_async off`: the same provider computes synchronously (its `sync` counter), no batch;
+- the default adaptive choice: every operation accounted for (queued, single or fallback);
 - a bad provider parameter is a clear `-t` error naming it.
 
 Usage: python3 tests/integ/test_provider.py BIN [TEST...]
@@ -26,6 +28,10 @@ h.FILE_TIMEOUT = 110
 KNOWN_FAILURES = {}
 
 MAIN = 'ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\n'
+# the batching checks want every operation queued: the adaptive choice (single operations
+# when batches stay small, e.g. in a sanitizer build where the kernels are slow) is off
+MAIN_NO_ADAPTIVE = ('ssl_provider tlsgate { adaptive off; }\n'
+                    'ssl_propquery "?provider=tlsgate";\n')
 
 
 def server_block(env, port, extra):
@@ -41,11 +47,11 @@ def server_block(env, port, extra):
     }""" % (port, env.tls("a_rsa", "a_ec"), env.html, extra)
 
 
-def start(env, extra, stats):
+def start(env, extra, stats, main=MAIN):
     env.write("html/index.html", "hello\n")
     env.write("html/empty", b"")
     port = env.port()
-    conf = env.conf(server_block(env, port, extra), main=MAIN + "worker_processes 1;\n")
+    conf = env.conf(server_block(env, port, extra), main=main + "worker_processes 1;\n")
     srv = env.start(conf, env={"TLSGATE_STATS_FILE": stats})
     srv.wait_port(port)
     return srv, port
@@ -88,15 +94,38 @@ CASES = [
 ]
 
 
-def test_handshakes_and_batching(env):
-    stats = env.path("stats")
-    srv, port = start(env, "ssl_async on;", stats)
-    pids = set(srv.wait_workers(1))
+def run_cases(port):
     for what, args, cipher in CASES:
         rc, out = s_client(port, args)
         assert rc == 0 and ("Cipher is " + cipher) in out and "hello" in out, \
             "%s: handshake or page failed (exit %d):\n%s" % (what, rc, out[-2000:])
         print("  %s: ok" % what, flush=True)
+
+
+def test_adaptive_default(env):
+    """The default (adaptive on): every handshake kind completes, and every private-key
+    operation is accounted for as queued, single (sync) or fallback."""
+    stats = env.path("stats")
+    srv, port = start(env, "ssl_async on;", stats)
+    pids = set(srv.wait_workers(1))
+    run_cases(port)
+    p = h.run(["wrk", "-t", "1", "-c", "32", "-d", "2s", "--timeout", "5s", "-H",
+               "Connection: close", "https://127.0.0.1:%d/empty" % port], timeout=30)
+    assert p.returncode == 0 and "Socket errors" not in p.stdout and "Non-2xx" not in p.stdout, \
+        p.stdout + p.stderr
+    srv.stop(signal.SIGQUIT)
+    c = next(iter(read_stats(stats, pids).values()))
+    print("  counters: requests=%d requests_async=%d sync=%d fallbacks=%d batches=%d" % (
+        c["requests"], c["requests_async"], c["sync"], c["fallbacks"], c["batches"]), flush=True)
+    assert c["requests"] == c["requests_async"] + c["sync"] + c["fallbacks"], c
+    assert c["requests_async"] > 0 and c["batches"] > 0, c
+
+
+def test_handshakes_and_batching(env):
+    stats = env.path("stats")
+    srv, port = start(env, "ssl_async on;", stats, MAIN_NO_ADAPTIVE)
+    pids = set(srv.wait_workers(1))
+    run_cases(port)
     p = h.run(["wrk", "-t", "1", "-c", "64", "-d", "3s", "--timeout", "5s", "-H",
                "Connection: close", "https://127.0.0.1:%d/empty" % port], timeout=30)
     m = re.search(r"^\s*(\d+) requests in", p.stdout, re.M)
