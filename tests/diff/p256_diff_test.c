@@ -996,6 +996,74 @@ static void test_ifma_vs_reference(void **state)
  * derived from them is an error. An invalid scalar, an invalid point and an unused lane
  * are included, so the range checks and status masks are covered. Natively it is a plain
  * differential batch. */
+/*
+ * The split signature (mb8_p256_ecdsa_sign_setup + _complete): byte for byte the signature
+ * of mb8_p256_ecdsa_sign (and OpenSSL's) for the same nonce; the setups of the IFMA and the
+ * portable kernel are identical; a failed setup (k = 0, k = n) fails its lane only, and its
+ * zeros make the completion fail too; a bad private key fails at completion.
+ */
+static void test_sign_setup_complete(void **state)
+{
+    (void)state;
+    int rounds = g_quick ? 2 : 40;
+    rng_state = g_seed ^ 0x5e;
+    for (int it = 0; it < rounds; it++) {
+        uint8_t e[L][NB], d[L][NB], k[L][NB], r[L][NB], s[L][NB], r2[L][NB], s2[L][NB];
+        uint8_t su[L][MB8_P256_SETUP_BYTES], su_ref[L][MB8_P256_SETUP_BYTES];
+        uint8_t *rp[L], *sp[L], *r2p[L], *s2p[L], *sup[L];
+        const uint8_t *ep[L], *dp[L], *kp[L], *supc[L];
+        for (unsigned i = 0; i < L; i++) {
+            rng_bytes(e[i], NB);
+            rng_scalar(d[i]);
+            rng_scalar(k[i]);
+            ep[i] = e[i];
+            dp[i] = d[i];
+            kp[i] = k[i];
+            rp[i] = r[i];
+            sp[i] = s[i];
+            r2p[i] = r2[i];
+            s2p[i] = s2[i];
+            sup[i] = su[i];
+            supc[i] = su[i];
+        }
+        if (it == 0) {
+            memset(k[2], 0, NB);                     /* k = 0: setup fails */
+            unhex(k[5], NB, "FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551"); /* n */
+            memset(d[6], 0, NB);                     /* d = 0: completion fails */
+        }
+        mb8_status_t st1 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+        mb8_status_t st2 = mb8_p256_ecdsa_sign_setup(sup, kp);
+        mb8_status_t st3 = mb8_p256_ecdsa_sign_complete(r2p, s2p, ep, dp, supc);
+        /* both kernels' setups, directly */
+        assert_int_equal(mb8__p256_ecdsa_setup_ref(su_ref, (const uint8_t(*)[NB])k, 0xFF), st2);
+        if (mb8_cpu_has_ifma()) {
+            uint8_t su_ifma[L][MB8_P256_SETUP_BYTES];
+            assert_int_equal(mb8__p256_ecdsa_setup_ifma(su_ifma, (const uint8_t(*)[NB])k, 0xFF), st2);
+            assert_memory_equal(su_ifma, su_ref, sizeof su_ref);
+        }
+        assert_memory_equal(su, su_ref, sizeof su_ref);
+        for (unsigned i = 0; i < L; i++) {
+            unsigned want1 = mb8_status_lane(st1, i);
+            if (it == 0 && (i == 2 || i == 5)) {
+                expect_status("setup of a bad nonce", st2, i, MB8_STATUS_BAD_INPUT);
+                expect_zero("failed setup", i, su[i], MB8_P256_SETUP_BYTES);
+            } else {
+                expect_status("setup", st2, i, MB8_STATUS_OK);
+            }
+            expect_status("complete vs sign", st3, i, want1);
+            if (want1 == MB8_STATUS_OK) {
+                expect_bytes("split r", i, r2[i], r[i], NB);
+                expect_bytes("split s", i, s2[i], s[i], NB);
+            } else {
+                expect_zero("failed completion r", i, r2[i], NB);
+                expect_zero("failed completion s", i, s2[i], NB);
+            }
+        }
+        if (it == 0)
+            expect_status("complete with d = 0", st3, 6, MB8_STATUS_BAD_INPUT);
+    }
+}
+
 static void test_constant_time_memcheck(void **state)
 {
     (void)state;
@@ -1110,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_sign_zero_s),      cmocka_unit_test(test_bad_points),
         cmocka_unit_test(test_lane_bookkeeping), cmocka_unit_test(test_constant_time_memcheck),
         cmocka_unit_test(test_partial_batches),  cmocka_unit_test(test_ifma_vs_reference),
+        cmocka_unit_test(test_sign_setup_complete),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     BN_free(g_n);

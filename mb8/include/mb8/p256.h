@@ -100,4 +100,41 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
                                  const uint8_t *const priv[MB8_LANES],
                                  const uint8_t *const nonce[MB8_LANES]);
 
+/** Bytes of an ECDSA sign setup: r || (k b)^-1 || b, each 32 bytes big-endian mod n. */
+#define MB8_P256_SETUP_BYTES 96
+
+/**
+ * The nonce-only half of ECDSA signing (FIPS 186-4 §6.4 steps 1-4 and the inversion), for
+ * computing ahead of time (issue #7: idle-time precomputation): setup[i] = r || (k b)^-1 ||
+ * b with r = x(kG) mod n and the blinding factor b = k, as mb8_p256_ecdsa_sign uses them.
+ *
+ * - nonce[i]: 32 bytes, big-endian k in [1, n-1], secret, fresh; NULL marks lane i unused.
+ * - setup[i]: MB8_P256_SETUP_BYTES, SECRET (it reveals k): use it for one signature only,
+ *   then wipe it.
+ *
+ * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when k is 0 or >= n, r comes out 0,
+ * or setup[i] is NULL (a NULL setup is not written; otherwise zeros); MB8_STATUS_UNUSED.
+ * Runs on the kernel mb8_cpu_has_ifma() selects (the fixed-base comb on IFMA).
+ */
+mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
+                                       const uint8_t *const nonce[MB8_LANES]);
+
+/**
+ * The completion: s = (k b)^-1 (b e + (b r) d) mod n from a setup, with sig_r = r. The
+ * pair (sig_r, sig_s) is the signature mb8_p256_ecdsa_sign gives for the same nonce,
+ * byte for byte. digest, priv, sig_r, sig_s as in mb8_p256_ecdsa_sign; setup[i] from
+ * mb8_p256_ecdsa_sign_setup. NULL priv[i] marks lane i unused.
+ *
+ * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d is 0 or >= n, a setup value
+ * is 0 or >= n (e.g. a failed setup's zeros), s comes out 0, or a pointer of a used lane
+ * is NULL; the outputs then get zeros (NULL ones are not written). MB8_STATUS_UNUSED.
+ * A few multiplications mod n per lane (portable code on every CPU); constant time in d,
+ * e and the setup.
+ */
+mb8_status_t mb8_p256_ecdsa_sign_complete(uint8_t *const sig_r[MB8_LANES],
+                                          uint8_t *const sig_s[MB8_LANES],
+                                          const uint8_t *const digest[MB8_LANES],
+                                          const uint8_t *const priv[MB8_LANES],
+                                          const uint8_t *const setup[MB8_LANES]);
+
 #endif

@@ -131,3 +131,69 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
     mb8__p256_wipe(s, sizeof s);
     return st;
 }
+
+mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
+                                       const uint8_t *const nonce[MB8_LANES])
+{
+    uint8_t k[MB8_LANES][NB], out[MB8_LANES][MB8_P256_SETUP_BYTES];
+    mb8_status_t st = 0;
+    unsigned lanes = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (nonce[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
+        } else if (setup[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+        } else {
+            lanes |= 1u << i;
+            memcpy(k[i], nonce[i], NB);
+        }
+    }
+    if (lanes != 0)
+        st |= (mb8_cpu_has_ifma() ? mb8__p256_ecdsa_setup_ifma : mb8__p256_ecdsa_setup_ref)(
+            out, (const uint8_t(*)[NB])k, lanes);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if (lanes & (1u << i))
+            memcpy(setup[i], out[i], MB8_P256_SETUP_BYTES);
+    mb8__p256_wipe(k, sizeof k);
+    mb8__p256_wipe(out, sizeof out);
+    return st;
+}
+
+mb8_status_t mb8_p256_ecdsa_sign_complete(uint8_t *const sig_r[MB8_LANES],
+                                          uint8_t *const sig_s[MB8_LANES],
+                                          const uint8_t *const digest[MB8_LANES],
+                                          const uint8_t *const priv[MB8_LANES],
+                                          const uint8_t *const setup[MB8_LANES])
+{
+    uint8_t e[MB8_LANES][NB], d[MB8_LANES][NB], su[MB8_LANES][MB8_P256_SETUP_BYTES];
+    uint8_t r[MB8_LANES][NB], s[MB8_LANES][NB];
+    mb8_status_t st = 0;
+    unsigned lanes = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (priv[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
+        } else if (sig_r[i] == NULL || sig_s[i] == NULL || digest[i] == NULL || setup[i] == NULL) {
+            st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
+        } else {
+            lanes |= 1u << i;
+            memcpy(e[i], digest[i], NB);
+            memcpy(d[i], priv[i], NB);
+            memcpy(su[i], setup[i], MB8_P256_SETUP_BYTES);
+        }
+    }
+    if (lanes != 0)
+        st |= mb8__p256_ecdsa_complete_ref(r, s, (const uint8_t(*)[NB])e, (const uint8_t(*)[NB])d,
+                                           (const uint8_t(*)[MB8_P256_SETUP_BYTES])su, lanes);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (lanes & (1u << i)) {
+            memcpy(sig_r[i], r[i], NB);
+            memcpy(sig_s[i], s[i], NB);
+        }
+    }
+    mb8__p256_wipe(e, sizeof e);
+    mb8__p256_wipe(d, sizeof d);
+    mb8__p256_wipe(su, sizeof su);
+    mb8__p256_wipe(r, sizeof r);
+    mb8__p256_wipe(s, sizeof s);
+    return st;
+}

@@ -1105,3 +1105,34 @@ IFMA_FN mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][NB], uint8_t
     mb8__wipe(&sv, sizeof sv);
     return st;
 }
+
+IFMA_FN mb8_status_t mb8__p256_ecdsa_setup_ifma(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                                const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    fe8 r_m, kb_inv_m, b_m, v, one;
+    uint8_t buf[MB8_LANES][NB], *bp[MB8_LANES];
+    const fe8 *parts[3] = {&r_m, &kb_inv_m, &b_m};
+    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask);
+
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        bp[i] = buf[i];
+    for (int part = 0; part < 3; part++) { /* out of the Montgomery domain, canonical */
+        nmul(&v, parts[part], &one);
+        fe8_out(bp, &v, lane_mask);
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            if ((lane_mask >> i) & 1)
+                memcpy(out[i] + part * NB, buf[i], NB);
+    }
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        if ((lane_mask >> i) & 1)
+            mask_bytes(out[i], MB8_P256_SETUP_BYTES, (unsigned)ok >> i);
+    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
+    mb8__wipe(&r_m, sizeof r_m);
+    mb8__wipe(&kb_inv_m, sizeof kb_inv_m);
+    mb8__wipe(&b_m, sizeof b_m);
+    mb8__wipe(&v, sizeof v);
+    mb8__wipe(buf, sizeof buf);
+    return st;
+}

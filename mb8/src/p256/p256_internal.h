@@ -53,6 +53,21 @@ mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTE
                                        const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                        unsigned lane_mask);
 
+/** Portable and IFMA: the nonce-only half of ECDSA signing (mb8_p256_ecdsa_sign_setup). */
+mb8_status_t mb8__p256_ecdsa_setup_ref(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                       const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       unsigned lane_mask);
+mb8_status_t mb8__p256_ecdsa_setup_ifma(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                        const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                        unsigned lane_mask);
+/** Portable (a few multiplications mod n per lane): mb8_p256_ecdsa_sign_complete. */
+mb8_status_t mb8__p256_ecdsa_complete_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t e[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t d[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t setup[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                          unsigned lane_mask);
+
 /** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
 void mb8__p256_wipe(void *p, size_t n);
 

@@ -691,3 +691,67 @@ mb8_status_t mb8__p256_ecdsa_sign_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES
     }
     return st;
 }
+
+mb8_status_t mb8__p256_ecdsa_setup_ref(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                       const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                       unsigned lane_mask)
+{
+    mb8_status_t st = 0;
+    pt G;
+    pt_generator(&G);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (!(lane_mask & (1u << i)))
+            continue;
+        uint64_t r_m[5], kb_inv_m[5], b_m[5], v[5];
+        uint64_t ok = ecdsa_setup(r_m, kb_inv_m, b_m, &G, k[i]);
+        from_mont(v, r_m, &N);
+        to_bytes(out[i], v);
+        from_mont(v, kb_inv_m, &N);
+        to_bytes(out[i] + NB, v);
+        from_mont(v, b_m, &N);
+        to_bytes(out[i] + 2 * NB, v);
+        mask_bytes(out[i], MB8_P256_SETUP_BYTES, ok);
+        st |= lane_status(i, ~ok, 0);
+        mb8__p256_wipe(r_m, sizeof r_m);
+        mb8__p256_wipe(kb_inv_m, sizeof kb_inv_m);
+        mb8__p256_wipe(b_m, sizeof b_m);
+        mb8__p256_wipe(v, sizeof v);
+    }
+    return st;
+}
+
+mb8_status_t mb8__p256_ecdsa_complete_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t e[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t d[MB8_LANES][MB8_P256_SCALAR_BYTES],
+                                          const uint8_t setup[MB8_LANES][MB8_P256_SETUP_BYTES],
+                                          unsigned lane_mask)
+{
+    mb8_status_t st = 0;
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if (!(lane_mask & (1u << i)))
+            continue;
+        uint64_t r_v[5], kbi[5], b[5], r_m[5], kb_inv_m[5], b_m[5], sv[5];
+        /* each value must be in [1, n - 1], as a setup produces them */
+        uint64_t ok = scalar_load(r_v, setup[i]);
+        ok &= scalar_load(kbi, setup[i] + NB);
+        ok &= scalar_load(b, setup[i] + 2 * NB);
+        to_mont(r_m, r_v, &N);
+        to_mont(kb_inv_m, kbi, &N);
+        to_mont(b_m, b, &N);
+        ok &= ecdsa_complete(sv, r_m, kb_inv_m, b_m, e[i], d[i]);
+        to_bytes(r[i], r_v);
+        to_bytes(s[i], sv);
+        mask_bytes(r[i], NB, ok);
+        mask_bytes(s[i], NB, ok);
+        st |= lane_status(i, ~ok, 0);
+        mb8__p256_wipe(r_v, sizeof r_v);
+        mb8__p256_wipe(kbi, sizeof kbi);
+        mb8__p256_wipe(b, sizeof b);
+        mb8__p256_wipe(r_m, sizeof r_m);
+        mb8__p256_wipe(kb_inv_m, sizeof kb_inv_m);
+        mb8__p256_wipe(b_m, sizeof b_m);
+        mb8__p256_wipe(sv, sizeof sv);
+    }
+    return st;
+}
