@@ -567,6 +567,9 @@ static void atfork_child(void)
     if (t != NULL) {
         thread_sync_init(t);
         memset(t->qn, 0, sizeof(t->qn));
+        memset(t->grew, 0, sizeof(t->grew));
+        /* the parent's polls say nothing about the child: the timer serves it at once */
+        atomic_store(&t->polled_ns, 0);
         t->next = NULL;
         reg_head = t;
     }

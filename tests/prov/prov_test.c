@@ -3388,7 +3388,7 @@ static int child_run(void)
     size_t ci[3];
     struct job *jobs;
     struct result *r;
-    int ok = 1, i;
+    int ok = 1;
 
     alarm(g_quick ? 240 : 30);
     g_wake_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* not the parent's */
@@ -3398,8 +3398,9 @@ static int child_run(void)
     /* partial batches: the child's timer must flush them */
     jobs = jobs_new(&g_wa, 3, WAKE_CB, ci, 3, 0);
     ok = jobs_run(jobs, 3, WAKE_CB, 0, 0) && jobs_check(jobs, 3, "child, timer") == 0;
-    for (i = 0; i < 3; i++)
-        ok = ok && jobs[i].pauses >= 1;
+    /* (no pause count is required: on a loaded machine the timer may complete a request
+     * before its job got to pause, and then the job does not pause; that it completes at
+     * all shows the child's timer, since nothing else flushes a partial batch here) */
     jobs_free(jobs, 3);
     if (!ok) {
         fprintf(stderr, "# child: partial batches not flushed\n");
