@@ -98,37 +98,9 @@ static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212
                                    0x83415a220abf7ULL, 0x0c30061dd4874ULL};
 #include "p256_ifma_table.h"
 
-/* ---- 5 x 52-bit numbers, one lane, scalar (input and output only) -------------------- */
-
-static void from_bytes(uint64_t v[5], const uint8_t b[NB])
-{
-    uint64_t w[4];
-    for (int i = 0; i < 4; i++) {
-        uint64_t x = 0;
-        for (int j = 0; j < 8; j++)
-            x = (x << 8) | b[NB - 8 * (i + 1) + j];
-        w[i] = x;
-    }
-    v[0] = w[0] & M52;
-    v[1] = ((w[0] >> 52) | (w[1] << 12)) & M52;
-    v[2] = ((w[1] >> 40) | (w[2] << 24)) & M52;
-    v[3] = ((w[2] >> 28) | (w[3] << 36)) & M52;
-    v[4] = w[3] >> 16;
-    mb8__wipe(w, sizeof w);
-}
-
-static void to_bytes(uint8_t b[NB], const uint64_t v[5])
-{
-    uint64_t w[4];
-    w[0] = v[0] | (v[1] << 52);
-    w[1] = (v[1] >> 12) | (v[2] << 40);
-    w[2] = (v[2] >> 24) | (v[3] << 28);
-    w[3] = (v[3] >> 36) | (v[4] << 16);
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++)
-            b[NB - 8 * i - 1 - j] = (uint8_t)(w[i] >> (8 * j));
-    mb8__wipe(w, sizeof w);
-}
+/* One lane's 5 x 52-bit numbers to and from bytes: the portable kernel's conversions. */
+#define from_bytes mb8__p256_from_bytes
+#define to_bytes mb8__p256_to_bytes
 
 /* Transposed staging: limb j of lane i at [j][i]. */
 typedef struct {

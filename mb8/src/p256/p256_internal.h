@@ -68,6 +68,14 @@ mb8_status_t mb8__p256_ecdsa_complete_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_B
                                           const uint8_t setup[MB8_LANES][MB8_P256_SETUP_BYTES],
                                           unsigned lane_mask);
 
+/**
+ * One lane's conversions between 32 big-endian bytes and 5 limbs of 52 bits (least
+ * significant first), shared by the kernels: from_bytes takes any 256-bit value; to_bytes
+ * wants limbs < 2^52 and a value < 2^256. Constant time; temporaries wiped.
+ */
+void mb8__p256_from_bytes(uint64_t v[5], const uint8_t b[MB8_P256_SCALAR_BYTES]);
+void mb8__p256_to_bytes(uint8_t b[MB8_P256_SCALAR_BYTES], const uint64_t v[5]);
+
 /** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
 void mb8__p256_wipe(void *p, size_t n);
 

@@ -104,8 +104,7 @@ void mb8__p256_wipe(void *p, size_t n)
 
 /* ---- 5 x 52-bit numbers ------------------------------------------------------------ */
 
-/* 32 big-endian bytes to 5 limbs (any 256-bit value). */
-static void from_bytes(uint64_t v[5], const uint8_t b[NB])
+void mb8__p256_from_bytes(uint64_t v[5], const uint8_t b[NB])
 {
     uint64_t w[4];
     for (int i = 0; i < 4; i++) {
@@ -122,8 +121,7 @@ static void from_bytes(uint64_t v[5], const uint8_t b[NB])
     mb8__p256_wipe(w, sizeof w);
 }
 
-/* 5 limbs (value < 2^256, limbs < 2^52) to 32 big-endian bytes. */
-static void to_bytes(uint8_t b[NB], const uint64_t v[5])
+void mb8__p256_to_bytes(uint8_t b[NB], const uint64_t v[5])
 {
     uint64_t w[4];
     w[0] = v[0] | (v[1] << 52);
@@ -135,6 +133,9 @@ static void to_bytes(uint8_t b[NB], const uint64_t v[5])
             b[NB - 8 * i - 1 - j] = (uint8_t)(w[i] >> (8 * j));
     mb8__p256_wipe(w, sizeof w);
 }
+
+#define from_bytes mb8__p256_from_bytes
+#define to_bytes mb8__p256_to_bytes
 
 /* All-ones when a < m (limbs < 2^52 each), else 0: the borrow of a - m. */
 static uint64_t lt_mask(const uint64_t a[5], const uint64_t m[5])
