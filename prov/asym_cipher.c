@@ -235,28 +235,28 @@ static int ci_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outs
 
     if (out == NULL || k == NULL) /* a size query, or no key */
         return CIF(DECRYPT, decrypt)(c->inner, out, outlen, outsize, in, inlen);
-    tg_count(TG_C_REQUESTS, 1);
-    if (!(c->prov->enable & TG_EN_RSA) || !tg_key_acc(k) || k->rsa.key == NULL ||
-        !pad_supported(c)) {
-        tg_count(TG_C_FALLBACKS, 1);
+    int acc = tg_key_acc(k) && k->rsa.key != NULL;
+    enum tg_op op = acc ? tg_rsa_op(k->rsa.bits) : TG_OP_COUNT;
+    tg_count_op(op, TG_C_REQUESTS, 1);
+    if (!(c->prov->enable & TG_EN_RSA) || !acc || !pad_supported(c)) {
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     } else {
-        enum tg_op op = tg_rsa_op(k->rsa.bits);
         int probe = 0;
 
         if (!tg_batch_can_queue() || !tg_batch_want(c->prov, op, &probe)) {
             uint64_t t0 = tg_now_ns();
 
-            tg_count(TG_C_SYNC, 1);
+            tg_count_op(op, TG_C_SYNC, 1);
             r = CIF(DECRYPT, decrypt)(c->inner, out, outlen, outsize, in, inlen);
             if (r > 0)
                 tg_batch_single_done(op, tg_now_ns() - t0);
             return r;
         }
-        tg_count(TG_C_REQUESTS_ASYNC, 1);
+        tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         r = decrypt_acc(c, out, outlen, outsize, in, inlen, probe);
         if (r >= 0)
             return r;
-        tg_count(TG_C_FALLBACKS, 1);
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     }
     return CIF(DECRYPT, decrypt)(c->inner, out, outlen, outsize, in, inlen);
 }

@@ -35,6 +35,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,6 +47,7 @@
 
 #include "mb8/cpu.h"
 #include "prov.h"
+#include "tlsgate/prov.h"
 #include "waitfd.h"
 
 _Atomic uint64_t tg_counters[TG_C_COUNT];
@@ -53,8 +55,67 @@ const char *const tg_counter_names[TG_C_COUNT] = {
     "requests",     "requests_async", "sync",         "fallbacks",    "batches",
     "batch_fill_1", "batch_fill_2",   "batch_fill_3", "batch_fill_4", "batch_fill_5",
     "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
-    "flush_timer",  "flush_resume",   "queue_wait_us",
+    "flush_timer",  "flush_resume",   "queue_wait_us", "pool_hits",    "pool_misses",
 };
+_Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
+
+static const char *const tg_op_names[TG_OP_COUNT] = {
+    "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
+    "keygen_x25519",
+};
+/* The public enum tlsgate_alg must follow enum tg_op (metrics are indexed by it). */
+_Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&
+                   (int)TLSGATE_ALG_ECDSA_P256 == (int)TG_OP_ECDSA_P256 &&
+                   (int)TLSGATE_ALG_ECDH_P256 == (int)TG_OP_ECDH_P256 &&
+                   (int)TLSGATE_ALG_KEYGEN_P256 == (int)TG_OP_KEYGEN_P256 &&
+                   (int)TLSGATE_ALG_X25519 == (int)TG_OP_X25519 &&
+                   (int)TLSGATE_ALG_KEYGEN_X25519 == (int)TG_OP_KEYGEN_X25519 &&
+                   (int)TLSGATE_ALG_COUNT == (int)TG_OP_COUNT,
+               "enum tlsgate_alg follows enum tg_op");
+
+static struct {
+    _Atomic uint64_t count, sum, bucket[TLSGATE_HIST_BUCKETS];
+} tg_hists[TG_OP_COUNT][TG_H_COUNT];
+
+void tg_hist_add(enum tg_op op, enum tg_hist h, uint64_t us)
+{
+    atomic_fetch_add_explicit(&tg_hists[op][h].count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tg_hists[op][h].sum, us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tg_hists[op][h].bucket[tlsgate_hist_bucket(us)], 1,
+                              memory_order_relaxed);
+}
+
+static void hist_copy(tlsgate_hist_t *d, enum tg_op op, enum tg_hist h)
+{
+    d->count = atomic_load_explicit(&tg_hists[op][h].count, memory_order_relaxed);
+    d->sum = atomic_load_explicit(&tg_hists[op][h].sum, memory_order_relaxed);
+    for (unsigned b = 0; b < TLSGATE_HIST_BUCKETS; b++)
+        d->bucket[b] = atomic_load_explicit(&tg_hists[op][h].bucket[b], memory_order_relaxed);
+}
+
+void tg_metrics_snapshot(struct tlsgate_metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->version = TLSGATE_METRICS_VERSION;
+    m->n_alg = TLSGATE_ALG_COUNT;
+    for (int op = 0; op < TG_OP_COUNT; op++) {
+        tlsgate_alg_metrics_t *a = &m->alg[op];
+#define C(c) atomic_load_explicit(&tg_op_counters[op][c], memory_order_relaxed)
+        snprintf(a->name, sizeof(a->name), "%s", tg_op_names[op]);
+        a->requests = C(TG_C_REQUESTS);
+        a->requests_async = C(TG_C_REQUESTS_ASYNC);
+        a->single = C(TG_C_SYNC);
+        a->fallbacks = C(TG_C_FALLBACKS);
+        a->pool_hits = C(TG_C_POOL_HITS);
+        a->pool_misses = C(TG_C_POOL_MISSES);
+        a->batches = C(TG_C_BATCHES);
+        for (int k = 0; k < MB8_LANES; k++)
+            a->fill[k] = C(TG_C_FILL1 + k);
+#undef C
+        hist_copy(&a->queue_wait_us, (enum tg_op)op, TG_H_QUEUE_WAIT);
+        hist_copy(&a->batch_us, (enum tg_op)op, TG_H_BATCH);
+    }
+}
 
 struct tg_thread {
     pthread_mutex_t lock;
@@ -293,18 +354,23 @@ static void compute_safe(struct tg_thread *t, enum tg_op op, struct tg_req *cons
 static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, unsigned n,
                       void *scratch, enum tg_counter how, const struct tg_req *self)
 {
-    uint64_t now = now_ns(), wait_ns = 0;
+    uint64_t c0 = now_ns(), wait_ns = 0;
     unsigned i;
 
-    for (i = 0; i < n; i++)
-        wait_ns += now > rs[i]->queued_ns ? now - rs[i]->queued_ns : 0;
-    uint64_t c0 = now_ns();
     compute_safe(t, op, rs, n, scratch);
-    ewma_update(&batch_ns[op], now_ns() - c0);
-    tg_count(TG_C_BATCHES, 1);
-    tg_count((enum tg_counter)(TG_C_FILL1 + n - 1), 1);
-    tg_count(how, 1);
-    tg_count(TG_C_QUEUE_WAIT_US, wait_ns / 1000);
+    uint64_t c1 = now_ns();
+    ewma_update(&batch_ns[op], c1 - c0);
+    /* a request waited from its queueing until its batch was computed */
+    for (i = 0; i < n; i++) {
+        uint64_t w = c1 > rs[i]->queued_ns ? c1 - rs[i]->queued_ns : 0;
+        wait_ns += w;
+        tg_hist_add(op, TG_H_QUEUE_WAIT, w / 1000);
+    }
+    tg_hist_add(op, TG_H_BATCH, (c1 - c0) / 1000);
+    tg_count_op(op, TG_C_BATCHES, 1);
+    tg_count_op(op, (enum tg_counter)(TG_C_FILL1 + n - 1), 1);
+    tg_count_op(op, how, 1);
+    tg_count_op(op, TG_C_QUEUE_WAIT_US, wait_ns / 1000);
 
     pthread_mutex_lock(&t->lock);
     adapt_after_batch(t, op, n, rs[0]->probe);

@@ -161,28 +161,29 @@ static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_
 
     if (secret == NULL || x->key == NULL || x->peer == NULL)
         return KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
-    tg_count(TG_C_REQUESTS, 1);
-    if (!(x->prov->enable & en) || !tg_key_acc(x->key) || !x->key->has_priv ||
-        !tg_key_acc(x->peer) || !x->peer->has_pub || !no_kdf(x)) {
-        tg_count(TG_C_FALLBACKS, 1);
+    int acc = tg_key_acc(x->key);
+    enum tg_op op = !acc ? TG_OP_COUNT : x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
+    tg_count_op(op, TG_C_REQUESTS, 1);
+    if (!(x->prov->enable & en) || !acc || !x->key->has_priv || !tg_key_acc(x->peer) ||
+        !x->peer->has_pub || !no_kdf(x)) {
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     } else {
-        enum tg_op op = x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
         int probe = 0;
 
         if (!tg_batch_can_queue() || !tg_batch_want(x->prov, op, &probe)) {
             uint64_t t0 = tg_now_ns();
 
-            tg_count(TG_C_SYNC, 1);
+            tg_count_op(op, TG_C_SYNC, 1);
             r = KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
             if (r > 0)
                 tg_batch_single_done(op, tg_now_ns() - t0);
             return r;
         }
-        tg_count(TG_C_REQUESTS_ASYNC, 1);
+        tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         r = derive_acc(x, secret, secretlen, outlen, probe);
         if (r >= 0)
             return r;
-        tg_count(TG_C_FALLBACKS, 1);
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     }
     return KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
 }

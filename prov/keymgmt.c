@@ -655,17 +655,17 @@ static void *gen(void *genctx, OSSL_CALLBACK *cb, void *cbarg)
     TG_KEY *k;
 
     if (eligible && tg_batch_can_queue() && tg_batch_want(g->prov, op, &probe)) {
-        tg_count(TG_C_REQUESTS, 1);
-        tg_count(TG_C_REQUESTS_ASYNC, 1);
+        tg_count_op(op, TG_C_REQUESTS, 1);
+        tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         k = gen_batched(g, probe);
         if (k != NULL)
             return k;
-        tg_count(TG_C_FALLBACKS, 1);
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     } else if (eligible) {
         uint64_t t0 = tg_now_ns();
 
-        tg_count(TG_C_REQUESTS, 1);
-        tg_count(TG_C_SYNC, 1);
+        tg_count_op(op, TG_C_REQUESTS, 1);
+        tg_count_op(op, TG_C_SYNC, 1);
         k = key_wrap(g->prov, g->kt, KM(g->kt, GEN, gen)(g->inner, cb, cbarg));
         if (k != NULL)
             tg_batch_single_done(op, tg_now_ns() - t0);

@@ -101,7 +101,7 @@ static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
 
 /* ---- parameters ---- */
 
-#define TG_FIXED_PARAMS 10
+#define TG_FIXED_PARAMS 11
 static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
 
 static void tg_gettable_build(void)
@@ -118,6 +118,7 @@ static void tg_gettable_build(void)
     tg_gettable[n++] = OSSL_PARAM_construct_ulong("flush_us", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("queued", NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_octet_string("metrics", NULL, 0);
     for (i = 0; i < TG_C_COUNT; i++)
         tg_gettable[n++] = OSSL_PARAM_construct_uint64(tg_counter_names[i], NULL);
     tg_gettable[n] = OSSL_PARAM_construct_end();
@@ -167,6 +168,15 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, "queued")) != NULL &&
         !OSSL_PARAM_set_uint(p, tg_batch_queued()))
         return 0;
+    /* the metrics snapshot (tlsgate/prov.h): only into a buffer of exactly its size */
+    if ((p = OSSL_PARAM_locate(params, "metrics")) != NULL) {
+        p->return_size = sizeof(tlsgate_metrics_t);
+        if (p->data != NULL) {
+            if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size != sizeof(tlsgate_metrics_t))
+                return 0;
+            tg_metrics_snapshot(p->data);
+        }
+    }
     for (i = 0; i < TG_C_COUNT; i++)
         if ((p = OSSL_PARAM_locate(params, tg_counter_names[i])) != NULL &&
             !OSSL_PARAM_set_uint64(p, atomic_load(&tg_counters[i])))

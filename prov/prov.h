@@ -240,14 +240,33 @@ enum tg_counter {
     TG_C_FLUSH_TIMER,
     TG_C_FLUSH_RESUME,
     TG_C_QUEUE_WAIT_US,
+    TG_C_POOL_HITS,   /* requests served from an idle-time pool */
+    TG_C_POOL_MISSES, /* a pool was kept for the key but was empty */
     TG_C_COUNT
 };
 extern _Atomic uint64_t tg_counters[TG_C_COUNT];
 extern const char *const tg_counter_names[TG_C_COUNT];
+/* The same counters per operation ([TG_OP_COUNT] = requests of no operation of ours, e.g.
+ * an RSA-1024 key: counted only in the totals). */
+extern _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 static inline void tg_count(enum tg_counter c, uint64_t n)
 {
     atomic_fetch_add_explicit(&tg_counters[c], n, memory_order_relaxed);
 }
+/* Counts n in the totals and in op's counters (op may be TG_OP_COUNT: totals only). */
+static inline void tg_count_op(enum tg_op op, enum tg_counter c, uint64_t n)
+{
+    atomic_fetch_add_explicit(&tg_counters[c], n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tg_op_counters[op][c], n, memory_order_relaxed);
+}
+
+/* Histograms per operation (tlsgate_metrics_t): per request, queued -> computed (µs);
+ * per batch, kernel time (µs). */
+enum tg_hist { TG_H_QUEUE_WAIT, TG_H_BATCH, TG_H_COUNT };
+void tg_hist_add(enum tg_op op, enum tg_hist h, uint64_t us);
+/* Fills m (TLSGATE_METRICS_VERSION layout) from the counters and histograms. */
+struct tlsgate_metrics;
+void tg_metrics_snapshot(struct tlsgate_metrics *m);
 
 /* ---- padding (rsa_pad.c) ---- */
 

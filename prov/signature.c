@@ -311,6 +311,18 @@ static int sig_accelerated(TG_SIG *s)
     return (s->prov->enable & TG_EN_ECDSA) && k->has_priv;
 }
 
+/* The queue (and metrics) of s's key: TG_OP_COUNT when no mb8 kernel takes it. */
+static enum tg_op sig_op(TG_SIG *s)
+{
+    TG_KEY *k = s->key;
+
+    if (k == NULL || !tg_key_acc(k))
+        return TG_OP_COUNT;
+    if (s->kt == TG_KT_RSA)
+        return k->rsa.key != NULL ? tg_rsa_op(k->rsa.bits) : TG_OP_COUNT;
+    return k->has_priv ? TG_OP_ECDSA_P256 : TG_OP_COUNT;
+}
+
 /* ... and with the context's padding (RSA: PKCS#1 v1.5, PSS or none; X9.31 is not ours)? */
 static int sig_eligible(TG_SIG *s)
 {
@@ -337,28 +349,28 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
 
     if (sig == NULL || s->key == NULL) /* a size query, or no key: the default answers */
         return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
-    tg_count(TG_C_REQUESTS, 1);
+    enum tg_op op = sig_op(s);
+    tg_count_op(op, TG_C_REQUESTS, 1);
     if (!sig_eligible(s)) {
-        tg_count(TG_C_FALLBACKS, 1);
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     } else {
-        enum tg_op op = s->kt == TG_KT_RSA ? tg_rsa_op(s->key->rsa.bits) : TG_OP_ECDSA_P256;
         int probe = 0;
 
         if (!tg_batch_can_queue() || !tg_batch_want(s->prov, op, &probe)) {
             uint64_t t0 = tg_now_ns();
 
-            tg_count(TG_C_SYNC, 1);
+            tg_count_op(op, TG_C_SYNC, 1);
             r = SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
             if (r > 0)
                 tg_batch_single_done(op, tg_now_ns() - t0);
             return r;
         }
-        tg_count(TG_C_REQUESTS_ASYNC, 1);
+        tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         r = s->kt == TG_KT_RSA ? rsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe)
                                : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe);
         if (r >= 0)
             return r;
-        tg_count(TG_C_FALLBACKS, 1);
+        tg_count_op(op, TG_C_FALLBACKS, 1);
     }
     return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
 }
@@ -420,8 +432,8 @@ static int sig_digest_sign_final(void *ctx, unsigned char *sig, size_t *siglen, 
 
     if (s->mdctx == NULL) {
         if (sig != NULL && s->key != NULL) { /* a key or digest we do not accelerate */
-            tg_count(TG_C_REQUESTS, 1);
-            tg_count(TG_C_FALLBACKS, 1);
+            tg_count_op(sig_op(s), TG_C_REQUESTS, 1);
+            tg_count_op(sig_op(s), TG_C_FALLBACKS, 1);
         }
         return SIGF(s, DIGEST_SIGN_FINAL, digest_sign_final)(s->inner, sig, siglen, sigsize);
     }

@@ -10,6 +10,7 @@ target_compile_definitions(prov_test PRIVATE
                            TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}"
                            PROV_RSA_KEYS_DIR="${CMAKE_SOURCE_DIR}/tests/diff/rsa_keys")
 target_link_libraries(prov_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto Threads::Threads)
+target_include_directories(prov_test PRIVATE ${CMAKE_SOURCE_DIR}/prov/include) # the metrics layout
 if(TARGET tlsgate_prov)
   add_dependencies(prov_test tlsgate_prov)
 endif()

@@ -61,6 +61,8 @@
 
 #include <pthread.h>
 
+#include "tlsgate/prov.h"
+
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -3599,6 +3601,104 @@ static void test_app_counters(void **state)
     assert_int_equal(dlt(&a, &b, C_TIMER), 0);
 }
 
+/* The "metrics" parameter: a snapshot into m; 1, or 0 when the provider refused. */
+static int metrics_read(struct world *w, tlsgate_metrics_t *m, size_t size)
+{
+    OSSL_PARAM p[2];
+
+    memset(m, 0xA5, sizeof(*m));
+    p[0] = OSSL_PARAM_construct_octet_string("metrics", m, size);
+    p[1] = OSSL_PARAM_construct_end();
+    return OSSL_PROVIDER_get_params(w->tg, p);
+}
+
+static uint64_t hist_total(const tlsgate_hist_t *h)
+{
+    uint64_t n = 0;
+
+    for (int i = 0; i < TLSGATE_HIST_BUCKETS; i++)
+        n += h->bucket[i];
+    return n;
+}
+
+/*
+ * The metrics snapshot per algorithm: its counters follow the operations exactly (8
+ * RSA-2048 signatures in one batch of 8; 3 ECDSA in a polled batch of 3), its histograms
+ * count every request and batch, and it agrees with the flat counters; a buffer of the
+ * wrong size is refused and a size query answers the layout's size.
+ */
+static void test_app_metrics(void **state)
+{
+    struct world *w = world_b();
+    tlsgate_metrics_t *m0 = malloc(sizeof(*m0)), *m1 = malloc(sizeof(*m1));
+    struct ctrs a, b;
+    struct job *jobs;
+    OSSL_PARAM q[2];
+
+    (void)state;
+    assert_non_null(m0);
+    assert_non_null(m1);
+    /* refused: too small, too large; a size query (NULL buffer) gives the size */
+    assert_false(metrics_read(w, m0, sizeof(*m0) - 8));
+    q[0] = OSSL_PARAM_construct_octet_string("metrics", NULL, 0);
+    q[1] = OSSL_PARAM_construct_end();
+    assert_true(OSSL_PROVIDER_get_params(w->tg, q));
+    assert_int_equal(q[0].return_size, sizeof(tlsgate_metrics_t));
+
+    assert_true(metrics_read(w, m0, sizeof(*m0)));
+    assert_int_equal(m0->version, TLSGATE_METRICS_VERSION);
+    assert_int_equal(m0->n_alg, TLSGATE_ALG_COUNT);
+    assert_string_equal(m0->alg[TLSGATE_ALG_RSA2048].name, "rsa2048");
+    assert_string_equal(m0->alg[TLSGATE_ALG_ECDSA_P256].name, "ecdsa_p256");
+    assert_string_equal(m0->alg[TLSGATE_ALG_KEYGEN_X25519].name, "keygen_x25519");
+    jobs = run_same(w, "rsa2048 pkcs1 digest-sign SHA256", 8, WAKE_CB, 0, &a, &b);
+    jobs_free(jobs, 8);
+    assert_true(metrics_read(w, m1, sizeof(*m1)));
+    {
+        const tlsgate_alg_metrics_t *x = &m0->alg[TLSGATE_ALG_RSA2048], *y = &m1->alg[TLSGATE_ALG_RSA2048];
+
+        assert_int_equal(y->requests - x->requests, 8);
+        assert_int_equal(y->requests_async - x->requests_async, 8);
+        assert_int_equal(y->batches - x->batches, 1);
+        assert_int_equal(y->fill[7] - x->fill[7], 1);
+        assert_int_equal(y->queue_wait_us.count - x->queue_wait_us.count, 8);
+        assert_int_equal(y->batch_us.count - x->batch_us.count, 1);
+        assert_true(y->batch_us.sum > x->batch_us.sum || y->batch_us.bucket[0] > x->batch_us.bucket[0]);
+        /* other algorithms did not move */
+        assert_int_equal(m1->alg[TLSGATE_ALG_ECDSA_P256].requests,
+                         m0->alg[TLSGATE_ALG_ECDSA_P256].requests);
+    }
+    jobs = run_same(w, "p256 ecdsa sign SHA256 digest, md set", 3, WAKE_FD, 0, &a, &b);
+    jobs_free(jobs, 3);
+    memcpy(m0, m1, sizeof(*m0));
+    assert_true(metrics_read(w, m1, sizeof(*m1)));
+    {
+        const tlsgate_alg_metrics_t *x = &m0->alg[TLSGATE_ALG_ECDSA_P256], *y = &m1->alg[TLSGATE_ALG_ECDSA_P256];
+
+        assert_int_equal(y->requests_async - x->requests_async, 3);
+        assert_int_equal(y->fill[2] - x->fill[2], 1);
+        assert_int_equal(y->queue_wait_us.count - x->queue_wait_us.count, 3);
+    }
+    /* consistency with the flat counters, and of every histogram with its count */
+    uint64_t batches = 0, fills = 0, reqs = 0;
+    for (int i = 0; i < TLSGATE_ALG_COUNT; i++) {
+        const tlsgate_alg_metrics_t *y = &m1->alg[i];
+
+        batches += y->batches;
+        reqs += y->queue_wait_us.count;
+        for (int k = 0; k < 8; k++)
+            fills += y->fill[k];
+        assert_int_equal(hist_total(&y->queue_wait_us), y->queue_wait_us.count);
+        assert_int_equal(hist_total(&y->batch_us), y->batch_us.count);
+        assert_int_equal(y->batch_us.count, y->batches);
+    }
+    assert_int_equal(batches, ctr(w, "batches"));
+    assert_int_equal(fills, batches);
+    (void)reqs;
+    free(m0);
+    free(m1);
+}
+
 /*
  * Key generation from a template (libssl's ssl_generate_pkey(): the TLS 1.3 server's key
  * share, the TLS 1.2 client's ECDHE key) is P-256 / X25519 key generation too: batched
@@ -3749,6 +3849,7 @@ int main(void)
         cmocka_unit_test(test_app_mix_fd),
         cmocka_unit_test(test_app_counters),
         cmocka_unit_test(test_app_template_keygen_batched),
+        cmocka_unit_test(test_app_metrics),
         cmocka_unit_test(test_app_spurious),
         cmocka_unit_test(test_instances_independent),
         cmocka_unit_test(test_free_one_instance),

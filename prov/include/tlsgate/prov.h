@@ -9,6 +9,8 @@
 #ifndef TLSGATE_PROV_PUBLIC_H
 #define TLSGATE_PROV_PUBLIC_H
 
+#include <stdint.h>
+
 #include <openssl/core.h>
 
 /**
@@ -20,5 +22,73 @@
  */
 int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                           const OSSL_DISPATCH **out, void **provctx);
+
+/*
+ * Metrics, read as the provider parameter "metrics" (OSSL_PARAM_OCTET_STRING): pass a
+ * buffer of sizeof(tlsgate_metrics_t) bytes; the provider fills it with a snapshot of its
+ * process-wide counters (every thread, every instance) and sets return_size. A buffer of
+ * another size is refused (OSSL_PROVIDER_get_params returns 0), so a reader built against
+ * another layout never misreads one; `version` changes whenever the layout does.
+ *
+ * Histograms are log2-bucketed: bucket 0 counts the value 0, bucket i (1 <= i < 31)
+ * counts values in [2^(i-1), 2^i), bucket 31 counts values >= 2^30. Units are in the
+ * field names (microseconds). Counters only grow (until the process exits).
+ */
+#define TLSGATE_METRICS_VERSION 1
+#define TLSGATE_HIST_BUCKETS 32
+
+/** The bucket of a value (see above): 0 for 0, else min(bit length of v, 31). */
+static inline unsigned tlsgate_hist_bucket(uint64_t v)
+{
+    unsigned b = v == 0 ? 0u : 64u - (unsigned)__builtin_clzll(v);
+    return b < TLSGATE_HIST_BUCKETS - 1 ? b : TLSGATE_HIST_BUCKETS - 1;
+}
+
+/** The inclusive upper bound of bucket i (i < 31): 0, 1, 3, 7, ... 2^i - 1. */
+static inline uint64_t tlsgate_hist_upper(unsigned i)
+{
+    return i == 0 ? 0 : ((uint64_t)1 << i) - 1;
+}
+
+typedef struct tlsgate_hist {
+    uint64_t count;                        /* values recorded */
+    uint64_t sum;                          /* their sum, in the histogram's unit */
+    uint64_t bucket[TLSGATE_HIST_BUCKETS]; /* per bucket, not cumulative */
+} tlsgate_hist_t;
+
+/** The algorithms (queues) of the provider, index into tlsgate_metrics_t.alg. */
+enum tlsgate_alg {
+    TLSGATE_ALG_RSA2048,
+    TLSGATE_ALG_RSA3072,
+    TLSGATE_ALG_RSA4096,
+    TLSGATE_ALG_ECDSA_P256,
+    TLSGATE_ALG_ECDH_P256,
+    TLSGATE_ALG_KEYGEN_P256,
+    TLSGATE_ALG_X25519,
+    TLSGATE_ALG_KEYGEN_X25519,
+    TLSGATE_ALG_COUNT
+};
+
+typedef struct tlsgate_alg_metrics {
+    char name[16];           /* "rsa2048", "ecdsa_p256", "ecdh_p256", "keygen_p256",
+                                "x25519", "keygen_x25519", ... (NUL-terminated) */
+    uint64_t requests;       /* private-key operations of this algorithm */
+    uint64_t requests_async; /* of which inside an async job (could be batched) */
+    uint64_t single;         /* run at once as one default-provider operation (no job, or
+                                the adaptive choice) */
+    uint64_t fallbacks;      /* mb8 refused (a lane failed) and the default provider ran */
+    uint64_t pool_hits;      /* served from an idle-time precomputed pool */
+    uint64_t pool_misses;    /* a pool existed for the key but was empty */
+    uint64_t batches;        /* mb8 kernel calls */
+    uint64_t fill[8];        /* batches with 1..8 requests (fill[k-1]) */
+    tlsgate_hist_t queue_wait_us; /* per request: queued -> its batch computed, µs */
+    tlsgate_hist_t batch_us;      /* per batch: kernel time, µs */
+} tlsgate_alg_metrics_t;
+
+typedef struct tlsgate_metrics {
+    uint32_t version; /* TLSGATE_METRICS_VERSION */
+    uint32_t n_alg;   /* TLSGATE_ALG_COUNT */
+    tlsgate_alg_metrics_t alg[TLSGATE_ALG_COUNT];
+} tlsgate_metrics_t;
 
 #endif
