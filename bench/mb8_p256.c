@@ -12,6 +12,7 @@
  * Time is this thread's CPU time (CLOCK_THREAD_CPUTIME_ID). Pin it to one CPU
  * (taskset -c 0) on a shared machine; compare the ratio, not ops/s.
  */
+#include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@
 
 #include "mb8/cpu.h"
 #include "mb8/p256.h"
+
+/* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
+static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define L MB8_LANES
 #define NB MB8_P256_SCALAR_BYTES
@@ -93,13 +97,13 @@ static unsigned mb8_once(enum op op, unsigned lanes)
     mb8_status_t st;
     switch (op) {
     case OP_ECDH:
-        st = mb8_p256_ecdh(out, d, q);
+        st = mb8_p256_ecdh(out, d, q, g_scratch);
         break;
     case OP_KEYGEN:
-        st = mb8_p256_public_key(out, d);
+        st = mb8_p256_public_key(out, d, g_scratch);
         break;
     default:
-        st = mb8_p256_ecdsa_sign(out, out2, e, d, k);
+        st = mb8_p256_ecdsa_sign(out, out2, e, d, k, g_scratch);
         break;
     }
     if (!mb8_status_all_ok(st))

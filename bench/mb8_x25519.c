@@ -12,6 +12,8 @@
  * Time is this thread's CPU time (CLOCK_THREAD_CPUTIME_ID). Pin it to one CPU
  * (taskset -c 0) on a shared machine; compare the ratios, not ops/s.
  */
+#include <stdalign.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,9 @@
 
 #include "mb8/cpu.h"
 #include "mb8/x25519.h"
+
+/* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
+static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define N MB8_X25519_BYTES
 
@@ -52,7 +57,7 @@ static double mb8_round(unsigned lanes, int kg)
     }
     t0 = now();
     do {
-        mb8_status_t st = kg ? mb8_x25519_public_key(o, k) : mb8_x25519(o, k, u);
+        mb8_status_t st = kg ? mb8_x25519_public_key(o, k, g_scratch) : mb8_x25519(o, k, u, g_scratch);
         if (!mb8_status_all_ok(st)) {
             fprintf(stderr, "mb8 batch failed: %08x\n", st);
             exit(1);
@@ -121,7 +126,7 @@ int main(int argc, char **argv)
             k[i] = g_u[i];
             o[i] = g_u[i];
         }
-        if (!mb8_status_all_ok(mb8_x25519_public_key(o, k)))
+        if (!mb8_status_all_ok(mb8_x25519_public_key(o, k, g_scratch)))
             return 1;
     }
 
@@ -141,7 +146,7 @@ int main(int argc, char **argv)
         size_t len = N;
         const uint8_t *k[MB8_LANES] = {g_k[0]}, *u[MB8_LANES] = {g_u[0]};
         uint8_t *o[MB8_LANES] = {g_o[0]};
-        if (EVP_PKEY_derive(dctx, w, &len) != 1 || mb8_x25519(o, k, u) != 0x11111110u ||
+        if (EVP_PKEY_derive(dctx, w, &len) != 1 || mb8_x25519(o, k, u, g_scratch) != 0x11111110u ||
             memcmp(w, g_o[0], N) != 0) {
             fprintf(stderr, "mb8 and OpenSSL disagree\n");
             return 1;

@@ -130,7 +130,7 @@ struct tg_thread {
         unsigned skipped;  /* single operations since the last probe */
         uint64_t probe_ns; /* when the last probe was queued */
     } ad[TG_OP_COUNT];
-    void *scratch; /* RSA scratch for batches computed on this thread */
+    void *scratch; /* mb8 scratch (scratch_new) for batches computed on this thread */
     void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
     struct tg_thread *next;
@@ -158,8 +158,9 @@ static OSSL_FUNC_core_thread_start_fn *g_thread_start;
 /*
  * The stack a batch computed inside an ASYNC job runs on. OpenSSL 3.0 gives a job 32 KB of
  * stack, and the job is already deep in libssl when it reaches us; mb8's vector kernels
- * keep whole 8-lane tables on their stack (P-256's ECDH alone takes ~28 KB), so inside a
- * job the kernel runs on a per-thread stack of its own (ucontext switch, ~1 us per batch).
+ * keep their tables in our scratch, but their 8-lane temporaries still take 14-16 KB of
+ * stack (RSA's, P-256's and X25519's deepest chains, gcc -fstack-usage), so inside a job
+ * the kernel runs on a per-thread stack of its own (ucontext switch, ~1 us per batch).
  */
 #define TG_COMPUTE_STACK (512 * 1024)
 
@@ -239,9 +240,37 @@ static void adapt_after_batch(struct tg_thread *t, enum tg_op op, unsigned n, in
 
 /* ---- computing ---- */
 
-static size_t rsa_scratch_bytes(void)
+/* mb8's scratch for any batch: RSA of the largest size, P-256, X25519; a multiple of
+ * MB8_SCRATCH_ALIGN. */
+static size_t scratch_bytes(void)
 {
-    return mb8_rsa_scratch_size(4096); /* the largest supported size fits every batch */
+    size_t n = mb8_rsa_scratch_size(4096); /* the largest supported size fits every batch */
+
+    if (n < mb8_p256_scratch_size())
+        n = mb8_p256_scratch_size();
+    if (n < mb8_x25519_scratch_size())
+        n = mb8_x25519_scratch_size();
+    return (n + MB8_SCRATCH_ALIGN - 1) & ~(size_t)(MB8_SCRATCH_ALIGN - 1);
+}
+
+/* A zeroed, MB8_SCRATCH_ALIGN-aligned scratch of scratch_bytes(), or NULL. */
+static void *scratch_new(void)
+{
+    void *p = aligned_alloc(MB8_SCRATCH_ALIGN, scratch_bytes());
+
+    if (p != NULL)
+        memset(p, 0, scratch_bytes());
+    return p;
+}
+
+/* Wipes and frees a scratch_new() block (NULL is fine). mb8 wipes its secrets itself;
+ * this wipes whatever a failed call may have left. */
+static void scratch_free(void *p)
+{
+    if (p != NULL) {
+        OPENSSL_cleanse(p, scratch_bytes());
+        free(p);
+    }
 }
 
 /* Runs one batch of n requests of one operation on mb8; sets each request's status. */
@@ -268,29 +297,24 @@ static void compute(enum tg_op op, struct tg_req *const *rs, unsigned n, void *s
     case TG_OP_RSA2048:
     case TG_OP_RSA3072:
     case TG_OP_RSA4096:
-        if (scratch == NULL) {
-            st = 0;
-            for (i = 0; i < MB8_LANES; i++)
-                st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
-            break;
-        }
+        /* a NULL scratch (no memory) fails every lane: the callers fall back */
         st = mb8_rsa_private_crt(out, in, keys, bl, ub, scratch);
         break;
     case TG_OP_ECDSA_P256:
-        st = mb8_p256_ecdsa_sign(out, out2, in, priv, in2);
+        st = mb8_p256_ecdsa_sign(out, out2, in, priv, in2, scratch);
         break;
     case TG_OP_ECDH_P256:
-        st = mb8_p256_ecdh(out, priv, in);
+        st = mb8_p256_ecdh(out, priv, in, scratch);
         break;
     case TG_OP_KEYGEN_P256:
-        st = mb8_p256_public_key(out, priv);
+        st = mb8_p256_public_key(out, priv, scratch);
         break;
     case TG_OP_X25519:
-        st = mb8_x25519(out, priv, in);
+        st = mb8_x25519(out, priv, in, scratch);
         break;
     case TG_OP_KEYGEN_X25519:
     default:
-        st = mb8_x25519_public_key(out, priv);
+        st = mb8_x25519_public_key(out, priv, scratch);
         break;
     }
     for (i = 0; i < n; i++)
@@ -404,7 +428,7 @@ static unsigned take_locked(struct tg_thread *t, enum tg_op op, struct tg_req **
 static void *thread_scratch(struct tg_thread *t)
 {
     if (t->scratch == NULL)
-        t->scratch = OPENSSL_zalloc(rsa_scratch_bytes());
+        t->scratch = scratch_new();
     return t->scratch;
 }
 
@@ -425,7 +449,7 @@ static void thread_free(struct tg_thread *t)
 {
     pthread_cond_destroy(&t->done_cv);
     pthread_mutex_destroy(&t->lock);
-    OPENSSL_clear_free(t->scratch, rsa_scratch_bytes());
+    scratch_free(t->scratch);
     OPENSSL_free(t->stack); /* kernels wipe their secrets before returning */
     OPENSSL_free(t);
 }
@@ -581,7 +605,7 @@ static void timer_kick(void)
         sigset_t all, old;
 
         if (timer_scratch == NULL)
-            timer_scratch = OPENSSL_zalloc(rsa_scratch_bytes());
+            timer_scratch = scratch_new();
         /* the thread takes no signals: they stay with the application's threads */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -769,14 +793,17 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     if (t == NULL || wctx == NULL || !prepare_wake(r, wctx)) {
         /* no job to pause: a batch of one, at once */
         struct tg_req *one = r;
-        void *scratch = NULL;
+        void *scratch = t != NULL ? thread_scratch(t) : scratch_new();
 
-        if (r->op <= TG_OP_RSA4096 && (scratch = OPENSSL_zalloc(rsa_scratch_bytes())) == NULL)
+        if (scratch == NULL)
             return 0;
+        uint64_t c0 = now_ns();
         compute_safe(t, r->op, &one, 1, scratch);
-        OPENSSL_clear_free(scratch, rsa_scratch_bytes());
-        tg_count(TG_C_BATCHES, 1);
-        tg_count(TG_C_FILL1, 1);
+        tg_hist_add(r->op, TG_H_BATCH, (now_ns() - c0) / 1000);
+        if (t == NULL)
+            scratch_free(scratch);
+        tg_count_op(r->op, TG_C_BATCHES, 1);
+        tg_count_op(r->op, TG_C_FILL1, 1);
         return 1;
     }
     pthread_mutex_lock(&t->lock);
@@ -882,7 +909,7 @@ void tg_batch_teardown(void)
         timer_running = 0;
         atomic_store(&timer_started, 0);
         timer_stop = 0;
-        OPENSSL_clear_free(timer_scratch, rsa_scratch_bytes());
+        scratch_free(timer_scratch);
         timer_scratch = NULL;
         pthread_mutex_unlock(&timer_mu);
     }

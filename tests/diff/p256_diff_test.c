@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@
 #include "p256_internal.h" /* the kernels themselves, for the IFMA-vs-reference comparison */
 
 #include "memcheck.h"
+
+/* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
+static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define NB MB8_P256_SCALAR_BYTES
 #define NP MB8_P256_POINT_BYTES
@@ -300,7 +304,7 @@ static void test_known_answers(void **state)
             dp[(j + rot) % L] = d[j];
             out[(j + rot) % L] = o[(j + rot) % L];
         }
-        assert_int_equal(mb8_p256_public_key(out, dp), 0);
+        assert_int_equal(mb8_p256_public_key(out, dp, g_scratch), 0);
         for (unsigned j = 0; j < L; j++)
             expect_bytes("KAT public key", (j + rot) % L, o[(j + rot) % L], want[j], NP);
     }
@@ -328,7 +332,7 @@ static void test_known_answers(void **state)
             qp[j] = q[j];
             out[j] = o[j];
         }
-        assert_int_equal(mb8_p256_ecdh(out, dp, qp), 0);
+        assert_int_equal(mb8_p256_ecdh(out, dp, qp, g_scratch), 0);
         for (unsigned j = 0; j < L; j++)
             expect_bytes("KAT ECDH", j, o[j], w[j], NB);
     }
@@ -368,7 +372,7 @@ static void test_known_answers(void **state)
             expect_bytes("RFC 6979 r vs BIGNUM", lane, wr[lane], r, NB);
             expect_bytes("RFC 6979 s vs BIGNUM", lane, ws[lane], s, NB);
         }
-        assert_int_equal(mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp), 0);
+        assert_int_equal(mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch), 0);
         for (unsigned j = 0; j < L; j++) {
             expect_bytes("KAT ECDSA r", j, or_[j], wr[j], NB);
             expect_bytes("KAT ECDSA s", j, os[j], ws[j], NB);
@@ -401,15 +405,15 @@ static void test_random_public_key_and_ecdh(void **state)
         uint8_t *qs[L];
         for (unsigned i = 0; i < L; i++)
             qs[i] = q[i];
-        assert_int_equal(mb8_p256_public_key(qs, tp), 0);
+        assert_int_equal(mb8_p256_public_key(qs, tp, g_scratch), 0);
         for (unsigned i = 0; i < L; i++) {
             ossl_pub(w, t[i]);
             expect_bytes("random peer public key", i, q[i], w, NP);
         }
         memset(pub, 0xAA, sizeof pub);
         memset(sec, 0xAA, sizeof sec);
-        mb8_status_t st = mb8_p256_public_key(pubs, dp);
-        mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp);
+        mb8_status_t st = mb8_p256_public_key(pubs, dp, g_scratch);
+        mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp, g_scratch);
         for (unsigned i = 0; i < L; i++) {
             if (dp[i] == NULL) {
                 expect_status("unused", st, i, MB8_STATUS_UNUSED);
@@ -453,7 +457,7 @@ static void test_random_ecdsa(void **state)
         }
         memset(r, 0xAA, sizeof r);
         memset(s, 0xAA, sizeof s);
-        mb8_status_t st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+        mb8_status_t st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
         for (unsigned i = 0; i < L; i++) {
             if (dp[i] == NULL) {
                 expect_status("sign unused", st, i, MB8_STATUS_UNUSED);
@@ -526,8 +530,8 @@ static void test_edge_scalars(void **state)
         secs[i] = sec[i];
     }
     static const int valid[L] = {1, 0, 0, 0, 0, 1, 1, 1};
-    mb8_status_t st = mb8_p256_public_key(pubs, dp);
-    mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp);
+    mb8_status_t st = mb8_p256_public_key(pubs, dp, g_scratch);
+    mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp, g_scratch);
     for (unsigned i = 0; i < L; i++) {
         assert_int_equal(scalar_valid(d[i]), valid[i]);
         if (!valid[i]) {
@@ -559,7 +563,7 @@ static void test_edge_scalars(void **state)
             sp[i] = s[i];
         }
         memset(e[7], 0, NB); /* e = 0 is legal */
-        mb8_status_t sst = mb8_p256_ecdsa_sign(rp, sp, ep, pp, kp);
+        mb8_status_t sst = mb8_p256_ecdsa_sign(rp, sp, ep, pp, kp, g_scratch);
         for (unsigned i = 0; i < L; i++) {
             if (!valid[i]) {
                 expect_status("edge sign", sst, i, MB8_STATUS_BAD_INPUT);
@@ -608,7 +612,7 @@ static void test_sign_zero_s(void **state)
         BN_CTX_free(ctx);
     }
     assert_int_equal(ossl_sign_k(wr, ws, e[2], d[2], k[2]), 0);
-    mb8_status_t st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+    mb8_status_t st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
     for (unsigned i = 0; i < L; i++) {
         if (i == 2) {
             expect_status("s = 0", st, i, MB8_STATUS_BAD_INPUT);
@@ -683,7 +687,7 @@ static void test_bad_points(void **state)
             }
         }
         memset(sec, 0xAA, sizeof sec);
-        mb8_status_t st = mb8_p256_ecdh(secs, dp, qp);
+        mb8_status_t st = mb8_p256_ecdh(secs, dp, qp, g_scratch);
         for (unsigned i = 0; i < L; i++) {
             int ok = ossl_ecdh(w, d[i], q[i]);
             assert_int_equal(ok, want_ok[i]);
@@ -716,11 +720,11 @@ static void test_lane_bookkeeping(void **state)
         qp[i] = NULL;
     }
     memset(o, 0xAA, sizeof o);
-    assert_int_equal(mb8_p256_ecdh(out, dp, qp), 0x11111111u);
-    assert_int_equal(mb8_p256_public_key(out, dp), 0x11111111u);
+    assert_int_equal(mb8_p256_ecdh(out, dp, qp, g_scratch), 0x11111111u);
+    assert_int_equal(mb8_p256_public_key(out, dp, g_scratch), 0x11111111u);
     const uint8_t *np[L] = {0};
     uint8_t *nr[L] = {0};
-    assert_int_equal(mb8_p256_ecdsa_sign(nr, nr, np, dp, np), 0x11111111u);
+    assert_int_equal(mb8_p256_ecdsa_sign(nr, nr, np, dp, np, g_scratch), 0x11111111u);
     for (unsigned i = 0; i < L; i++)
         for (int b = 0; b < NP; b++)
             assert_int_equal(o[i][b], 0xAA);
@@ -733,7 +737,7 @@ static void test_lane_bookkeeping(void **state)
     dp[1] = NULL;
     qp[2] = NULL;
     out[3] = NULL;
-    mb8_status_t st = mb8_p256_ecdh(out, dp, qp);
+    mb8_status_t st = mb8_p256_ecdh(out, dp, qp, g_scratch);
     for (unsigned i = 0; i < L; i++) {
         unsigned want = i == 1               ? MB8_STATUS_UNUSED
                         : (i == 2 || i == 3) ? MB8_STATUS_BAD_INPUT
@@ -759,14 +763,14 @@ static void test_lane_bookkeeping(void **state)
         out[i] = buf[i];
         assert_int_equal(ossl_ecdh(want[i], d[i], q[i]), 1);
     }
-    assert_int_equal(mb8_p256_ecdh(out, dp, qp), 0);
+    assert_int_equal(mb8_p256_ecdh(out, dp, qp, g_scratch), 0);
     for (unsigned i = 0; i < L; i++)
         expect_bytes("aliased ECDH", i, buf[i], want[i], NB);
     for (unsigned i = 0; i < L; i++) {
         memcpy(buf[i], d[i], NB);
         ossl_pub(want[i], d[i]);
     }
-    assert_int_equal(mb8_p256_public_key(out, dp), 0);
+    assert_int_equal(mb8_p256_public_key(out, dp, g_scratch), 0);
     for (unsigned i = 0; i < L; i++)
         expect_bytes("aliased public key", i, buf[i], want[i], NP);
 
@@ -783,7 +787,7 @@ static void test_lane_bookkeeping(void **state)
         rp[i] = e[i];
         sp[i] = k[i];
     }
-    assert_int_equal(mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp), 0);
+    assert_int_equal(mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch), 0);
     for (unsigned i = 0; i < L; i++) {
         expect_bytes("aliased r", i, e[i], wr[i], NB);
         expect_bytes("aliased s", i, k[i], ws[i], NB);
@@ -824,9 +828,9 @@ static void test_partial_batches(void **state)
         memset(sec, 0xAA, sizeof sec);
         memset(r, 0xAA, sizeof r);
         memset(s, 0xAA, sizeof s);
-        mb8_status_t st1 = mb8_p256_public_key(pubs, dp);
-        mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp);
-        mb8_status_t st3 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+        mb8_status_t st1 = mb8_p256_public_key(pubs, dp, g_scratch);
+        mb8_status_t st2 = mb8_p256_ecdh(secs, dp, qp, g_scratch);
+        mb8_status_t st3 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
         for (unsigned i = 0; i < L; i++) {
             if (!((mask >> i) & 1)) {
                 expect_status("partial keygen unused", st1, i, MB8_STATUS_UNUSED);
@@ -958,9 +962,9 @@ static void test_ifma_vs_reference(void **state)
                 st[0][1] = mb8__p256_ecdh_ref(o2[0], dc, qc, mask);
                 st[0][2] = mb8__p256_ecdsa_sign_ref(r[0], s[0], ec, dc, kc, mask);
             } else {
-                st[1][0] = mb8__p256_public_key_ifma(o1[1], dc, mask);
-                st[1][1] = mb8__p256_ecdh_ifma(o2[1], dc, qc, mask);
-                st[1][2] = mb8__p256_ecdsa_sign_ifma(r[1], s[1], ec, dc, kc, mask);
+                st[1][0] = mb8__p256_public_key_ifma(o1[1], dc, mask, g_scratch);
+                st[1][1] = mb8__p256_ecdh_ifma(o2[1], dc, qc, mask, g_scratch);
+                st[1][2] = mb8__p256_ecdsa_sign_ifma(r[1], s[1], ec, dc, kc, mask, g_scratch);
             }
         }
         for (int f = 0; f < 3; f++) {
@@ -1031,14 +1035,14 @@ static void test_sign_setup_complete(void **state)
             unhex(k[5], NB, "FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551"); /* n */
             memset(d[6], 0, NB);                     /* d = 0: completion fails */
         }
-        mb8_status_t st1 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
-        mb8_status_t st2 = mb8_p256_ecdsa_sign_setup(sup, kp);
+        mb8_status_t st1 = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
+        mb8_status_t st2 = mb8_p256_ecdsa_sign_setup(sup, kp, g_scratch);
         mb8_status_t st3 = mb8_p256_ecdsa_sign_complete(r2p, s2p, ep, dp, supc);
         /* both kernels' setups, directly */
         assert_int_equal(mb8__p256_ecdsa_setup_ref(su_ref, (const uint8_t(*)[NB])k, 0xFF), st2);
         if (mb8_cpu_has_ifma()) {
             uint8_t su_ifma[L][MB8_P256_SETUP_BYTES];
-            assert_int_equal(mb8__p256_ecdsa_setup_ifma(su_ifma, (const uint8_t(*)[NB])k, 0xFF), st2);
+            assert_int_equal(mb8__p256_ecdsa_setup_ifma(su_ifma, (const uint8_t(*)[NB])k, 0xFF, g_scratch), st2);
             assert_memory_equal(su_ifma, su_ref, sizeof su_ref);
         }
         assert_memory_equal(su, su_ref, sizeof su_ref);
@@ -1088,7 +1092,7 @@ static void test_constant_time_memcheck(void **state)
         if (i != 1 && i != 4 && i != 6)
             assert_int_equal(ossl_ecdh(w[i], d[i], q[i]), 1);
     VALGRIND_MAKE_MEM_UNDEFINED(d, sizeof d);
-    mb8_status_t st = mb8_p256_ecdh(out, dp, qp);
+    mb8_status_t st = mb8_p256_ecdh(out, dp, qp, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     VALGRIND_MAKE_MEM_DEFINED(o, sizeof o);
     VALGRIND_MAKE_MEM_DEFINED(d, sizeof d);
@@ -1108,7 +1112,7 @@ static void test_constant_time_memcheck(void **state)
         if (i != 1 && i != 6)
             ossl_pub(w[i], d[i]);
     VALGRIND_MAKE_MEM_UNDEFINED(d, sizeof d);
-    st = mb8_p256_public_key(out, dp);
+    st = mb8_p256_public_key(out, dp, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     VALGRIND_MAKE_MEM_DEFINED(o, sizeof o);
     VALGRIND_MAKE_MEM_DEFINED(d, sizeof d);
@@ -1142,7 +1146,7 @@ static void test_constant_time_memcheck(void **state)
     VALGRIND_MAKE_MEM_UNDEFINED(d, sizeof d);
     VALGRIND_MAKE_MEM_UNDEFINED(k, sizeof k);
     VALGRIND_MAKE_MEM_UNDEFINED(e, sizeof e);
-    st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp);
+    st = mb8_p256_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     VALGRIND_MAKE_MEM_DEFINED(r, sizeof r);
     VALGRIND_MAKE_MEM_DEFINED(s, sizeof s);
@@ -1162,6 +1166,97 @@ static void test_constant_time_memcheck(void **state)
     }
 }
 
+/* The caller's scratch: NULL or misaligned fails every used lane (outputs untouched) on
+ * every kernel; a scratch full of garbage gives the same results as a zeroed one; after
+ * a call the scratch holds no secret (the kernels wipe their tables: all zero again). */
+static void test_scratch(void **state)
+{
+    (void)state;
+    uint8_t d[L][NB], k[L][NB], e[L][NB], q[L][NP];
+    uint8_t pub[2][L][NP], sec[2][L][NB], r[2][L][NB], s[2][L][NB], su[2][L][MB8_P256_SETUP_BYTES];
+    uint8_t *po[L], *so[L], *ro[L], *sso[L], *suo[L];
+    const uint8_t *dp[L], *kp[L], *ep[L], *qp[L];
+    static alignas(MB8_SCRATCH_ALIGN) uint8_t zero[65536];
+
+    assert_true(mb8_p256_scratch_size() <= sizeof g_scratch);
+    assert_int_equal(mb8_p256_scratch_size() % 8, 0);
+    rng_state = g_seed ^ 0x5c7a;
+    for (unsigned j = 0; j < L; j++) {
+        uint8_t t[NB];
+        rng_scalar(d[j]);
+        rng_scalar(k[j]);
+        rng_scalar(e[j]);
+        rng_scalar(t);
+        ossl_pub(q[j], t);
+        dp[j] = d[j];
+        kp[j] = k[j];
+        ep[j] = e[j];
+        qp[j] = q[j];
+    }
+    /* unusable scratch: every lane BAD_INPUT, nothing written */
+    void *bad[2] = {NULL, g_scratch + 8};
+    for (int b = 0; b < 2; b++) {
+        memset(pub, 0xAA, sizeof pub);
+        memset(sec, 0xAA, sizeof sec);
+        memset(r, 0xAA, sizeof r);
+        memset(s, 0xAA, sizeof s);
+        memset(su, 0xAA, sizeof su);
+        for (unsigned j = 0; j < L; j++) {
+            po[j] = pub[0][j];
+            so[j] = sec[0][j];
+            ro[j] = r[0][j];
+            sso[j] = s[0][j];
+            suo[j] = su[0][j];
+        }
+        assert_int_equal(mb8_p256_public_key(po, dp, bad[b]), 0x22222222u);
+        assert_int_equal(mb8_p256_ecdh(so, dp, qp, bad[b]), 0x22222222u);
+        assert_int_equal(mb8_p256_ecdsa_sign(ro, sso, ep, dp, kp, bad[b]), 0x22222222u);
+        assert_int_equal(mb8_p256_ecdsa_sign_setup(suo, kp, bad[b]), 0x22222222u);
+        for (size_t i = 0; i < sizeof pub[0]; i++)
+            assert_int_equal(((uint8_t *)pub[0])[i], 0xAA);
+        for (size_t i = 0; i < sizeof sec[0]; i++)
+            assert_int_equal(((uint8_t *)sec[0])[i], 0xAA);
+        for (size_t i = 0; i < sizeof r[0]; i++)
+            assert_int_equal(((uint8_t *)r[0])[i] & ((uint8_t *)s[0])[i], 0xAA);
+        for (size_t i = 0; i < sizeof su[0]; i++)
+            assert_int_equal(((uint8_t *)su[0])[i], 0xAA);
+    }
+    /* garbage vs zeroed scratch: the same outputs; the zeroed one is zero again after */
+    for (int g = 0; g < 2; g++) {
+        uint8_t *sc = g == 0 ? g_scratch : zero;
+        if (g == 0)
+            memset(g_scratch, 0x5A, sizeof g_scratch);
+        else
+            memset(zero, 0, sizeof zero);
+        for (unsigned j = 0; j < L; j++) {
+            po[j] = pub[g][j];
+            so[j] = sec[g][j];
+            ro[j] = r[g][j];
+            sso[j] = s[g][j];
+            suo[j] = su[g][j];
+        }
+        assert_int_equal(mb8_p256_public_key(po, dp, sc), 0);
+        assert_int_equal(mb8_p256_ecdh(so, dp, qp, sc), 0);
+        assert_int_equal(mb8_p256_ecdsa_sign(ro, sso, ep, dp, kp, sc), 0);
+        assert_int_equal(mb8_p256_ecdsa_sign_setup(suo, kp, sc), 0);
+    }
+    assert_memory_equal(pub[0], pub[1], sizeof pub[0]);
+    assert_memory_equal(sec[0], sec[1], sizeof sec[0]);
+    assert_memory_equal(r[0], r[1], sizeof r[0]);
+    assert_memory_equal(s[0], s[1], sizeof s[0]);
+    assert_memory_equal(su[0], su[1], sizeof su[0]);
+    for (size_t i = 0; i < sizeof zero; i++)
+        if (zero[i] != 0)
+            fail_msg("scratch byte %zu not wiped (%02x)", i, zero[i]);
+    /* the results are right, too */
+    for (unsigned j = 0; j < L; j++) {
+        uint8_t w[NP];
+        ossl_pub(w, d[j]);
+        expect_bytes("public key with caller scratch", j, pub[1][j], w, NP);
+    }
+    memset(g_scratch, 0, sizeof g_scratch);
+}
+
 int main(void)
 {
     const char *s = getenv("P256_DIFF_SEED");
@@ -1174,7 +1269,7 @@ int main(void)
     g_group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
     g_n = BN_dup(EC_GROUP_get0_order(g_group));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_random_public_key_and_ecdh),
+        cmocka_unit_test(test_scratch),          cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_random_public_key_and_ecdh),
         cmocka_unit_test(test_random_ecdsa),     cmocka_unit_test(test_edge_scalars),
         cmocka_unit_test(test_sign_zero_s),      cmocka_unit_test(test_bad_points),
         cmocka_unit_test(test_lane_bookkeeping), cmocka_unit_test(test_constant_time_memcheck),

@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,9 @@
 #include "x25519/x25519_internal.h" /* the kernels, for the IFMA-vs-reference comparison */
 
 #include "memcheck.h"
+
+/* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
+static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define N MB8_X25519_BYTES
 
@@ -197,7 +201,7 @@ static void test_rfc7748_vectors_rotated(void **state)
             out[lane] = o[lane];
         }
         memset(o, 0xAA, sizeof o);
-        mb8_status_t st = mb8_x25519(out, k, u);
+        mb8_status_t st = mb8_x25519(out, k, u, g_scratch);
         assert_int_equal(st, 0);
         for (unsigned j = 0; j < 8; j++)
             expect_lane("RFC 7748 vector", (j + r) % 8, o[(j + r) % 8], kat_out[j]);
@@ -228,7 +232,7 @@ static void test_public_key_vectors_and_random(void **state)
             kp[(j + r) % 8] = k[j];
             out[(j + r) % 8] = o[(j + r) % 8];
         }
-        assert_int_equal(mb8_x25519_public_key(out, kp), 0);
+        assert_int_equal(mb8_x25519_public_key(out, kp, g_scratch), 0);
         for (unsigned j = 0; j < 8; j++)
             expect_lane("public key", (j + r) % 8, o[(j + r) % 8], want[j]);
     }
@@ -244,7 +248,7 @@ static void test_public_key_vectors_and_random(void **state)
             out[i] = o[i];
         }
         memset(o, 0xAA, sizeof o);
-        mb8_status_t st = mb8_x25519_public_key(out, kp);
+        mb8_status_t st = mb8_x25519_public_key(out, kp, g_scratch);
         for (unsigned i = 0; i < 8; i++) {
             if (kp[i] == NULL) {
                 expect_status("public key unused", st, i, MB8_STATUS_UNUSED);
@@ -282,7 +286,7 @@ static void test_rfc7748_iterated(void **state)
         }
         kp[chain] = k;
         up[chain] = u;
-        assert_int_equal(mb8_x25519(out, kp, up), 0);
+        assert_int_equal(mb8_x25519(out, kp, up, g_scratch), 0);
         for (unsigned i = 0; i < 8; i++) {
             if (i != chain)
                 expect_lane("iterated: neighbour", i, o[i], kat_out[(i + (unsigned)it) % 8]);
@@ -318,7 +322,7 @@ static void test_random_vs_openssl(void **state)
             out[i] = o[i];
         }
         memset(o, 0xAA, sizeof o);
-        mb8_status_t st = mb8_x25519(out, kp, up);
+        mb8_status_t st = mb8_x25519(out, kp, up, g_scratch);
         for (unsigned i = 0; i < 8; i++) {
             if (kp[i] == NULL) {
                 expect_status("random unused", st, i, MB8_STATUS_UNUSED);
@@ -375,7 +379,7 @@ static void test_small_order_points(void **state)
             }
             up[lane] = bad;
             memset(o, 0xAA, sizeof o);
-            mb8_status_t st = mb8_x25519(out, kp, up);
+            mb8_status_t st = mb8_x25519(out, kp, up, g_scratch);
             /* OpenSSL rejects it too */
             assert_int_equal(ossl_x25519(w, k[lane], bad), 0);
             expect_status("small order", st, lane, MB8_STATUS_ZERO_RESULT);
@@ -423,8 +427,8 @@ static void test_noncanonical_and_top_bit(void **state)
             out[i] = o[i];
             outc[i] = oc[i];
         }
-        mb8_status_t st = mb8_x25519(out, kp, up);
-        mb8_status_t stc = mb8_x25519(outc, kp, uc);
+        mb8_status_t st = mb8_x25519(out, kp, up, g_scratch);
+        mb8_status_t stc = mb8_x25519(outc, kp, uc, g_scratch);
         assert_int_equal(st, stc);
         for (unsigned i = 0; i < 8; i++) {
             unsigned j = (base + i) % 38;
@@ -455,8 +459,8 @@ static void test_noncanonical_and_top_bit(void **state)
             out1[i] = o1[i];
             out0[i] = o0[i];
         }
-        assert_int_equal(mb8_x25519(out1, kp, p1), 0);
-        assert_int_equal(mb8_x25519(out0, kp, p0), 0);
+        assert_int_equal(mb8_x25519(out1, kp, p1, g_scratch), 0);
+        assert_int_equal(mb8_x25519(out0, kp, p0, g_scratch), 0);
         for (unsigned i = 0; i < 8; i++)
             expect_lane("top bit", i, o1[i], o0[i]);
     }
@@ -486,7 +490,7 @@ static void test_partial_batches_vs_openssl(void **state)
             out[i] = o[i];
         }
         memset(o, 0xAA, sizeof o);
-        mb8_status_t st = mb8_x25519(out, kp, up);
+        mb8_status_t st = mb8_x25519(out, kp, up, g_scratch);
         for (unsigned i = 0; i < 8; i++) {
             if (!(m >> i & 1)) {
                 expect_status("partial unused", st, i, MB8_STATUS_UNUSED);
@@ -572,7 +576,7 @@ static void test_ifma_vs_reference(void **state)
             nine[i][0] = 9;
         memset(o1, 0xAA, sizeof o1);
         memset(o2, 0xAA, sizeof o2);
-        mb8__x25519_base_ifma(o1, (const uint8_t(*)[N])k, mask);
+        mb8__x25519_base_ifma(o1, (const uint8_t(*)[N])k, mask, g_scratch);
         mb8__x25519_ladder51_ref(o2, (const uint8_t(*)[N])k, (const uint8_t(*)[N])nine, mask);
         for (unsigned i = 0; i < 8; i++)
             expect_lane("IFMA base vs reference", i, o1[i], o2[i]);
@@ -594,8 +598,8 @@ static void test_lane_bookkeeping(void **state)
     }
     /* all unused: nothing written */
     memset(o, 0xAA, sizeof o);
-    assert_int_equal(mb8_x25519(out, kp, up), 0x11111111u);
-    assert_int_equal(mb8_x25519_public_key(out, kp), 0x11111111u);
+    assert_int_equal(mb8_x25519(out, kp, up, g_scratch), 0x11111111u);
+    assert_int_equal(mb8_x25519_public_key(out, kp, g_scratch), 0x11111111u);
     for (unsigned i = 0; i < 8; i++)
         for (int b = 0; b < N; b++)
             assert_int_equal(o[i][b], 0xAA);
@@ -617,7 +621,7 @@ static void test_lane_bookkeeping(void **state)
     kp[7] = kat_k[7];
     up[7] = kat_u[7];
     memset(o, 0xAA, sizeof o);
-    mb8_status_t st = mb8_x25519(out, kp, up);
+    mb8_status_t st = mb8_x25519(out, kp, up, g_scratch);
     static const unsigned want[8] = {
         MB8_STATUS_OK,     MB8_STATUS_UNUSED,    MB8_STATUS_OK,          MB8_STATUS_BAD_INPUT,
         MB8_STATUS_UNUSED, MB8_STATUS_BAD_INPUT, MB8_STATUS_ZERO_RESULT, MB8_STATUS_OK};
@@ -640,7 +644,7 @@ static void test_lane_bookkeeping(void **state)
         up[i] = buf[i][1];
         out[i] = buf[i][i & 1 ? 0 : 1];
     }
-    assert_int_equal(mb8_x25519(out, kp, up), 0);
+    assert_int_equal(mb8_x25519(out, kp, up, g_scratch), 0);
     for (unsigned i = 0; i < 8; i++)
         expect_lane("aliased output", i, out[i], kat_out[i]);
 }
@@ -671,7 +675,7 @@ static void test_constant_time_memcheck(void **state)
     }
     VALGRIND_MAKE_MEM_UNDEFINED(k, sizeof(k));
     VALGRIND_MAKE_MEM_UNDEFINED(u, sizeof(u));
-    mb8_status_t st = mb8_x25519(outs, ks, us);
+    mb8_status_t st = mb8_x25519(outs, ks, us, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof(st));
     VALGRIND_MAKE_MEM_DEFINED(out, sizeof(out));
     VALGRIND_MAKE_MEM_DEFINED(k, sizeof(k));
@@ -695,7 +699,7 @@ static void test_constant_time_memcheck(void **state)
         ossl_public_key(pwant[i], k[i]);
     }
     VALGRIND_MAKE_MEM_UNDEFINED(k, sizeof(k));
-    st = mb8_x25519_public_key(pubs, ks);
+    st = mb8_x25519_public_key(pubs, ks, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof(st));
     VALGRIND_MAKE_MEM_DEFINED(pub, sizeof(pub));
     VALGRIND_MAKE_MEM_DEFINED(k, sizeof(k));
@@ -703,6 +707,58 @@ static void test_constant_time_memcheck(void **state)
         expect_status("ct pub", st, i, MB8_STATUS_OK);
         expect_lane("ct pub", i, pub[i], pwant[i]);
     }
+}
+
+/* The caller's scratch: NULL or misaligned fails every used lane (outputs untouched);
+ * garbage in the scratch changes nothing; after a call it holds no secret (all zero). */
+static void test_scratch(void **state)
+{
+    (void)state;
+    uint8_t k[8][N], u[8][N], o[2][8][N], pk[2][8][N];
+    uint8_t *out[8], *pout[8];
+    const uint8_t *kp[8], *up[8];
+    static alignas(MB8_SCRATCH_ALIGN) uint8_t zero[65536];
+
+    assert_true(mb8_x25519_scratch_size() <= sizeof g_scratch);
+    for (unsigned j = 0; j < 8; j++) {
+        for (unsigned b = 0; b < N; b++) {
+            k[j][b] = (uint8_t)(rand() >> 3);
+            u[j][b] = (uint8_t)(rand() >> 5);
+        }
+        kp[j] = k[j];
+        up[j] = u[j];
+    }
+    void *bad[2] = {NULL, g_scratch + 16};
+    for (int b = 0; b < 2; b++) {
+        memset(o, 0xAA, sizeof o);
+        memset(pk, 0xAA, sizeof pk);
+        for (unsigned j = 0; j < 8; j++) {
+            out[j] = o[0][j];
+            pout[j] = pk[0][j];
+        }
+        assert_int_equal(mb8_x25519(out, kp, up, bad[b]), 0x22222222u);
+        assert_int_equal(mb8_x25519_public_key(pout, kp, bad[b]), 0x22222222u);
+        for (size_t i = 0; i < sizeof o[0]; i++)
+            assert_int_equal(((uint8_t *)o[0])[i] & ((uint8_t *)pk[0])[i], 0xAA);
+    }
+    mb8_status_t st[2];
+    for (int g = 0; g < 2; g++) {
+        uint8_t *sc = g == 0 ? g_scratch : zero;
+        memset(sc, g == 0 ? 0x5A : 0, g == 0 ? sizeof g_scratch : sizeof zero);
+        for (unsigned j = 0; j < 8; j++) {
+            out[j] = o[g][j];
+            pout[j] = pk[g][j];
+        }
+        st[g] = mb8_x25519(out, kp, up, sc); /* random u: a zero result is possible */
+        assert_int_equal(mb8_x25519_public_key(pout, kp, sc), 0);
+    }
+    assert_int_equal(st[0], st[1]);
+    assert_memory_equal(o[0], o[1], sizeof o[0]);
+    assert_memory_equal(pk[0], pk[1], sizeof pk[0]);
+    for (size_t i = 0; i < sizeof zero; i++)
+        if (zero[i] != 0)
+            fail_msg("scratch byte %zu not wiped (%02x)", i, zero[i]);
+    memset(g_scratch, 0, sizeof g_scratch);
 }
 
 int main(void)
@@ -715,6 +771,7 @@ int main(void)
     fprintf(stderr, "x25519_diff_test: X25519_DIFF_SEED=%llu%s\n", (unsigned long long)g_seed,
             g_quick ? " (quick)" : "");
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scratch),
         cmocka_unit_test(test_rfc7748_vectors_rotated),
         cmocka_unit_test(test_public_key_vectors_and_random),
         cmocka_unit_test(test_rfc7748_iterated),

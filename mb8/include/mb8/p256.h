@@ -13,8 +13,16 @@
  * Lane conventions are those of mb8/status.h. Encodings are big-endian octet strings (SEC 1
  * §2.3): scalars, digests, coordinates and signature halves are 32 bytes; points are the
  * 65-byte uncompressed form 0x04 || X || Y (SEC 1 §2.3.3, RFC 8422 §5.4.1). Every output
- * buffer may alias its lane's inputs (results are computed into internal scratch and copied
+ * buffer may alias its lane's inputs (results are computed into internal buffers and copied
  * out at the end). Nothing is allocated; secret temporaries are wiped before return.
+ *
+ * Scratch: every entry point but mb8_p256_ecdsa_sign_complete takes `scratch`, at least
+ * mb8_p256_scratch_size() bytes aligned to MB8_SCRATCH_ALIGN (64), where the IFMA kernels
+ * keep their tables (the variable-base window table, the recoded scalar digits; ~26 KB)
+ * so that a call needs about 15 KB of stack (gcc -fstack-usage, the deepest chain). It holds
+ * secrets while a call runs and is wiped before return; one call at a time per scratch.
+ * NULL or misaligned: every used lane is MB8_STATUS_BAD_INPUT (outputs not written), on
+ * every CPU, though the portable kernels do not use it.
  *
  * Timing: the running time depends only on which lanes are used (the NULL pattern of the
  * pointer arrays), never on scalar, nonce, digest or point bytes; range and curve checks
@@ -26,6 +34,7 @@
 #ifndef MB8_P256_H
 #define MB8_P256_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mb8/status.h"
@@ -34,6 +43,9 @@
 #define MB8_P256_SCALAR_BYTES 32
 /** Bytes in an uncompressed P-256 point: 0x04 || X || Y. */
 #define MB8_P256_POINT_BYTES 65
+
+/** Bytes of scratch the P-256 entry points need (any kernel; a constant per build). */
+size_t mb8_p256_scratch_size(void);
 
 /**
  * ECDH: out[i] = the x-coordinate of priv[i] * peer[i] (SEC 1 §3.3.1, the "Z" shared
@@ -47,13 +59,14 @@
  * - out[i]: 32 bytes, big-endian x-coordinate.
  *
  * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n, when
- * peer[i] is not a valid point, or when peer[i] or out[i] is NULL (a NULL out is not
- * written; otherwise out[i] gets 32 zero bytes); MB8_STATUS_ZERO_RESULT when the product is
+ * peer[i] is not a valid point, or when peer[i] or out[i] is NULL, or scratch is unusable
+ * (a NULL out, or any out with unusable scratch, is not written; otherwise out[i] gets 32
+ * zero bytes); MB8_STATUS_ZERO_RESULT when the product is
  * the point at infinity (impossible for valid inputs on this prime-order curve, kept as a
  * guard; out[i] gets zeros); MB8_STATUS_UNUSED. A bad lane does not affect the others.
  */
 mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const priv[MB8_LANES],
-                           const uint8_t *const peer[MB8_LANES]);
+                           const uint8_t *const peer[MB8_LANES], void *scratch);
 
 /**
  * Key generation: out[i] = priv[i] * G, uncompressed (SEC 1 §3.2.1 step 2; the caller
@@ -63,13 +76,14 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
  * - out[i]: 65 bytes, 0x04 || X || Y.
  *
  * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n (out[i]
- * gets 65 zero bytes) or out[i] is NULL (not written); MB8_STATUS_UNUSED.
+ * gets 65 zero bytes) or out[i] is NULL or scratch unusable (not written);
+ * MB8_STATUS_UNUSED.
  *
  * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
  * uses a fixed-base comb (64 signed 4-bit digits, a precomputed table of multiples of G).
  */
 mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
-                                 const uint8_t *const priv[MB8_LANES]);
+                                 const uint8_t *const priv[MB8_LANES], void *scratch);
 
 /**
  * ECDSA signature generation with a caller-supplied nonce (FIPS 186-4 §6.4, SEC 1 §4.1.3
@@ -82,8 +96,8 @@ mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
  * - nonce[i]: 32 bytes, big-endian k in [1, n-1], secret, fresh for every signature (the
  *   provider draws it from OpenSSL's DRBG, or RFC 6979). Reusing k reveals d.
  * - sig_r[i], sig_s[i]: 32 bytes each, big-endian, in [1, n-1] (the caller DER-encodes).
- * NULL priv[i] marks lane i unused; NULL digest, nonce or output with a non-NULL priv is
- * MB8_STATUS_BAD_INPUT (outputs not written).
+ * NULL priv[i] marks lane i unused; NULL digest, nonce or output with a non-NULL priv, or
+ * unusable scratch, is MB8_STATUS_BAD_INPUT (outputs not written).
  *
  * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d or k is 0 or >= n, or when r
  * or s comes out 0 (the caller retries with a new k; probability ~2^-255); the outputs then
@@ -98,7 +112,7 @@ mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
 mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
                                  const uint8_t *const digest[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES],
-                                 const uint8_t *const nonce[MB8_LANES]);
+                                 const uint8_t *const nonce[MB8_LANES], void *scratch);
 
 /** Bytes of an ECDSA sign setup: r || (k b)^-1 || b, each 32 bytes big-endian mod n. */
 #define MB8_P256_SETUP_BYTES 96
@@ -113,11 +127,12 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
  *   then wipe it.
  *
  * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when k is 0 or >= n, r comes out 0,
- * or setup[i] is NULL (a NULL setup is not written; otherwise zeros); MB8_STATUS_UNUSED.
+ * or setup[i] is NULL or scratch unusable (then setup[i] is not written; otherwise zeros);
+ * MB8_STATUS_UNUSED.
  * Runs on the kernel mb8_cpu_has_ifma() selects (the fixed-base comb on IFMA).
  */
 mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
-                                       const uint8_t *const nonce[MB8_LANES]);
+                                       const uint8_t *const nonce[MB8_LANES], void *scratch);
 
 /**
  * The completion: s = (k b)^-1 (b e + (b r) d) mod n from a setup, with sig_r = r. The
@@ -128,8 +143,8 @@ mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
  * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d is 0 or >= n, a setup value
  * is 0 or >= n (e.g. a failed setup's zeros), s comes out 0, or a pointer of a used lane
  * is NULL; the outputs then get zeros (NULL ones are not written). MB8_STATUS_UNUSED.
- * A few multiplications mod n per lane (portable code on every CPU); constant time in d,
- * e and the setup.
+ * A few multiplications mod n per lane (portable code on every CPU, a few hundred bytes of
+ * stack: no scratch); constant time in d, e and the setup.
  */
 mb8_status_t mb8_p256_ecdsa_sign_complete(uint8_t *const sig_r[MB8_LANES],
                                           uint8_t *const sig_s[MB8_LANES],

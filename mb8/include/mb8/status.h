@@ -10,7 +10,10 @@
  * - The result is an mb8_status_t: 4 bits per lane (lane i in bits 4i..4i+3). A lane's
  *   failure fails only that lane. Status words are built from masks at the API boundary;
  *   kernels do not branch on secret data.
- * - Secrets in scratch are wiped before return.
+ * - Large tables live in caller-provided scratch (size from the function family's
+ *   *_scratch_size()), never on the stack; secrets in scratch are wiped before return.
+ *   A NULL or misaligned scratch makes every used lane MB8_STATUS_BAD_INPUT, on every CPU.
+ *   One scratch serves one call at a time (give each thread its own).
  */
 #ifndef MB8_STATUS_H
 #define MB8_STATUS_H
@@ -18,6 +21,14 @@
 #include <stdint.h>
 
 #define MB8_LANES 8
+
+/**
+ * Alignment in bytes of the caller-provided scratch of the elliptic-curve entry points
+ * (mb8_x25519_scratch_size, mb8_p256_scratch_size): one zmm register. Allocate it with
+ * aligned_alloc(MB8_SCRATCH_ALIGN, size) or OPENSSL_aligned_alloc, or declare it
+ * `alignas(MB8_SCRATCH_ALIGN)`.
+ */
+#define MB8_SCRATCH_ALIGN 64
 
 /** Per-lane status codes (4 bits each). */
 enum mb8_lane_status {

@@ -6,9 +6,15 @@
  * 5 limbs of 52 bits, 8 lanes per zmm, docs/research/performance.md §2.5) or the portable
  * reference (mb8/src/x25519/x25519_ref.c); both give bit-identical results (tests/diff).
  *
+ * Scratch: both entry points take `scratch`, at least mb8_x25519_scratch_size() bytes
+ * aligned to MB8_SCRATCH_ALIGN (64). The IFMA fixed-base kernel keeps its recoded scalar
+ * digits there (8 KB); a call needs about 15 KB of stack, the ladder's temporaries (gcc
+ * -fstack-usage). Wiped before return; one call at a time per scratch. NULL or
+ * misaligned: every used lane is MB8_STATUS_BAD_INPUT (outputs not written), on every CPU.
+ *
  * Lane conventions are those of mb8/status.h. All byte strings are 32 bytes, little-endian,
  * as in RFC 7748 §5. Every output buffer may alias its lane's inputs (results are computed
- * into internal scratch and copied out at the end). Nothing is allocated; secret
+ * into internal buffers and copied out at the end). Nothing is allocated; secret
  * temporaries are wiped before return.
  *
  * The lane arrays themselves (out, scalar, point, priv, peer, digest, nonce) must not be
@@ -17,12 +23,16 @@
 #ifndef MB8_X25519_H
 #define MB8_X25519_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mb8/status.h"
 
 /** Bytes in an X25519 scalar, u-coordinate, public key and shared secret (RFC 7748 §5). */
 #define MB8_X25519_BYTES 32
+
+/** Bytes of scratch the X25519 entry points need (any kernel; a constant per build). */
+size_t mb8_x25519_scratch_size(void);
 
 /**
  * X25519(scalar, u) for each of the 8 lanes: the Montgomery ladder of RFC 7748 §5 on
@@ -46,8 +56,8 @@
  *   RFC 7748 §6.1 lets a party check for this; OpenSSL's derive fails on it, and so must
  *   the caller (the TLS key exchange must abort).
  * - MB8_STATUS_UNUSED: scalar[i] == NULL.
- * - MB8_STATUS_BAD_INPUT: scalar[i] != NULL but point[i] or out[i] is NULL (a caller bug;
- *   out[i] is not written).
+ * - MB8_STATUS_BAD_INPUT: scalar[i] != NULL but point[i] or out[i] is NULL, or scratch is
+ *   unusable (a caller bug; out[i] is not written).
  *
  * Timing: the running time depends only on which lanes are used (the NULL pattern of
  * scalar, point and out), never on the scalar or point bytes. The all-zero check is a
@@ -55,7 +65,7 @@
  * anyway) turns into the status word, without branching.
  */
 mb8_status_t mb8_x25519(uint8_t *const out[MB8_LANES], const uint8_t *const scalar[MB8_LANES],
-                        const uint8_t *const point[MB8_LANES]);
+                        const uint8_t *const point[MB8_LANES], void *scratch);
 
 /**
  * X25519(scalar, 9) for each of the 8 lanes: the public key for a private key (key
@@ -67,7 +77,7 @@ mb8_status_t mb8_x25519(uint8_t *const out[MB8_LANES], const uint8_t *const scal
  * - out[i]: 32 bytes, the canonical u-coordinate of the public key.
  *
  * Per-lane status: MB8_STATUS_OK, MB8_STATUS_UNUSED, or MB8_STATUS_BAD_INPUT when
- * scalar[i] != NULL but out[i] == NULL. The result is never zero (9 generates the
+ * scalar[i] != NULL but out[i] == NULL or scratch is unusable. The result is never zero (9 generates the
  * prime-order subgroup and the clamped scalar is not a multiple of its order).
  *
  * The reference kernel runs the same Montgomery ladder as mb8_x25519 with u = 9; the IFMA
@@ -76,6 +86,6 @@ mb8_status_t mb8_x25519(uint8_t *const out[MB8_LANES], const uint8_t *const scal
  * used, never on the scalar bytes.
  */
 mb8_status_t mb8_x25519_public_key(uint8_t *const out[MB8_LANES],
-                                   const uint8_t *const scalar[MB8_LANES]);
+                                   const uint8_t *const scalar[MB8_LANES], void *scratch);
 
 #endif

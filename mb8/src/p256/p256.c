@@ -9,39 +9,24 @@
 
 /* The kernels for this CPU: the IFMA kernels (p256_ifma.c) when mb8_cpu_has_ifma() (decided
  * once per process and cached; MB8_FORCE_PORTABLE=1 forces the reference), else the
- * portable reference (p256_ref.c). */
-typedef mb8_status_t (*p256_ecdh_fn)(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
-                                     const uint8_t peer[MB8_LANES][NP], unsigned lane_mask);
-typedef mb8_status_t (*p256_pub_fn)(uint8_t out[MB8_LANES][NP], const uint8_t priv[MB8_LANES][NB],
-                                    unsigned lane_mask);
-typedef mb8_status_t (*p256_sign_fn)(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
-                                     const uint8_t e[MB8_LANES][NB], const uint8_t d[MB8_LANES][NB],
-                                     const uint8_t k[MB8_LANES][NB], unsigned lane_mask);
+ * portable reference (p256_ref.c), which needs no scratch. */
 
-static p256_ecdh_fn p256_ecdh_kernel(void)
+size_t mb8_p256_scratch_size(void)
 {
-    if (mb8_cpu_has_ifma())
-        return mb8__p256_ecdh_ifma;
-    return mb8__p256_ecdh_ref;
+    return MB8__P256_WS_BYTES;
 }
 
-static p256_pub_fn p256_pub_kernel(void)
+/* 1 when scratch is usable (non-NULL, MB8_SCRATCH_ALIGN-aligned). Checked whatever the
+ * kernel, so that a caller's mistake shows on every CPU. */
+static int scratch_ok(const void *scratch)
 {
-    if (mb8_cpu_has_ifma())
-        return mb8__p256_public_key_ifma;
-    return mb8__p256_public_key_ref;
-}
-
-static p256_sign_fn p256_sign_kernel(void)
-{
-    if (mb8_cpu_has_ifma())
-        return mb8__p256_ecdsa_sign_ifma;
-    return mb8__p256_ecdsa_sign_ref;
+    return scratch != NULL && ((uintptr_t)scratch & (MB8_SCRATCH_ALIGN - 1)) == 0;
 }
 
 mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const priv[MB8_LANES],
-                           const uint8_t *const peer[MB8_LANES])
+                           const uint8_t *const peer[MB8_LANES], void *scratch)
 {
+    const int sok = scratch_ok(scratch);
     uint8_t d[MB8_LANES][NB], q[MB8_LANES][NP], r[MB8_LANES][NB];
     mb8_status_t st = 0;
     unsigned lanes = 0;
@@ -49,7 +34,7 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (priv[i] == NULL) {
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        } else if (out[i] == NULL || peer[i] == NULL) {
+        } else if (out[i] == NULL || peer[i] == NULL || !sok) {
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         } else {
             lanes |= 1u << i;
@@ -57,8 +42,11 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
             memcpy(q[i], peer[i], NP);
         }
     }
-    if (lanes != 0)
-        st |= p256_ecdh_kernel()(r, (const uint8_t(*)[NB])d, (const uint8_t(*)[NP])q, lanes);
+    if (lanes != 0 && mb8_cpu_has_ifma())
+        st |= mb8__p256_ecdh_ifma(r, (const uint8_t(*)[NB])d, (const uint8_t(*)[NP])q, lanes,
+                                  scratch);
+    else if (lanes != 0)
+        st |= mb8__p256_ecdh_ref(r, (const uint8_t(*)[NB])d, (const uint8_t(*)[NP])q, lanes);
     for (unsigned i = 0; i < MB8_LANES; i++)
         if (lanes & (1u << i))
             memcpy(out[i], r[i], NB);
@@ -69,23 +57,26 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
 }
 
 mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
-                                 const uint8_t *const priv[MB8_LANES])
+                                 const uint8_t *const priv[MB8_LANES], void *scratch)
 {
+    const int sok = scratch_ok(scratch);
     uint8_t d[MB8_LANES][NB], r[MB8_LANES][NP];
     mb8_status_t st = 0;
     unsigned lanes = 0;
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (priv[i] == NULL) {
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        } else if (out[i] == NULL) {
+        } else if (out[i] == NULL || !sok) {
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         } else {
             lanes |= 1u << i;
             memcpy(d[i], priv[i], NB);
         }
     }
-    if (lanes != 0)
-        st |= p256_pub_kernel()(r, (const uint8_t(*)[NB])d, lanes);
+    if (lanes != 0 && mb8_cpu_has_ifma())
+        st |= mb8__p256_public_key_ifma(r, (const uint8_t(*)[NB])d, lanes, scratch);
+    else if (lanes != 0)
+        st |= mb8__p256_public_key_ref(r, (const uint8_t(*)[NB])d, lanes);
     for (unsigned i = 0; i < MB8_LANES; i++)
         if (lanes & (1u << i))
             memcpy(out[i], r[i], NP);
@@ -97,8 +88,9 @@ mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
 mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
                                  const uint8_t *const digest[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES],
-                                 const uint8_t *const nonce[MB8_LANES])
+                                 const uint8_t *const nonce[MB8_LANES], void *scratch)
 {
+    const int sok = scratch_ok(scratch);
     uint8_t e[MB8_LANES][NB], d[MB8_LANES][NB], k[MB8_LANES][NB];
     uint8_t r[MB8_LANES][NB], s[MB8_LANES][NB];
     mb8_status_t st = 0;
@@ -106,7 +98,8 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (priv[i] == NULL) {
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        } else if (sig_r[i] == NULL || sig_s[i] == NULL || digest[i] == NULL || nonce[i] == NULL) {
+        } else if (sig_r[i] == NULL || sig_s[i] == NULL || digest[i] == NULL || nonce[i] == NULL ||
+                   !sok) {
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         } else {
             lanes |= 1u << i;
@@ -115,9 +108,12 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
             memcpy(k[i], nonce[i], NB);
         }
     }
-    if (lanes != 0)
-        st |= p256_sign_kernel()(r, s, (const uint8_t(*)[NB])e, (const uint8_t(*)[NB])d,
-                                 (const uint8_t(*)[NB])k, lanes);
+    if (lanes != 0 && mb8_cpu_has_ifma())
+        st |= mb8__p256_ecdsa_sign_ifma(r, s, (const uint8_t(*)[NB])e, (const uint8_t(*)[NB])d,
+                                        (const uint8_t(*)[NB])k, lanes, scratch);
+    else if (lanes != 0)
+        st |= mb8__p256_ecdsa_sign_ref(r, s, (const uint8_t(*)[NB])e, (const uint8_t(*)[NB])d,
+                                       (const uint8_t(*)[NB])k, lanes);
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (lanes & (1u << i)) {
             memcpy(sig_r[i], r[i], NB);
@@ -133,24 +129,26 @@ mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const
 }
 
 mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
-                                       const uint8_t *const nonce[MB8_LANES])
+                                       const uint8_t *const nonce[MB8_LANES], void *scratch)
 {
+    const int sok = scratch_ok(scratch);
     uint8_t k[MB8_LANES][NB], out[MB8_LANES][MB8_P256_SETUP_BYTES];
     mb8_status_t st = 0;
     unsigned lanes = 0;
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (nonce[i] == NULL) {
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        } else if (setup[i] == NULL) {
+        } else if (setup[i] == NULL || !sok) {
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         } else {
             lanes |= 1u << i;
             memcpy(k[i], nonce[i], NB);
         }
     }
-    if (lanes != 0)
-        st |= (mb8_cpu_has_ifma() ? mb8__p256_ecdsa_setup_ifma : mb8__p256_ecdsa_setup_ref)(
-            out, (const uint8_t(*)[NB])k, lanes);
+    if (lanes != 0 && mb8_cpu_has_ifma())
+        st |= mb8__p256_ecdsa_setup_ifma(out, (const uint8_t(*)[NB])k, lanes, scratch);
+    else if (lanes != 0)
+        st |= mb8__p256_ecdsa_setup_ref(out, (const uint8_t(*)[NB])k, lanes);
     for (unsigned i = 0; i < MB8_LANES; i++)
         if (lanes & (1u << i))
             memcpy(setup[i], out[i], MB8_P256_SETUP_BYTES);

@@ -692,9 +692,10 @@ static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][
 
 /* R = k * P1 (each lane its own k and P1): 64 fixed 4-bit windows, most significant first,
  * each lane's entry of its table 0P..15P chosen by a scan of all 16. */
-static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES])
+static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES],
+                           pt8 tab[16])
 {
-    pt8 tab[16], acc, sel;
+    pt8 acc, sel;
     pt_infinity(&tab[0]);
     tab[1] = *P1;
     for (int i = 2; i < 16; i++) {
@@ -722,7 +723,7 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8
         pt_add(&acc, &acc, &sel);
     }
     *R = acc;
-    mb8__wipe(tab, sizeof tab);
+    mb8__wipe(tab, 16 * sizeof(pt8));
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&sel, sizeof sel);
 }
@@ -763,10 +764,9 @@ static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
 }
 
 /* R = k G by the comb: sum over w of d_w 16^w G, one mixed addition per window. */
-static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
+                             uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES])
 {
-    alignas(64) uint64_t mag[65][MB8_LANES];
-    alignas(64) uint64_t neg[65][MB8_LANES];
     pt8 acc, t;
     fe8 x, y, ny;
     booth4(mag, neg, k, lane_mask);
@@ -808,8 +808,8 @@ static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned la
             a[j] = vsel(z, a[j], tv[j]);
     }
     *R = acc;
-    mb8__wipe(mag, sizeof mag);
-    mb8__wipe(neg, sizeof neg);
+    mb8__wipe(mag, 65 * sizeof(*mag));
+    mb8__wipe(neg, 65 * sizeof(*neg));
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&t, sizeof t);
     mb8__wipe(&x, sizeof x);
@@ -924,17 +924,27 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
     mb8__wipe(&s, sizeof s);
 }
 
+/* The kernels' tables, in the caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned). */
+struct p256_ws {
+    pt8 tab[16];                                /* pt_mul: 0P..15P */
+    alignas(64) uint64_t dig[2 * NB][MB8_LANES]; /* pt_mul: the 4-bit windows of the scalar */
+    alignas(64) uint64_t mag[65][MB8_LANES];     /* pt_mul_g: Booth digits, magnitudes */
+    alignas(64) uint64_t neg[65][MB8_LANES];     /* ... and signs */
+};
+_Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
+
 IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
-                                 const uint8_t peer[MB8_LANES][NP], unsigned lane_mask)
+                                 const uint8_t peer[MB8_LANES][NP], unsigned lane_mask, void *ws)
 {
-    alignas(64) uint64_t dig[2 * NB][MB8_LANES];
+    struct p256_ws *w = ws;
+    uint64_t(*dig)[MB8_LANES] = w->dig;
     pt8 Q, R;
     fe8 d, x, y;
     uint8_t *outp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
     ok &= peer_load8(&Q, peer, lane_mask);
     digits4(dig, priv, lane_mask);
-    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig);
+    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig, w->tab);
     __mmask8 inf = pt_to_affine(&x, &y, &R);
     for (unsigned i = 0; i < MB8_LANES; i++)
         outp[i] = out[i];
@@ -944,7 +954,7 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
         if ((lane_mask >> i) & 1)
             mask_bytes(out[i], NB, keep >> i);
     mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
-    mb8__wipe(dig, sizeof dig);
+    mb8__wipe(w->dig, sizeof w->dig);
     mb8__wipe(&Q, sizeof Q);
     mb8__wipe(&R, sizeof R);
     mb8__wipe(&d, sizeof d);
@@ -956,13 +966,15 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
 /* ---- key generation --------------------------------------------------------------------- */
 
 IFMA_FN mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][NP],
-                                       const uint8_t priv[MB8_LANES][NB], unsigned lane_mask)
+                                       const uint8_t priv[MB8_LANES][NB], unsigned lane_mask,
+                                       void *ws)
 {
+    struct p256_ws *w = ws;
     pt8 R;
     fe8 d, x, y;
     uint8_t *xp[MB8_LANES], *yp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
-    pt_mul_g(&R, priv, lane_mask);
+    pt_mul_g(&R, priv, lane_mask, w->mag, w->neg);
     __mmask8 inf = pt_to_affine(&x, &y, &R); /* never for d in [1, n-1] */
     for (unsigned i = 0; i < MB8_LANES; i++) {
         xp[i] = out[i] + 1;
@@ -991,12 +1003,13 @@ IFMA_FN mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][NP],
  * n, with the blinding factor b = k, kb_inv = (k b)^-1 and b, Montgomery form mod n. Bit i
  * of the result set when lane i's k is in [1, n-1] and r != 0. */
 static IFMA_FN __mmask8 ecdsa_setup8(fe8 *r_m, fe8 *kb_inv_m, fe8 *b_m,
-                                     const uint8_t k_bytes[MB8_LANES][NB], unsigned lane_mask)
+                                     const uint8_t k_bytes[MB8_LANES][NB], unsigned lane_mask,
+                                     struct p256_ws *w)
 {
     pt8 R;
     fe8 k, x, y, rr;
     __mmask8 ok = scalar_load8(&k, k_bytes, lane_mask);
-    pt_mul_g(&R, k_bytes, lane_mask);
+    pt_mul_g(&R, k_bytes, lane_mask, w->mag, w->neg);
     __mmask8 inf = pt_to_affine(&x, &y, &R);
     fe8_bcast(&rr, N_RR);
     nmul(r_m, &x, &rr); /* x < p < 2n: reduced mod n on the way */
@@ -1048,11 +1061,12 @@ static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_in
 IFMA_FN mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
                                        const uint8_t e[MB8_LANES][NB],
                                        const uint8_t d[MB8_LANES][NB],
-                                       const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+                                       const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
+                                       void *ws)
 {
     fe8 r_m, kb_inv_m, b_m, rv, sv, one;
     uint8_t *rp[MB8_LANES], *sp[MB8_LANES];
-    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask);
+    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask, ws);
     ok &= ecdsa_complete8(&sv, &r_m, &kb_inv_m, &b_m, e, d, lane_mask);
     for (int j = 0; j < 5; j++)
         one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
@@ -1079,12 +1093,13 @@ IFMA_FN mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][NB], uint8_t
 }
 
 IFMA_FN mb8_status_t mb8__p256_ecdsa_setup_ifma(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
-                                                const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+                                                const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
+                                                void *ws)
 {
     fe8 r_m, kb_inv_m, b_m, v, one;
     uint8_t buf[MB8_LANES][NB], *bp[MB8_LANES];
     const fe8 *parts[3] = {&r_m, &kb_inv_m, &b_m};
-    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask);
+    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask, ws);
 
     for (int j = 0; j < 5; j++)
         one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();

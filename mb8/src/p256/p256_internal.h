@@ -38,20 +38,23 @@ mb8_status_t mb8__p256_ecdsa_sign_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES
                                       unsigned lane_mask);
 
 /* The AVX-512 IFMA kernels (p256_ifma.c): the same functions, 8 lanes at once, bit-identical
- * outputs and status words. Only to be called when mb8_cpu_has_ifma(). */
+ * outputs and status words. Only to be called when mb8_cpu_has_ifma(). `ws` is the
+ * caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned): the kernels keep their tables
+ * there (window table, recoded digits) and wipe them before returning. */
+#define MB8__P256_WS_BYTES 32768
 mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                  const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                  const uint8_t peer[MB8_LANES][MB8_P256_POINT_BYTES],
-                                 unsigned lane_mask);
+                                 unsigned lane_mask, void *ws);
 mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][MB8_P256_POINT_BYTES],
                                        const uint8_t priv[MB8_LANES][MB8_P256_SCALAR_BYTES],
-                                       unsigned lane_mask);
+                                       unsigned lane_mask, void *ws);
 mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                        uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                        const uint8_t e[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                        const uint8_t d[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                        const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
-                                       unsigned lane_mask);
+                                       unsigned lane_mask, void *ws);
 
 /** Portable and IFMA: the nonce-only half of ECDSA signing (mb8_p256_ecdsa_sign_setup). */
 mb8_status_t mb8__p256_ecdsa_setup_ref(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
@@ -59,7 +62,7 @@ mb8_status_t mb8__p256_ecdsa_setup_ref(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYT
                                        unsigned lane_mask);
 mb8_status_t mb8__p256_ecdsa_setup_ifma(uint8_t out[MB8_LANES][MB8_P256_SETUP_BYTES],
                                         const uint8_t k[MB8_LANES][MB8_P256_SCALAR_BYTES],
-                                        unsigned lane_mask);
+                                        unsigned lane_mask, void *ws);
 /** Portable (a few multiplications mod n per lane): mb8_p256_ecdsa_sign_complete. */
 mb8_status_t mb8__p256_ecdsa_complete_ref(uint8_t r[MB8_LANES][MB8_P256_SCALAR_BYTES],
                                           uint8_t s[MB8_LANES][MB8_P256_SCALAR_BYTES],

@@ -17,6 +17,11 @@ static x25519_kernel_fn x25519_kernel(void)
     return mb8__x25519_ladder51_ref;
 }
 
+size_t mb8_x25519_scratch_size(void)
+{
+    return MB8__X25519_WS_BYTES;
+}
+
 /* 1 when the 32 bytes at s are all zero, else 0: an OR over every byte, no early exit. */
 static uint32_t is_zero32(const uint8_t s[MB8_X25519_BYTES])
 {
@@ -29,8 +34,11 @@ static uint32_t is_zero32(const uint8_t s[MB8_X25519_BYTES])
 /* Shared body: point == NULL means u = 9 for every lane (key generation). */
 static mb8_status_t x25519_lanes(uint8_t *const out[MB8_LANES],
                                  const uint8_t *const scalar[MB8_LANES],
-                                 const uint8_t *const point[MB8_LANES], int check_zero)
+                                 const uint8_t *const point[MB8_LANES], int check_zero,
+                                 void *scratch)
 {
+    /* checked on every CPU, though only the IFMA fixed-base kernel uses it */
+    const int sok = scratch != NULL && ((uintptr_t)scratch & (MB8_SCRATCH_ALIGN - 1)) == 0;
     uint8_t k[MB8_LANES][MB8_X25519_BYTES];
     uint8_t u[MB8_LANES][MB8_X25519_BYTES];
     uint8_t r[MB8_LANES][MB8_X25519_BYTES];
@@ -41,7 +49,7 @@ static mb8_status_t x25519_lanes(uint8_t *const out[MB8_LANES],
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (scalar[i] == NULL) {
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        } else if (out[i] == NULL || (point != NULL && point[i] == NULL)) {
+        } else if (out[i] == NULL || (point != NULL && point[i] == NULL) || !sok) {
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         } else {
             lanes |= 1u << i;
@@ -57,7 +65,7 @@ static mb8_status_t x25519_lanes(uint8_t *const out[MB8_LANES],
     if (lanes != 0) {
         /* key generation on IFMA: the fixed-base kernel (Edwards table), not the ladder */
         if (point == NULL && mb8_cpu_has_ifma())
-            mb8__x25519_base_ifma(r, (const uint8_t(*)[MB8_X25519_BYTES])k, lanes);
+            mb8__x25519_base_ifma(r, (const uint8_t(*)[MB8_X25519_BYTES])k, lanes, scratch);
         else
             x25519_kernel()(r, (const uint8_t(*)[MB8_X25519_BYTES])k,
                             (const uint8_t(*)[MB8_X25519_BYTES])u, lanes);
@@ -81,13 +89,13 @@ static mb8_status_t x25519_lanes(uint8_t *const out[MB8_LANES],
 }
 
 mb8_status_t mb8_x25519(uint8_t *const out[MB8_LANES], const uint8_t *const scalar[MB8_LANES],
-                        const uint8_t *const point[MB8_LANES])
+                        const uint8_t *const point[MB8_LANES], void *scratch)
 {
-    return x25519_lanes(out, scalar, point, 1);
+    return x25519_lanes(out, scalar, point, 1, scratch);
 }
 
 mb8_status_t mb8_x25519_public_key(uint8_t *const out[MB8_LANES],
-                                   const uint8_t *const scalar[MB8_LANES])
+                                   const uint8_t *const scalar[MB8_LANES], void *scratch)
 {
-    return x25519_lanes(out, scalar, NULL, 0);
+    return x25519_lanes(out, scalar, NULL, 0, scratch);
 }

@@ -575,12 +575,19 @@ static void recode_lane(uint64_t absd[64][MB8_LANES], uint64_t negm[64][MB8_LANE
     mb8__wipe(&carry, sizeof carry);
 }
 
-static IFMA_FN void x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
-                                     const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
-                                     unsigned lane_mask)
-{
+/* The fixed-base kernel's digits, in the caller's scratch (MB8__X25519_WS_BYTES). */
+struct x25519_base_ws {
     uint64_t absd[64][MB8_LANES] __attribute__((aligned(64)));
     uint64_t negm[64][MB8_LANES] __attribute__((aligned(64)));
+};
+_Static_assert(sizeof(struct x25519_base_ws) <= MB8__X25519_WS_BYTES, "MB8__X25519_WS_BYTES");
+
+static IFMA_FN void x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
+                                     const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
+                                     unsigned lane_mask, struct x25519_base_ws *ws)
+{
+    uint64_t(*absd)[MB8_LANES] = ws->absd;
+    uint64_t(*negm)[MB8_LANES] = ws->negm;
     uint64_t res[5][MB8_LANES] __attribute__((aligned(64)));
     ge8 h;
     fe8 num, den, r;
@@ -624,8 +631,7 @@ static IFMA_FN void x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
             mb8__wipe(l, sizeof l);
         }
     }
-    mb8__wipe(absd, sizeof absd);
-    mb8__wipe(negm, sizeof negm);
+    mb8__wipe(ws, sizeof(*ws));
     mb8__wipe(res, sizeof res);
     mb8__wipe(&h, sizeof h);
     mb8__wipe(&num, sizeof num);
@@ -674,7 +680,8 @@ void mb8__x25519_ladder52_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
 }
 
 void mb8__x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
-                           const uint8_t k[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask)
+                           const uint8_t k[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask,
+                           void *ws)
 {
-    x25519_base_ifma(out, k, lane_mask);
+    x25519_base_ifma(out, k, lane_mask, ws);
 }

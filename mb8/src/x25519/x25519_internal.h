@@ -28,13 +28,18 @@ void mb8__x25519_ladder52_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
                                const uint8_t k[MB8_LANES][MB8_X25519_BYTES],
                                const uint8_t u[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
 
+/** Bytes of the IFMA kernels' workspace (the caller's scratch, 64-byte aligned). */
+#define MB8__X25519_WS_BYTES 8192
+
 /**
  * The IFMA kernel for u = 9 in every lane (key generation): out[i] = X25519(k[i], 9) for
- * the lanes in lane_mask (the ladder with the multiplication by x_1 = 9 as a small-constant
- * multiplication). Call only when mb8_cpu_has_ifma().
+ * the lanes in lane_mask, as [k]B on the Edwards form with a fixed-base table. Its signed
+ * digits live in ws (MB8__X25519_WS_BYTES, 64-byte aligned), wiped before return. Call
+ * only when mb8_cpu_has_ifma().
  */
 void mb8__x25519_base_ifma(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
-                           const uint8_t k[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask);
+                           const uint8_t k[MB8_LANES][MB8_X25519_BYTES], unsigned lane_mask,
+                           void *ws);
 
 /** Zeroes n bytes at p in a way the compiler may not elide (for secrets). */
 void mb8__x25519_wipe(void *p, size_t n);
