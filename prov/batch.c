@@ -667,6 +667,14 @@ static void atfork_child(void)
 
 /* ---- the API ---- */
 
+void *tg_batch_scratch(void)
+{
+    struct tg_thread *t = self_get();
+
+    return t != NULL ? thread_scratch(t) : NULL;
+}
+
+
 int tg_batch_want(TG_PROV *prov, enum tg_op op, int *probe)
 {
     struct tg_thread *t;
@@ -892,12 +900,13 @@ void tg_batch_set_core(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_thread_sta
     g_thread_start = fn;
 }
 
-void tg_batch_teardown(void)
+int tg_batch_teardown(void)
 {
-    int join = 0;
+    int join = 0, last;
 
     pthread_mutex_lock(&timer_mu);
-    if (--g_instances == 0 && timer_running) {
+    last = --g_instances == 0;
+    if (last && timer_running) {
         timer_stop = 1;
         pthread_cond_signal(&timer_cv);
         join = 1;
@@ -913,4 +922,5 @@ void tg_batch_teardown(void)
         timer_scratch = NULL;
         pthread_mutex_unlock(&timer_mu);
     }
+    return last;
 }

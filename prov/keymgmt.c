@@ -653,8 +653,18 @@ static void *gen(void *genctx, OSSL_CALLBACK *cb, void *cbarg)
     enum tg_op op = g->kt == TG_KT_EC ? TG_OP_KEYGEN_P256 : TG_OP_KEYGEN_X25519;
     int probe = 0;
     TG_KEY *k;
+    uint8_t pair[32 + 65];
 
-    if (eligible && tg_batch_can_queue() && tg_batch_want(g->prov, op, &probe)) {
+    /* an ephemeral pair precomputed in idle time */
+    if (eligible && tg_pool_take(g->prov, g->kt == TG_KT_EC ? TG_POOL_KEYGEN_P256 : TG_POOL_KEYGEN_X25519,
+                                 pair, g->kt == TG_KT_EC ? 32 + 65 : 32 + 32)) {
+        tg_count_op(op, TG_C_REQUESTS, 1);
+        k = gen_import(g, pair, pair + 32);
+        OPENSSL_cleanse(pair, sizeof(pair));
+        if (k != NULL)
+            return k;
+        tg_count_op(op, TG_C_FALLBACKS, 1);
+    } else if (eligible && tg_batch_can_queue() && tg_batch_want(g->prov, op, &probe)) {
         tg_count_op(op, TG_C_REQUESTS, 1);
         tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         k = gen_batched(g, probe);

@@ -101,7 +101,7 @@ static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
 
 /* ---- parameters ---- */
 
-#define TG_FIXED_PARAMS 11
+#define TG_FIXED_PARAMS 13
 static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
 
 static void tg_gettable_build(void)
@@ -119,6 +119,8 @@ static void tg_gettable_build(void)
     tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("queued", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_octet_string("metrics", NULL, 0);
+    tg_gettable[n++] = OSSL_PARAM_construct_uint("pool_size", NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_uint("idle", NULL);
     for (i = 0; i < TG_C_COUNT; i++)
         tg_gettable[n++] = OSSL_PARAM_construct_uint64(tg_counter_names[i], NULL);
     tg_gettable[n] = OSSL_PARAM_construct_end();
@@ -167,6 +169,13 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     /* after the poll when both are asked: what is still waiting in this thread's queues */
     if ((p = OSSL_PARAM_locate(params, "queued")) != NULL &&
         !OSSL_PARAM_set_uint(p, tg_batch_queued()))
+        return 0;
+    if ((p = OSSL_PARAM_locate(params, "pool_size")) != NULL &&
+        !OSSL_PARAM_set_uint(p, prov->pool_size))
+        return 0;
+    /* the application is idle: one batch for the pools; what they still lack */
+    if ((p = OSSL_PARAM_locate(params, "idle")) != NULL &&
+        !OSSL_PARAM_set_uint(p, tg_pool_idle(prov, tg_batch_scratch())))
         return 0;
     /* the metrics snapshot (tlsgate/prov.h): only into a buffer of exactly its size */
     if ((p = OSSL_PARAM_locate(params, "metrics")) != NULL) {
@@ -267,7 +276,8 @@ static void tg_prov_free(TG_PROV *prov)
 
 static void tg_teardown(void *provctx)
 {
-    tg_batch_teardown();
+    if (tg_batch_teardown())
+        tg_pool_clear(); /* no instance left to use the precomputed entries */
     tg_prov_free(provctx);
 }
 
@@ -319,14 +329,16 @@ static int parse_enable(const char *s, unsigned *out)
 /* flush_us, poll_mode, enable: the config section, then the environment. */
 static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
 {
-    const char *flush = NULL, *mode = NULL, *enable = NULL, *adaptive = NULL, *env;
-    OSSL_PARAM q[5];
+    const char *flush = NULL, *mode = NULL, *enable = NULL, *adaptive = NULL, *pool = NULL, *env;
+    unsigned long pool_size = 64;
+    OSSL_PARAM q[6];
 
     q[0] = OSSL_PARAM_construct_utf8_ptr("flush_us", (char **)&flush, 0);
     q[1] = OSSL_PARAM_construct_utf8_ptr("poll_mode", (char **)&mode, 0);
     q[2] = OSSL_PARAM_construct_utf8_ptr("enable", (char **)&enable, 0);
     q[3] = OSSL_PARAM_construct_utf8_ptr("adaptive", (char **)&adaptive, 0);
-    q[4] = OSSL_PARAM_construct_end();
+    q[4] = OSSL_PARAM_construct_utf8_ptr("pool_size", (char **)&pool, 0);
+    q[5] = OSSL_PARAM_construct_end();
     if (core_get_params != NULL && !core_get_params(prov->handle, q))
         return 0;
     if ((env = getenv("TLSGATE_FLUSH_US")) != NULL)
@@ -337,6 +349,13 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
         enable = env;
     if ((env = getenv("TLSGATE_ADAPTIVE")) != NULL)
         adaptive = env;
+    if ((env = getenv("TLSGATE_POOL_SIZE")) != NULL)
+        pool = env;
+    if (pool != NULL && !parse_ulong(pool, 4096, &pool_size)) {
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "pool_size=%s: expected 0..4096 (entries per pool)", pool);
+        return 0;
+    }
+    prov->pool_size = (unsigned)pool_size;
     prov->flush_us = 200;
     prov->poll_app = 0;
     prov->enable = TG_EN_ALL;
@@ -445,6 +464,7 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
     tg_batch_set_core(handle, thread_start);
     if (!tg_batch_init(prov))
         goto err;
+    tg_pool_init();
     *out = tg_provider_functions;
     *provctx = prov;
     return 1;

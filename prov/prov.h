@@ -80,6 +80,7 @@ typedef struct tg_prov {
     unsigned long flush_us;    /* timer period; 0 = no timer */
     int poll_app;              /* poll_mode=app */
     int adaptive;              /* adaptive=on: single operations when batches stay small */
+    unsigned pool_size;        /* idle-time pools: entries per kind; 0 = no pools */
     char enable_str[64];
 } TG_PROV;
 
@@ -221,8 +222,8 @@ unsigned tg_batch_queued(void);
 /* Process-wide setup (atfork); one call per instance (the timer's settings travel with
  * each request, so instances with different settings coexist). */
 int tg_batch_init(const TG_PROV *prov);
-/* The last instance stops the timer thread. */
-void tg_batch_teardown(void);
+/* The last instance stops the timer thread; returns 1 for the last instance. */
+int tg_batch_teardown(void);
 /* The core's thread-start hook, to free per-thread state at OPENSSL_thread_stop. */
 void tg_batch_set_core(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_thread_start_fn *fn);
 
@@ -267,6 +268,33 @@ void tg_hist_add(enum tg_op op, enum tg_hist h, uint64_t us);
 /* Fills m (TLSGATE_METRICS_VERSION layout) from the counters and histograms. */
 struct tlsgate_metrics;
 void tg_metrics_snapshot(struct tlsgate_metrics *m);
+
+/* This thread's mb8 scratch (any batch), or NULL without memory. */
+void *tg_batch_scratch(void);
+
+/* ---- idle-time pools (pool.c) ---- */
+
+enum tg_pool_kind { TG_POOL_ECDSA_SETUP, TG_POOL_KEYGEN_P256, TG_POOL_KEYGEN_X25519, TG_POOL_COUNT };
+
+/* Process-wide setup (atfork, atexit); idempotent. */
+void tg_pool_init(void);
+/* Wipes and frees every pool (the last instance's teardown). */
+void tg_pool_clear(void);
+/*
+ * Takes one entry of kind into out (len bytes: MB8_P256_SETUP_BYTES for a sign setup; 32 +
+ * 65 for a P-256 pair d || point; 32 + 32 for an X25519 pair) and wipes it from the pool.
+ * Returns 1 (a pool hit), or 0: no entry (a miss, counted once the pool was ever
+ * filled), or pools off (prov->pool_size 0). Marks kind as wanted, for tg_pool_idle.
+ */
+int tg_pool_take(const TG_PROV *prov, enum tg_pool_kind kind, uint8_t *out, size_t len);
+/*
+ * The application is idle: computes one 8-lane batch for the wanted pool that lacks the
+ * most entries, with scratch (mb8 scratch of any batch). Not inside an ASYNC job. Returns
+ * the entries still missing over the wanted pools (0: nothing left to do, or no progress).
+ */
+unsigned tg_pool_idle(TG_PROV *prov, void *scratch);
+/* Entries in kind's pool now. */
+unsigned tg_pool_level(enum tg_pool_kind kind);
 
 /* ---- padding (rsa_pad.c) ---- */
 

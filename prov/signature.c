@@ -230,8 +230,14 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
     return 1;
 }
 
+/*
+ * ECDSA P-256 on mb8: a queued batch, or, with setup (an idle-time pool entry,
+ * mb8_p256_ecdsa_sign_setup), only the completion, at once. Returns 1, or -1 when the
+ * default provider must sign instead.
+ */
 static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
-                          const unsigned char *tbs, size_t tbslen, int probe)
+                          const unsigned char *tbs, size_t tbslen, int probe,
+                          const uint8_t *setup)
 {
     TG_KEY *k = s->key;
     size_t mdsize = 0;
@@ -259,6 +265,13 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
         memcpy(e, tbs, 32);
     else
         memcpy(e + 32 - tbslen, tbs, tbslen);
+    if (setup != NULL) {
+        uint8_t *ro[MB8_LANES] = {rb}, *so[MB8_LANES] = {sb};
+        const uint8_t *ep[MB8_LANES] = {e}, *dp[MB8_LANES] = {k->priv}, *sp[MB8_LANES] = {setup};
+
+        /* BAD_INPUT only when s came out 0 (p ~ 2^-256): then a fresh nonce below */
+        ok = mb8_status_lane(mb8_p256_ecdsa_sign_complete(ro, so, ep, dp, sp), 0) == MB8_STATUS_OK;
+    }
     for (tries = 0; tries < 4 && !ok; tries++) {
         if (!tg_p256_random_scalar(s->prov, nonce))
             break;
@@ -355,7 +368,18 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
         tg_count_op(op, TG_C_FALLBACKS, 1);
     } else {
         int probe = 0;
+        uint8_t setup[MB8_P256_SETUP_BYTES];
 
+        /* a sign setup precomputed in idle time: only the completion is left, no batch */
+        if (op == TG_OP_ECDSA_P256 &&
+            tg_pool_take(s->prov, TG_POOL_ECDSA_SETUP, setup, sizeof(setup))) {
+            r = ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, 0, setup);
+            OPENSSL_cleanse(setup, sizeof(setup));
+            if (r >= 0)
+                return r;
+            tg_count_op(op, TG_C_FALLBACKS, 1);
+            return SIGF(s, SIGN, sign)(s->inner, sig, siglen, sigsize, tbs, tbslen);
+        }
         if (!tg_batch_can_queue() || !tg_batch_want(s->prov, op, &probe)) {
             uint64_t t0 = tg_now_ns();
 
@@ -367,7 +391,7 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
         }
         tg_count_op(op, TG_C_REQUESTS_ASYNC, 1);
         r = s->kt == TG_KT_RSA ? rsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe)
-                               : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe);
+                               : ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, probe, NULL);
         if (r >= 0)
             return r;
         tg_count_op(op, TG_C_FALLBACKS, 1);

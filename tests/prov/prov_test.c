@@ -3699,6 +3699,152 @@ static void test_app_metrics(void **state)
     free(m1);
 }
 
+/* ---- idle-time pools ---- */
+
+/* Reads "idle": one pool batch; the entries the pools still lack. */
+static unsigned idle_param(struct world *w)
+{
+    unsigned v = UINT32_MAX;
+    OSSL_PARAM p[2];
+
+    p[0] = OSSL_PARAM_construct_uint("idle", &v);
+    p[1] = OSSL_PARAM_construct_end();
+    if (!OSSL_PROVIDER_get_params(w->tg, p))
+        fail_msg("provider parameter idle");
+    return v;
+}
+
+/* ASYNC_start_job's function: arg points at a copy of an `unsigned *`. */
+static int idle_in_job(void *arg)
+{
+    **(unsigned **)arg = idle_param(&g_wa);
+    return 1;
+}
+
+static const char *const pool_cases[3] = {"p256 ecdsa sign SHA256 digest, md set",
+                                          "keygen X25519", "keygen EC P-256"};
+static const int pool_alg[3] = {TLSGATE_ALG_ECDSA_P256, TLSGATE_ALG_KEYGEN_X25519,
+                                TLSGATE_ALG_KEYGEN_P256};
+
+/* Runs case name n times outside jobs, each result checked against the default provider;
+ * the outputs of the last two into last[0..1] (signatures) when given. */
+static void run_checked(struct world *w, const char *name, int n, struct result *last)
+{
+    size_t ci = find_case(name);
+    struct result *got = calloc(1, sizeof(*got));
+    char why[512];
+
+    assert_non_null(got);
+    for (int i = 0; i < n; i++) {
+        run_case(w, &g_cases[ci], TG, got);
+        if (!agree(w, &g_cases[ci], &w->ref[ci], got, 1, why, sizeof(why)))
+            fail_msg("%s with a pool entry: %s", name, why);
+        if (last != NULL && i >= n - 2)
+            memcpy(&last[i - (n - 2)], got, sizeof(*got));
+        result_clear(got);
+    }
+    free(got);
+}
+
+/*
+ * Pools: marked wanted by use, filled by "idle" in 8-entry batches up to pool_size (64
+ * here) per kind and then no more; taken by ECDSA signatures and P-256/X25519 key
+ * generations (results checked against the default provider; two signatures from pool
+ * entries differ); "idle" does nothing inside a job; a forked child never uses its
+ * parent's entries; misses are counted once the pool ran dry.
+ */
+static void test_pools(void **state)
+{
+    struct world *w = &g_wa;
+    tlsgate_metrics_t *m0 = malloc(sizeof(*m0)), *m1 = malloc(sizeof(*m1));
+    struct result two[2];
+    OSSL_PARAM q[2];
+    unsigned size = 0, left, calls, in_job = UINT32_MAX;
+    int ret = 0;
+
+    (void)state;
+    assert_non_null(m0);
+    assert_non_null(m1);
+    q[0] = OSSL_PARAM_construct_uint("pool_size", &size);
+    q[1] = OSSL_PARAM_construct_end();
+    assert_true(OSSL_PROVIDER_get_params(w->tg, q));
+    assert_int_equal(size, 64);
+    for (int i = 0; i < 3; i++)
+        run_checked(w, pool_cases[i], 1, NULL); /* wanted (the earlier tests did too) */
+
+    /* inside an ASYNC job: never fills (the job's stack and the handshake come first) */
+    {
+        ASYNC_JOB *job = NULL;
+        ASYNC_WAIT_CTX *wc = ASYNC_WAIT_CTX_new();
+
+        unsigned *dst = &in_job;
+
+        assert_non_null(wc);
+        assert_int_equal(ASYNC_start_job(&job, wc, &ret, idle_in_job, &dst, sizeof(dst)),
+                         ASYNC_FINISH);
+        ASYNC_WAIT_CTX_free(wc);
+        assert_int_equal(in_job, 0);
+    }
+    assert_true(metrics_read(w, m0, sizeof(*m0)));
+
+    /* fill: 3 kinds x 64 entries = 24 batches of 8, then nothing left */
+    for (calls = 0, left = 1; left != 0 && calls < 100; calls++)
+        left = idle_param(w);
+    assert_int_equal(left, 0);
+    assert_int_equal(calls, 24);
+    assert_int_equal(idle_param(w), 0); /* full: no work */
+
+    /* use: 10 of each, all hits, results right */
+    assert_true(metrics_read(w, m0, sizeof(*m0)));
+    for (int i = 0; i < 3; i++)
+        run_checked(w, pool_cases[i], 10, i == 0 ? two : NULL);
+    assert_true(two[0].outlen != two[1].outlen || memcmp(two[0].out, two[1].out, two[0].outlen) != 0);
+    assert_true(metrics_read(w, m1, sizeof(*m1)));
+    for (int i = 0; i < 3; i++) {
+        const tlsgate_alg_metrics_t *x = &m0->alg[pool_alg[i]], *y = &m1->alg[pool_alg[i]];
+
+        assert_int_equal(y->pool_hits - x->pool_hits, 10);
+        assert_int_equal(y->pool_misses - x->pool_misses, 0);
+        assert_int_equal(y->requests - x->requests, 10);
+        assert_int_equal(y->batches - x->batches, 0); /* no batch, no job pause */
+    }
+    /* refill: 10 missing per kind; each call gives one batch (of 8, or of what is
+     * missing) to the kind that lacks the most */
+    for (calls = 0, left = 1; left != 0 && calls < 100; calls++)
+        left = idle_param(w);
+    assert_int_equal(calls, 6); /* two batches per kind: 8, then 2 */
+
+    /* a forked child starts with empty pools */
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tlsgate_metrics_t c0, c1;
+        int ok = metrics_read(w, &c0, sizeof(c0));
+
+        run_checked(w, pool_cases[0], 1, NULL);
+        ok = ok && metrics_read(w, &c1, sizeof(c1)) &&
+             c1.alg[TLSGATE_ALG_ECDSA_P256].pool_hits == c0.alg[TLSGATE_ALG_ECDSA_P256].pool_hits;
+        execl("/bin/true", "true", (char *)NULL); /* no leak check of inherited state */
+        _exit(ok ? 0 : 3);
+    }
+    int status = -1;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+
+    /* drain: 64 hits, then a miss, for every kind */
+    for (int i = 0; i < 3; i++) {
+        assert_true(metrics_read(w, m0, sizeof(*m0)));
+        run_checked(w, pool_cases[i], 65, NULL);
+        assert_true(metrics_read(w, m1, sizeof(*m1)));
+        assert_int_equal(m1->alg[pool_alg[i]].pool_hits - m0->alg[pool_alg[i]].pool_hits, 64);
+        assert_int_equal(m1->alg[pool_alg[i]].pool_misses - m0->alg[pool_alg[i]].pool_misses, 1);
+    }
+    free(m0);
+    free(m1);
+}
+
 /*
  * Key generation from a template (libssl's ssl_generate_pkey(): the TLS 1.3 server's key
  * share, the TLS 1.2 client's ECDHE key) is P-256 / X25519 key generation too: batched
@@ -3853,6 +3999,7 @@ int main(void)
         cmocka_unit_test(test_app_spurious),
         cmocka_unit_test(test_instances_independent),
         cmocka_unit_test(test_free_one_instance),
+        cmocka_unit_test(test_pools), /* last: the pools it leaves would serve later tests */
     };
 
     g_quick = (s = getenv("PROV_TEST_QUICK")) != NULL && *s != '\0' && strcmp(s, "0") != 0;
