@@ -179,21 +179,15 @@ static void close_all_sockets(void)
 
 static int alloc_slot(void)
 {
-    for (int i = 0; i < GW_STATS_MAX_WORKERS; i++) {
-        if (gw_stats->workers[i].pid == 0) {
-            memset(&gw_stats->workers[i], 0, sizeof(gw_stats->workers[i]));
-            gw_stats->workers[i].pid = -1; /* reserved until the fork is done */
-            gw_stats->workers[i].generation = generation;
-            return i;
-        }
-    }
-    return -1;
+    return gw_stats_alloc_slot(gw_stats, generation);
 }
 
+/* A worker is gone (reaped, or its fork failed): its counters join the retired total, so
+ * that totals never go backwards, and the slot is free again. */
 static void free_slot(int slot)
 {
     if (slot >= 0)
-        memset(&gw_stats->workers[slot], 0, sizeof(gw_stats->workers[slot]));
+        gw_stats_retire_slot(gw_stats, slot);
 }
 
 static pid_t spawn(int index, int *slot_out)

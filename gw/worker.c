@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "http/conn.h"
 #include "tls/accel.h"
+#include "tlsgate/prov.h"
 
 /* Connections accepted per listener wake-up: one, as nginx without multi_accept, so that
  * new handshakes interleave with the events of connections already open. Measured with
@@ -28,6 +29,7 @@
 #define ACCEPT_BATCH 1
 #define POLL_WAIT_MS 1       /* longest wait while jobs are paused on a polled provider */
 #define ACCEPT_RETRY_MS 100 /* after EMFILE/ENFILE, as nginx's accept mutex delay */
+#define METRICS_PERIOD_MS 100 /* provider metrics copied to the shared slot at most this often */
 
 gw_worker_t *gw_worker;
 
@@ -38,6 +40,26 @@ typedef struct sigwatch {
 
 static sigwatch_t sigwatch;
 static int stop_fast;
+
+/* provider metrics (gw_accel_metrics): read at most every METRICS_PERIOD_MS while the
+ * worker is active, then once more after it went idle, so the slot ends up current */
+static int metrics_hook;            /* a loaded provider offers "metrics" */
+static int metrics_dirty;           /* events since the last read */
+static int64_t metrics_due_ms;      /* no read before this */
+static tlsgate_metrics_t metrics_base, metrics_now; /* 5 KB each: not on the stack */
+static int metrics_base_ok;
+
+void gw_worker_metrics_refresh(void)
+{
+    if (!metrics_hook || !gw_worker)
+        return;
+    if (gw_accel_metrics(&metrics_now))
+        gw_stats_store_provider(gw_wstats, &metrics_now, metrics_base_ok ? &metrics_base : NULL);
+    else
+        metrics_hook = gw_accel_has_metrics(); /* refused: gw_accel_metrics dropped it */
+    metrics_dirty = 0;
+    metrics_due_ms = gw_now_ms() + METRICS_PERIOD_MS;
+}
 
 static void begin_graceful_stop(void);
 
@@ -230,6 +252,13 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
     }
     int poll_hook = gw_accel_has_poll();
     int accel_queued = 0; /* requests a batching provider holds for a later pass */
+    metrics_hook = gw_accel_has_metrics();
+    if (metrics_hook) {
+        /* what the process inherited from the master is not this worker's work */
+        metrics_base_ok = gw_accel_metrics(&metrics_base);
+        metrics_hook = metrics_base_ok || gw_accel_has_metrics();
+        metrics_due_ms = gw_now_ms();
+    }
     gw_worker_accepting(1);
     gw_log(GW_LOG_INFO, 0, "worker %d started", index);
 
@@ -244,13 +273,26 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         int wait_ms = w.shutting_down ? 100 : -1;
         if (poll_hook && gw_conn_async_paused() > 0)
             wait_ms = accel_queued > 0 ? 0 : POLL_WAIT_MS;
-        gw_loop_once(&w.loop, wait_ms);
+        if (metrics_dirty) { /* the provider's counters moved: copy them when due */
+            int64_t left = metrics_due_ms - gw_now_ms();
+            if (left < 0)
+                left = 0;
+            if (wait_ms < 0 || left < wait_ms)
+                wait_ms = (int)left;
+        }
+        if (gw_loop_once(&w.loop, wait_ms) > 0 && metrics_hook)
+            metrics_dirty = 1;
         /* After the ready events: let a polling provider complete what it queued (partial
          * batches never wait for a timer), then resume the jobs that completed. */
         accel_queued = 0;
-        if (poll_hook && gw_conn_async_paused() > 0)
-            gw_accel_poll(&accel_queued);
+        if (gw_conn_async_paused() > 0) {
+            if (poll_hook)
+                gw_accel_poll(&accel_queued);
+            gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
+        }
         gw_conn_async_process();
+        if (metrics_dirty && gw_now_ms() >= metrics_due_ms)
+            gw_worker_metrics_refresh();
         if (stop_fast)
             break;
         if (w.shutting_down) {
@@ -264,6 +306,7 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         }
     }
     gw_conn_shutdown_all(0);
+    gw_worker_metrics_refresh(); /* the final counts, folded into the retired total */
     for (size_t i = 0; i < w.n_listeners; i++)
         if (w.listeners[i].fd >= 0)
             close(w.listeners[i].fd);

@@ -40,4 +40,12 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds) __attribute__(
 /** Stop or resume accepting on every listener (worker_connections reached, EMFILE). */
 void gw_worker_accepting(int on);
 
+/**
+ * Copy the provider's "metrics" snapshot (when a loaded provider offers it) into this
+ * worker's stats slot, counted from the worker's start. The loop calls it at most every
+ * METRICS_PERIOD_MS after activity and once at exit; the status pages call it before
+ * rendering. Does nothing without such a provider, or outside a worker.
+ */
+void gw_worker_metrics_refresh(void);
+
 #endif

@@ -133,6 +133,8 @@ typedef struct gw_location {
     int return_code;     /* 0 = no return; else 200..599 or 444 (close) */
     char *return_text;   /* body text, or URL for 301/302/303/307/308; may be NULL */
     int stub_status;     /* 1: serve the status page here */
+    int status_json;     /* 1: serve the JSON status (`status;`) here */
+    int metrics;         /* 1: serve Prometheus metrics (`metrics;`) here */
     const char *file;    /* where the block starts, for messages */
     int line;
 } gw_location_t;

@@ -871,10 +871,21 @@ static int set_return(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
     return 0;
 }
 
-static int set_stub_status(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
-                           const gw_conf_node_t *n, void *base)
+/* stub_status; | status; | metrics; : one status page per location */
+static int set_status_page(gw_conf_parser_t *p, gw_conf_scope_t *sc,
+                           const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
 {
-    ((gw_location_t *)base)->stub_status = 1;
+    gw_location_t *l = base;
+    const char *other = l->stub_status ? "stub_status"
+                        : l->status_json ? "status"
+                        : l->metrics     ? "metrics"
+                                         : NULL;
+    if (other && strcmp(other, d->name) != 0) {
+        gw_conf_error(p, n->line, d->name, "a location serves one status page, and \"%s\" "
+                      "is already set here", other);
+        return -1;
+    }
+    *FIELD(base, d, int) = 1;
     return 0;
 }
 
@@ -1097,8 +1108,17 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "*CODE* [*TEXT* \\| *URL*] \\| *URL*", NULL,
      "Answer with *CODE* (200-599) and *TEXT* as body, redirect to *URL* (301, 302, 303, 307, "
      "308; a lone `http://` or `https://` *URL* means 302), or close the connection (444)."},
-    {"stub_status", L, 0, 0, 0, LOCATION(stub_status), set_stub_status, ANY, "", NULL,
+    {"stub_status", L, 0, 0, 0, LOCATION(stub_status), set_status_page, ANY, "", NULL,
      "Serve the status page (like nginx's stub_status) at this location."},
+    {"status", L, 0, 0, 0, LOCATION(status_json), set_status_page, ANY, "", NULL,
+     "Serve the JSON status at this location (`application/json`): the `stub_status` "
+     "counters, handshakes by protocol, key type and resumption, histograms (µs) of accept "
+     "to handshake done and of async job pauses, the `tlsgate` provider's per-algorithm "
+     "metrics (batches, fill, queue wait, batch time), totals and per worker."},
+    {"metrics", L, 0, 0, 0, LOCATION(metrics), set_status_page, ANY, "", NULL,
+     "Serve the same figures in the Prometheus text format (`text/plain; version=0.0.4`), "
+     "names prefixed `tlsgate_`: `tlsgate_handshakes_total`, `tlsgate_handshake_seconds`, "
+     "`tlsgate_batch_size`, ... Counters survive reloads and worker exits."},
 };
 
 const size_t gw_conf_n_directives = sizeof(gw_conf_directives) / sizeof(gw_conf_directives[0]);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 static int64_t now_ms;
+static int64_t now_us;
 static time_t now_sec = -1;
 static char http_date[32];
 static char log_date[40];
@@ -25,6 +26,7 @@ void gw_clock_update(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
     time_t sec = time(NULL);
     if (sec == now_sec)
         return;
@@ -39,6 +41,18 @@ void gw_clock_update(void)
 int64_t gw_now_ms(void)
 {
     return now_ms;
+}
+
+int64_t gw_now_us(void)
+{
+    return now_us;
+}
+
+int64_t gw_clock_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 const char *gw_http_date(void)

@@ -14,6 +14,14 @@ void gw_clock_update(void);
 /** Monotonic milliseconds as of the last update. */
 int64_t gw_now_ms(void);
 
+/** Monotonic microseconds (CLOCK_MONOTONIC) as of the last update: the time of the event
+ * loop pass, for latency histograms without a clock read per event. */
+int64_t gw_now_us(void);
+
+/** Monotonic microseconds read now (CLOCK_MONOTONIC through the vDSO, no syscall); does
+ * not touch the cache. */
+int64_t gw_clock_mono_us(void);
+
 /** IMF-fixdate for HTTP (RFC 9110 §5.6.7), e.g. "Sun, 29 Nov 2026 20:09:06 GMT"; 29 chars. */
 const char *gw_http_date(void);
 

@@ -712,12 +712,17 @@ static void conn_drive(gw_conn_t *c)
             int r = SSL_do_handshake(c->ssl);
             if (r == 1) {
                 GW_STAT_ADD(handshakes, 1);
-                if (SSL_session_reused(c->ssl))
+                int resumed = SSL_session_reused(c->ssl);
+                if (resumed)
                     GW_STAT_ADD(handshakes_resumed, 1);
                 if (SSL_version(c->ssl) == TLS1_3_VERSION)
                     GW_STAT_ADD(tls13, 1);
                 else
                     GW_STAT_ADD(tls12, 1);
+                int proto, key;
+                gw_tls_handshake_kind(c->ssl, &proto, &key);
+                int64_t us = gw_now_us() - c->accept_us; /* the loop pass's cached time */
+                gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
                 c->state = GW_CONN_READ_HEAD;
                 continue;
             }
@@ -969,6 +974,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->laddr = laddr;
     c->vs = laddr->default_server;
     c->timer.cb = on_timer;
+    c->accept_us = gw_now_us();
     gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
     const gw_srv_settings_t *s = srv(c);
     c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;
@@ -1181,6 +1187,9 @@ static void on_retry_timer(gw_timer_t *t)
 static int park(gw_conn_t *c, int rr, int op)
 {
     if (rr == IO_ASYNC) {
+        /* a clock read per pause (vDSO, no syscall): the pass's cached time would count
+         * the events handled before this one in the same pass as paused time */
+        c->pause_us = gw_clock_mono_us();
         c->async_paused = 1;
         c->async_op = op;
         c->async_used = 1;
@@ -1245,6 +1254,8 @@ static void async_wake(gw_conn_t *c)
         return; /* a spurious or duplicate wake */
     c->async_paused = 0;
     n_paused--;
+    int64_t paused_us = gw_clock_mono_us() - c->pause_us;
+    gw_stats_async_pause(paused_us > 0 ? (uint64_t)paused_us : 0);
     GW_WSTAT_ADD(paused, -1);
     GW_WSTAT_ADD(resumed, 1);
     if (c->draining) {

@@ -81,6 +81,8 @@ typedef struct gw_conn {
 
     /* async TLS (ssl_async on): while a job is paused no other SSL call is made and the
      * SSL is never freed; a connection closed meanwhile is drained (freed after). */
+    int64_t accept_us;       /* loop-pass time of the accept (handshake histogram) */
+    int64_t pause_us;        /* when the current async job paused (pause histogram) */
     int async_paused;        /* a job is paused until its wake */
     int async_op;            /* the SSL call that paused (resumed as is when draining) */
     int async_retry;         /* WANT_ASYNC_JOB: waiting for a free job */

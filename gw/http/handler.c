@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/obs.h"
 #include "core/stats.h"
 #include "http/conn.h"
 #include "worker.h"
@@ -116,7 +117,12 @@ static void handle_status(gw_conn_t *c)
     /* Gauges are summed over the live workers' slots, so that a worker that died (and
      * whose slot the master cleared) is not counted forever. */
     long long active = 0, reading = 0, writing = 0, waiting = 0;
-    for (int i = 0; i < GW_STATS_MAX_WORKERS; i++) {
+    /* only the slots ever used: each slot is several KB, and reading a slot's page of the
+     * shared mapping for the first time would allocate it */
+    int n_slots = (int)__atomic_load_n(&gw_stats->n_slots, __ATOMIC_ACQUIRE);
+    if (n_slots > GW_STATS_MAX_WORKERS)
+        n_slots = GW_STATS_MAX_WORKERS;
+    for (int i = 0; i < n_slots; i++) {
         const gw_worker_stats_t *ws = &gw_stats->workers[i];
         if (__atomic_load_n(&ws->pid, __ATOMIC_RELAXED) <= 0)
             continue;
@@ -148,7 +154,7 @@ static void handle_status(gw_conn_t *c)
         (unsigned long long)GW_STAT_GET(responses[5]), (unsigned long long)GW_STAT_GET(reloads),
         (unsigned long long)GW_STAT_GET(worker_restarts));
     /* per worker process: async TLS jobs (ssl_async) */
-    for (int i = 0; i < GW_STATS_MAX_WORKERS && n >= 0 && (size_t)n < sizeof(body) - 160; i++) {
+    for (int i = 0; i < n_slots && n >= 0 && (size_t)n < sizeof(body) - 160; i++) {
         const gw_worker_stats_t *ws = &gw_stats->workers[i];
         int pid = __atomic_load_n(&ws->pid, __ATOMIC_RELAXED);
         if (pid <= 0)
@@ -163,6 +169,34 @@ static void handle_status(gw_conn_t *c)
                       (unsigned long long)__atomic_load_n(&ws->want_async_job, __ATOMIC_RELAXED));
     }
     gw_resp_simple(c, 200, "text/plain", body, (size_t)n, "Cache-Control: no-cache\r\n");
+}
+
+/* `status;` (JSON) and `metrics;` (Prometheus): a snapshot of every worker's counters,
+ * rendered into a heap buffer (tens of KB with the provider's histograms) that the
+ * response copies. */
+static void handle_obs(gw_conn_t *c, int prometheus)
+{
+    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
+        gw_resp_error(c, 405);
+        return;
+    }
+    gw_worker_metrics_refresh(); /* this worker's provider counters as of now */
+    static gw_obs_snapshot_t snap; /* 6 KB: one thread per worker, not on the stack */
+    gw_obuf_t b = {0};
+    int rc = gw_obs_collect(gw_stats, &snap);
+    if (rc == 0)
+        rc = prometheus ? gw_obs_format_prometheus(&snap, &b) : gw_obs_format_json(&snap, &b);
+    gw_obs_snapshot_free(&snap);
+    if (rc != 0) {
+        gw_log(GW_LOG_ALERT, ENOMEM, "cannot render the %s page", prometheus ? "metrics" : "status");
+        free(b.data);
+        gw_resp_error(c, 500);
+        return;
+    }
+    gw_resp_simple(c, 200,
+                   prometheus ? "text/plain; version=0.0.4; charset=utf-8" : "application/json",
+                   b.data, b.len, "Cache-Control: no-cache\r\n");
+    free(b.data);
 }
 
 static int open_error_status(int err)
@@ -393,6 +427,10 @@ void gw_http_handle(gw_conn_t *c)
     }
     if (l && l->stub_status) {
         handle_status(c);
+        return;
+    }
+    if (l && (l->status_json || l->metrics)) {
+        handle_obs(c, l->metrics);
         return;
     }
     handle_static(c, l ? &l->loc : &s->loc, norm, nl);

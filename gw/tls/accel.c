@@ -27,6 +27,7 @@ static struct {
     char *name;
     OSSL_PROVIDER *prov; /* a reference of our own, for params and the poll hook */
     int has_poll;
+    int has_metrics;     /* offers the octet string "metrics" (tlsgate_metrics_t) */
     char *signature;     /* path + params as loaded, to notice changes on reload */
 } loaded[MAX_PROVIDERS];
 static size_t n_loaded;
@@ -162,14 +163,21 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
     }
     if (n_loaded < MAX_PROVIDERS) {
         OSSL_PROVIDER *p = OSSL_PROVIDER_load(NULL, pv->name); /* our reference */
-        int has_poll = 0;
+        int has_poll = 0, has_metrics = 0;
         const OSSL_PARAM *g = p ? OSSL_PROVIDER_gettable_params(p) : NULL;
-        for (; g && g->key; g++)
+        for (; g && g->key; g++) {
             if (strcmp(g->key, "poll") == 0)
                 has_poll = 1;
+            /* our layout only: an octet string of sizeof(tlsgate_metrics_t) (a size of 0
+             * in the gettable list means "not stated"; the read checks it again) */
+            if (strcmp(g->key, "metrics") == 0 && g->data_type == OSSL_PARAM_OCTET_STRING &&
+                (g->data_size == 0 || g->data_size == sizeof(tlsgate_metrics_t)))
+                has_metrics = 1;
+        }
         loaded[n_loaded].name = strdup(pv->name);
         loaded[n_loaded].prov = p;
         loaded[n_loaded].has_poll = has_poll;
+        loaded[n_loaded].has_metrics = has_metrics;
         loaded[n_loaded].signature = signature_of(pv);
         n_loaded++;
     }
@@ -275,3 +283,35 @@ int gw_accel_poll(int *queued)
     return total;
 }
 
+
+int gw_accel_has_metrics(void)
+{
+    for (size_t i = 0; i < n_loaded; i++)
+        if (loaded[i].has_metrics)
+            return 1;
+    return 0;
+}
+
+int gw_accel_metrics(tlsgate_metrics_t *out)
+{
+    if (!out)
+        return 0;
+    for (size_t i = 0; i < n_loaded; i++) {
+        if (!loaded[i].has_metrics)
+            continue;
+        OSSL_PARAM params[] = {OSSL_PARAM_construct_octet_string("metrics", out, sizeof(*out)),
+                               OSSL_PARAM_END};
+        int ok = OSSL_PROVIDER_get_params(loaded[i].prov, params) &&
+                 OSSL_PARAM_modified(&params[0]) && params[0].return_size == sizeof(*out) &&
+                 out->version == TLSGATE_METRICS_VERSION && out->n_alg == TLSGATE_ALG_COUNT;
+        ERR_clear_error();
+        if (ok)
+            return 1;
+        /* another layout (or a refusal): never read this provider again */
+        loaded[i].has_metrics = 0;
+        gw_log(GW_LOG_INFO, 0, "ssl_provider %s: its \"metrics\" parameter is not the "
+               "layout this tlsgate reads (version %u, %zu bytes): ignored", loaded[i].name,
+               (unsigned)TLSGATE_METRICS_VERSION, sizeof(*out));
+    }
+    return 0;
+}

@@ -7,6 +7,7 @@
 #define GW_TLS_ACCEL_H
 
 #include "conf/conf.h"
+#include "tlsgate/prov.h"
 
 /**
  * Load every provider and engine of conf that is not loaded yet, and set the default
@@ -34,5 +35,17 @@ int gw_accel_poll(int *queued);
 
 /** Does any loaded provider offer the poll hook? */
 int gw_accel_has_poll(void);
+
+/** Does a loaded provider offer the "metrics" parameter (an octet string of
+ * sizeof(tlsgate_metrics_t), prov/include/tlsgate/prov.h)? */
+int gw_accel_has_metrics(void);
+
+/**
+ * Read the metrics snapshot of the first loaded provider that offers "metrics" into *out
+ * (caller's buffer). A provider whose answer is not our layout (refused, another size,
+ * another version or algorithm count) is never asked again. Returns 1 with *out filled,
+ * or 0 when no provider gave a usable snapshot (*out is then undefined).
+ */
+int gw_accel_metrics(tlsgate_metrics_t *out);
 
 #endif

@@ -1,6 +1,7 @@
 #include "tls/tls.h"
 
 #include "core/log.h"
+#include "core/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -270,6 +271,41 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     if (apply_conf_cmds(NULL, ssl, s, why, sizeof(why)) != 0)
         return 0;
     return 1;
+}
+
+void gw_tls_handshake_kind(SSL *ssl, int *proto, int *key)
+{
+    int v = SSL_version(ssl);
+    *proto = v == TLS1_3_VERSION ? GW_HS_TLS13 : v == TLS1_2_VERSION ? GW_HS_TLS12
+                                                                     : GW_HS_PROTO_OTHER;
+    if (SSL_session_reused(ssl)) {
+        *key = GW_HS_KEY_NONE;
+        return;
+    }
+    /* after the handshake, the current certificate is the one the server selected */
+    X509 *x = SSL_get_certificate(ssl);
+    EVP_PKEY *pk = x ? X509_get0_pubkey(x) : NULL;
+    *key = GW_HS_KEY_OTHER;
+    if (!pk) {
+        *key = GW_HS_KEY_NONE;
+        return;
+    }
+    switch (EVP_PKEY_get_base_id(pk)) {
+    case EVP_PKEY_RSA:
+    case EVP_PKEY_RSA_PSS:
+        *key = GW_HS_KEY_RSA;
+        return;
+    case EVP_PKEY_EC:
+        *key = GW_HS_KEY_ECDSA;
+        return;
+    default:
+        /* a provider-only key type has no legacy id: ask by name */
+        if (EVP_PKEY_is_a(pk, "RSA") || EVP_PKEY_is_a(pk, "RSA-PSS"))
+            *key = GW_HS_KEY_RSA;
+        else if (EVP_PKEY_is_a(pk, "EC"))
+            *key = GW_HS_KEY_ECDSA;
+        return;
+    }
 }
 
 /* ---- self-signed certificates for the embedded default ---- */

@@ -56,6 +56,13 @@ int gw_tls_hello_sni(SSL *ssl, const unsigned char **name, size_t *len);
 int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s);
 
 /**
+ * After a successful handshake: the protocol (enum gw_hs_proto, core/stats.h) and the key
+ * type of the certificate the handshake used (enum gw_hs_key: GW_HS_KEY_NONE for a
+ * resumed session, which uses none). Never fails: unknown cases are "other".
+ */
+void gw_tls_handshake_kind(SSL *ssl, int *proto, int *key);
+
+/**
  * Make sure dir holds the embedded default's certificates: default-rsa.{crt,key}
  * (RSA-2048) and default-ecdsa.{crt,key} (ECDSA P-256), self-signed for CN=localhost
  * with subjectAltName DNS:localhost, IP:127.0.0.1, IP:::1, valid 10 years. Existing
