@@ -251,6 +251,9 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         exit(2);
     }
     int poll_hook = gw_accel_has_poll();
+    /* idle-time precomputation: work the providers still have (1: unknown, ask) */
+    const int idle_hook = gw_accel_has_idle();
+    unsigned idle_left = idle_hook;
     int accel_queued = 0; /* requests a batching provider holds for a later pass */
     metrics_hook = gw_accel_has_metrics();
     if (metrics_hook) {
@@ -280,8 +283,16 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             if (wait_ms < 0 || left < wait_ms)
                 wait_ms = (int)left;
         }
-        if (gw_loop_once(&w.loop, wait_ms) > 0 && metrics_hook)
-            metrics_dirty = 1;
+        /* The providers have idle-time work (pools to fill): look at the ready events
+         * without blocking; a pass that finds none does one batch of that work below. */
+        if (idle_left > 0 && wait_ms != 0 && !w.shutting_down && gw_conn_async_paused() == 0)
+            wait_ms = 0;
+        int nev = gw_loop_once(&w.loop, wait_ms);
+        if (nev > 0) {
+            if (metrics_hook)
+                metrics_dirty = 1;
+            idle_left = idle_hook; /* handshakes may have taken precomputed entries */
+        }
         /* After the ready events: let a polling provider complete what it queued (partial
          * batches never wait for a timer), then resume the jobs that completed. */
         accel_queued = 0;
@@ -291,6 +302,12 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
         }
         gw_conn_async_process();
+        /* nothing was ready and no job waits: the loop would block, the CPU is ours */
+        if (idle_left > 0 && nev == 0 && !w.shutting_down && gw_conn_async_paused() == 0) {
+            idle_left = gw_accel_idle();
+            if (metrics_hook)
+                metrics_dirty = 1;
+        }
         if (metrics_dirty && gw_now_ms() >= metrics_due_ms)
             gw_worker_metrics_refresh();
         if (stop_fast)

@@ -27,6 +27,7 @@ static struct {
     char *name;
     OSSL_PROVIDER *prov; /* a reference of our own, for params and the poll hook */
     int has_poll;
+    int has_idle; /* offers "idle": precomputation when the loop is about to block */
     int has_metrics;     /* offers the octet string "metrics" (tlsgate_metrics_t) */
     char *signature;     /* path + params as loaded, to notice changes on reload */
 } loaded[MAX_PROVIDERS];
@@ -163,11 +164,13 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
     }
     if (n_loaded < MAX_PROVIDERS) {
         OSSL_PROVIDER *p = OSSL_PROVIDER_load(NULL, pv->name); /* our reference */
-        int has_poll = 0, has_metrics = 0;
+        int has_poll = 0, has_metrics = 0, has_idle = 0;
         const OSSL_PARAM *g = p ? OSSL_PROVIDER_gettable_params(p) : NULL;
         for (; g && g->key; g++) {
             if (strcmp(g->key, "poll") == 0)
                 has_poll = 1;
+            if (strcmp(g->key, "idle") == 0)
+                has_idle = 1;
             /* our layout only: an octet string of sizeof(tlsgate_metrics_t) (a size of 0
              * in the gettable list means "not stated"; the read checks it again) */
             if (strcmp(g->key, "metrics") == 0 && g->data_type == OSSL_PARAM_OCTET_STRING &&
@@ -177,6 +180,7 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
         loaded[n_loaded].name = strdup(pv->name);
         loaded[n_loaded].prov = p;
         loaded[n_loaded].has_poll = has_poll;
+        loaded[n_loaded].has_idle = has_idle;
         loaded[n_loaded].has_metrics = has_metrics;
         loaded[n_loaded].signature = signature_of(pv);
         n_loaded++;
@@ -252,6 +256,29 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         }
     }
     return errs->n > before ? -1 : 0;
+}
+
+int gw_accel_has_idle(void)
+{
+    for (size_t i = 0; i < n_loaded; i++)
+        if (loaded[i].has_idle)
+            return 1;
+    return 0;
+}
+
+unsigned gw_accel_idle(void)
+{
+    unsigned left = 0;
+
+    for (size_t i = 0; i < n_loaded; i++) {
+        if (!loaded[i].has_idle)
+            continue;
+        unsigned v = 0;
+        OSSL_PARAM params[] = {OSSL_PARAM_construct_uint("idle", &v), OSSL_PARAM_END};
+        if (OSSL_PROVIDER_get_params(loaded[i].prov, params) && OSSL_PARAM_modified(&params[0]))
+            left += v;
+    }
+    return left;
 }
 
 int gw_accel_has_poll(void)

@@ -36,6 +36,18 @@ int gw_accel_poll(int *queued);
 /** Does any loaded provider offer the poll hook? */
 int gw_accel_has_poll(void);
 
+/**
+ * The idle hook: for every loaded provider that offers a gettable unsigned parameter named
+ * "idle" (ours: one batch of idle-time precomputation, prov/README.md), read it once.
+ * Called by a worker whose loop pass found nothing ready and has no job paused, i.e. just
+ * before it would block. Returns the work the providers still have (the sum of what they
+ * returned; 0: nothing left, block).
+ */
+unsigned gw_accel_idle(void);
+
+/** Does any loaded provider offer the idle hook? */
+int gw_accel_has_idle(void);
+
 /** Does a loaded provider offer the "metrics" parameter (an octet string of
  * sizeof(tlsgate_metrics_t), prov/include/tlsgate/prov.h)? */
 int gw_accel_has_metrics(void);

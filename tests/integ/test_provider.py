@@ -18,6 +18,7 @@ Usage: python3 tests/integ/test_provider.py BIN [TEST...]
 import os
 import re
 import signal
+import time
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -104,7 +105,8 @@ def run_cases(port):
 
 def test_adaptive_default(env):
     """The default (adaptive on): every handshake kind completes, and every private-key
-    operation is accounted for as queued, single (sync) or fallback."""
+    operation is accounted for as queued, single (sync), fallback or taken from an
+    idle-time pool (the worker fills them when its loop would block)."""
     stats = env.path("stats")
     srv, port = start(env, "ssl_async on;", stats)
     pids = set(srv.wait_workers(1))
@@ -117,8 +119,42 @@ def test_adaptive_default(env):
     c = next(iter(read_stats(stats, pids).values()))
     print("  counters: requests=%d requests_async=%d sync=%d fallbacks=%d batches=%d" % (
         c["requests"], c["requests_async"], c["sync"], c["fallbacks"], c["batches"]), flush=True)
-    assert c["requests"] == c["requests_async"] + c["sync"] + c["fallbacks"], c
+    assert c["requests"] == c["requests_async"] + c["sync"] + c["fallbacks"] + c["pool_hits"], c
     assert c["requests_async"] > 0 and c["batches"] > 0, c
+
+
+def pooled_handshakes(env, main, n=12):
+    """n sequential TLS 1.3 ECDSA P-256 / X25519 handshakes with pauses between them (the
+    worker's loop blocks, so it does its idle-time work); the worker's counters."""
+    stats = env.path("stats")
+    srv, port = start(env, "ssl_async on;", stats, main)
+    pids = set(srv.wait_workers(1))
+    args = ["-tls1_3", "-sigalgs", "ecdsa_secp256r1_sha256", "-groups", "X25519"]
+    for _ in range(n):
+        rc, out = s_client(port, args)
+        assert rc == 0 and "hello" in out, out[-2000:]
+        time.sleep(0.05)
+    srv.stop(signal.SIGQUIT)
+    c = next(iter(read_stats(stats, pids).values()))
+    print("  counters: requests=%d pool_hits=%d pool_misses=%d batches=%d" % (
+        c["requests"], c["pool_hits"], c["pool_misses"], c["batches"]), flush=True)
+    return c
+
+
+def test_idle_pools(env):
+    """Idle-time precomputation in the gateway: after the first handshake (which makes the
+    kinds wanted), every handshake takes its ECDSA sign setup and its X25519 key share from
+    the pools the worker filled while idle; with pool_size 0 nothing is pooled."""
+    n = 12
+    c = pooled_handshakes(env, MAIN, n)
+    # per handshake: one ECDSA signature and one X25519 key generation (and the derive,
+    # which no pool can serve); the first handshake finds no pool yet
+    assert c["pool_hits"] >= 2 * (n - 1), c
+    assert c["pool_misses"] == 0, c
+    c = pooled_handshakes(env, 'ssl_provider tlsgate { pool_size 0; }\n'
+                          'ssl_propquery "?provider=tlsgate";\n', n)
+    assert c["pool_hits"] == 0 and c["pool_misses"] == 0, c
+    assert c["requests"] == c["requests_async"] + c["sync"] + c["fallbacks"], c
 
 
 def test_handshakes_and_batching(env):
