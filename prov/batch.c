@@ -127,8 +127,10 @@ struct tg_thread {
     struct tg_adapt {
         int single;        /* 1: requests run as single operations (default provider) */
         double fill;       /* moving average of this thread's batch fill, in lanes */
+        double partial;    /* moving average of the share of its batches that were partial */
         unsigned skipped;  /* single operations since the last probe */
         uint64_t probe_ns; /* when the last probe was queued */
+        uint64_t probe_gap_ns; /* the least time between probes (0: TG_PROBE_NS) */
     } ad[TG_OP_COUNT];
     void *scratch; /* mb8 scratch (scratch_new) for batches computed on this thread */
     void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */
@@ -179,26 +181,45 @@ static uint64_t now_ns(void)
 
 /*
  * A partial batch costs as much as a full one, so batching pays only when enough requests
- * share a batch: at least crossover(op) = (time of one 8-lane batch) / (time of one
- * operation by the default provider) of them. Both times are measured as the provider
- * runs (moving averages over every batch and every single operation; the defaults below,
- * measured on AMD Zen 4 with IFMA, only seed them), so the crossover follows the machine
- * and the kernel (mb8's portable kernels are slower than OpenSSL per lane: then it never
- * batches, apart from probes).
+ * share a batch: at least crossover(op) = (time of one 8-lane batch + the share of the
+ * thread's batches that are partial x the time a partial batch's requests sit idle after
+ * the last one joined, waiting for the flush) / (time of one operation by the default
+ * provider) of them, and never fewer than 1.5 (a lone request is
+ * always cheaper as a single operation: no kernel of one lane beats OpenSSL's). The times
+ * are measured as the provider runs, so the crossover follows the machine, the kernel and
+ * the flush (a poll right after the application's pass waits ~0, the timer flush_us and
+ * more; mb8's portable kernels are slower than OpenSSL per lane: then it never batches,
+ * apart from probes). The defaults below (AMD Zen 4 with IFMA) only seed them.
+ *
+ * The two computation times are lower envelopes, not averages: a sample below the
+ * estimate replaces it, one above raises it by 1/64 at most. Wall-clock samples on a
+ * shared machine are inflated by preemption (never deflated), and an average of them
+ * drifted with the machine's load: a few preempted single operations made batches look
+ * cheap, the thread switched to batching, and then had no single operation left to
+ * correct the estimate. The idle wait is a real cost and is averaged. A thread batches
+ * only above crossover x TG_CROSSOVER_MARGIN: context switches, wake-ups and the timer
+ * thread cost CPU that the times above do not see.
  *
  * Per thread and operation, the fill of the thread's recent batches decides: below the
  * crossover the thread runs its requests as single operations; every TG_PROBE_EVERY
- * requests (and at most every TG_PROBE_NS) one request is queued anyway as a probe: the
- * application's other jobs join it while it waits, and its fill shows the load. A request
- * always joins a queue that is not empty.
+ * requests (and at most every TG_PROBE_NS, doubling up to TG_PROBE_MAX_NS while probes
+ * find no company) one request is queued anyway as a probe: the application's other jobs
+ * join it while it waits, and its fill shows the load. A request always joins a queue
+ * that is not empty.
  */
 #define TG_PROBE_EVERY 32
 #define TG_PROBE_NS (100ULL * 1000ULL * 1000ULL)
+/* A probe that nobody joined (fill 1: the application runs one job at a time) costs a
+ * batch of one and a flush wait for nothing: the gap to the next doubles, up to this. */
+#define TG_PROBE_MAX_NS (16ULL * TG_PROBE_NS)
 
 static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {
     1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000};
 static _Atomic uint64_t single_ns[TG_OP_COUNT] = {
     420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000};
+/* idle time of a partial batch's requests between the last join and the computation (a
+ * full batch is computed by the request that fills it: no wait) */
+static _Atomic uint64_t flush_wait_ns[TG_OP_COUNT];
 
 /* x += (sample - x) / 8, racy by design (a lost update only delays the average). */
 static void ewma_update(_Atomic uint64_t *x, uint64_t sample)
@@ -208,19 +229,39 @@ static void ewma_update(_Atomic uint64_t *x, uint64_t sample)
     atomic_store_explicit(x, old - old / 8 + sample / 8, memory_order_relaxed);
 }
 
-static double crossover(enum tg_op op)
+/* The lower envelope (see above): x = sample when lower, else x += min(sample - x, x / 64).
+ * Racy by design too. */
+static void floor_update(_Atomic uint64_t *x, uint64_t sample)
 {
-    double b = (double)atomic_load_explicit(&batch_ns[op], memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(x, memory_order_relaxed);
+    uint64_t up = old / 64 + 1;
+
+    atomic_store_explicit(x, sample <= old ? sample : old + (sample - old < up ? sample - old : up),
+                          memory_order_relaxed);
+}
+
+/* Below 1.5, a batch of one would be chosen over a single operation. */
+#define TG_CROSSOVER_MIN 1.5
+/* Batching must beat single operations by this factor on the measured times. */
+#define TG_CROSSOVER_MARGIN 1.15
+
+/* The crossover of a thread whose batches are partial with probability `partial` (only
+ * a partial batch waits for its flush). */
+static double crossover(enum tg_op op, double partial)
+{
+    double b = (double)atomic_load_explicit(&batch_ns[op], memory_order_relaxed) +
+               partial * (double)atomic_load_explicit(&flush_wait_ns[op], memory_order_relaxed);
     double s = (double)atomic_load_explicit(&single_ns[op], memory_order_relaxed);
     double c = s > 0 ? b / s : (double)MB8_LANES;
 
-    return c < 1 ? 1 : c;
+    c *= TG_CROSSOVER_MARGIN;
+    return c < TG_CROSSOVER_MIN ? TG_CROSSOVER_MIN : c;
 }
 
 void tg_batch_single_done(enum tg_op op, uint64_t ns)
 {
     if (op < TG_OP_COUNT && ns > 0)
-        ewma_update(&single_ns[op], ns);
+        floor_update(&single_ns[op], ns);
 }
 
 uint64_t tg_now_ns(void)
@@ -233,9 +274,20 @@ static void adapt_after_batch(struct tg_thread *t, enum tg_op op, unsigned n, in
 {
     struct tg_adapt *a = &t->ad[op];
 
-    /* a probe measures the load now; other batches move the average */
-    a->fill = probe ? (double)n : a->fill * 0.75 + (double)n * 0.25;
-    a->single = a->fill < crossover(op);
+    /* a probe measures the load now; other batches move the averages (by 1/8: one
+     * straggler, a lone request between two full batches, must not flip the choice) */
+    if (probe) {
+        a->fill = (double)n;
+        a->partial = n < MB8_LANES;
+        if (n > 1 || a->probe_gap_ns == 0)
+            a->probe_gap_ns = TG_PROBE_NS;
+        else if (a->probe_gap_ns < TG_PROBE_MAX_NS)
+            a->probe_gap_ns *= 2;
+    } else {
+        a->fill += ((double)n - a->fill) / 8;
+        a->partial += ((n < MB8_LANES ? 1.0 : 0.0) - a->partial) / 8;
+    }
+    a->single = a->fill < crossover(op, a->partial);
 }
 
 /* ---- computing ---- */
@@ -378,12 +430,16 @@ static void compute_safe(struct tg_thread *t, enum tg_op op, struct tg_req *cons
 static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, unsigned n,
                       void *scratch, enum tg_counter how, const struct tg_req *self)
 {
-    uint64_t c0 = now_ns(), wait_ns = 0;
+    uint64_t c0 = now_ns(), wait_ns = 0, newest = 0;
     unsigned i;
 
     compute_safe(t, op, rs, n, scratch);
     uint64_t c1 = now_ns();
-    ewma_update(&batch_ns[op], c1 - c0);
+    floor_update(&batch_ns[op], c1 - c0);
+    for (i = 0; i < n; i++)
+        newest = rs[i]->queued_ns > newest ? rs[i]->queued_ns : newest;
+    if (n < MB8_LANES)
+        ewma_update(&flush_wait_ns[op], c0 > newest ? c0 - newest : 0);
     /* a request waited from its queueing until its batch was computed */
     for (i = 0; i < n; i++) {
         uint64_t w = c1 > rs[i]->queued_ns ? c1 - rs[i]->queued_ns : 0;
@@ -688,7 +744,8 @@ int tg_batch_want(TG_PROV *prov, enum tg_op op, int *probe)
     pthread_mutex_lock(&t->lock);
     if (t->qn[op] > 0 || !a->single) {
         queue = 1; /* join a waiting queue; or the thread batches */
-    } else if (++a->skipped >= TG_PROBE_EVERY && now_ns() - a->probe_ns >= TG_PROBE_NS) {
+    } else if (++a->skipped >= TG_PROBE_EVERY &&
+               now_ns() - a->probe_ns >= (a->probe_gap_ns ? a->probe_gap_ns : TG_PROBE_NS)) {
         a->skipped = 0;
         a->probe_ns = now_ns();
         *probe = queue = 1;
