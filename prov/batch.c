@@ -773,6 +773,7 @@ static int prepare_wake(struct tg_req *r, ASYNC_WAIT_CTX *wctx)
         r->cbarg = cbarg;
         return 1;
     }
+    r->new_fd = !tg_waitfd_present(wctx);
     r->wfd = tg_waitfd_acquire(wctx);
     return r->wfd != NULL;
 }
@@ -819,7 +820,13 @@ static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wct
             while (!r->done) /* another thread (the timer) is computing it */
                 pthread_cond_wait(&t->done_cv, &t->lock);
         }
-        if (r->done) {
+        /* A job whose request added our fd to its wait ctx pauses at least once, even
+         * when its batch was already computed (the timer, on another CPU, can be that
+         * fast): the application learns of an async fd only from a pause
+         * (SSL_ERROR_WANT_ASYNC, then SSL_get_changed_async_fds), and HAProxy crashes
+         * deleting at close an fd it never inserted. The fd is already signalled, so the
+         * pause costs one pass of the application's loop. */
+        if (r->done && !(r->new_fd && !resumed)) {
             pthread_mutex_unlock(&t->lock);
             break;
         }
@@ -850,12 +857,34 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     r->done = 0;
     r->cb = NULL;
     r->wfd = NULL;
+    r->new_fd = 0;
     r->status = MB8_STATUS_UNUSED;
     r->queued_ns = now_ns();
     r->flush_ns = prov->poll_app ? 0 : (uint64_t)prov->flush_us * 1000ULL;
     r->fork_gen = fork_gen;
     t = job != NULL ? self_get() : NULL;
-    if (t == NULL || wctx == NULL || !prepare_wake(r, wctx)) {
+    /*
+     * The wake-up (our eventfd in the job's wait ctx, or the application's callback) is
+     * prepared only for a request that will wait: not for the one that fills its queue
+     * and is computed at once. An fd added to the wait ctx is shown to the application
+     * (SSL_get_all_async_fds) even when the job never paused, and HAProxy, which inserts
+     * async fds in its poller only on SSL_ERROR_WANT_ASYNC, aborts deleting one it never
+     * inserted (its BUG_ON in fd.c, found by bench/replay.sh). Only this thread adds to
+     * its queue (the timer only empties it), so "fills" cannot become false behind us
+     * except by the timer emptying it: then we loop and prepare the wake after all.
+     */
+    int ready = 0;
+    while (t != NULL && wctx != NULL) {
+        pthread_mutex_lock(&t->lock);
+        if (t->qn[r->op] == MB8_LANES - 1 || r->cb != NULL || r->wfd != NULL) {
+            ready = 1;
+            break; /* t->lock held */
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (!prepare_wake(r, wctx))
+            break;
+    }
+    if (!ready) {
         /* no job to pause: a batch of one, at once */
         struct tg_req *one = r;
         void *scratch = t != NULL ? thread_scratch(t) : scratch_new();
@@ -871,7 +900,6 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
         tg_count_op(r->op, TG_C_FILL1, 1);
         return 1;
     }
-    pthread_mutex_lock(&t->lock);
     t->q[r->op][t->qn[r->op]++] = r;
     t->last_ns[r->op] = r->queued_ns;
     t->grew[r->op] = 1;

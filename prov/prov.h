@@ -177,6 +177,7 @@ struct tg_req {
     ASYNC_callback_fn cb;
     void *cbarg;
     struct tg_waitfd *wfd;
+    int new_fd; /* wfd was added to the wait ctx for this request: the job must pause once */
     int done;
 };
 

@@ -27,6 +27,14 @@ static void waitfd_cleanup(ASYNC_WAIT_CTX *ctx, const void *key, OSSL_ASYNC_FD f
     tg_waitfd_release(custom);
 }
 
+int tg_waitfd_present(ASYNC_WAIT_CTX *wctx)
+{
+    OSSL_ASYNC_FD fd;
+    void *custom = NULL;
+
+    return ASYNC_WAIT_CTX_get_fd(wctx, &tg_waitfd_key, &fd, &custom) && custom != NULL;
+}
+
 struct tg_waitfd *tg_waitfd_acquire(ASYNC_WAIT_CTX *wctx)
 {
     OSSL_ASYNC_FD fd;

@@ -29,6 +29,9 @@ struct tg_waitfd {
  */
 struct tg_waitfd *tg_waitfd_acquire(ASYNC_WAIT_CTX *wctx);
 
+/** 1 when wctx already holds the eventfd of tg_waitfd_acquire, else 0. */
+int tg_waitfd_present(ASYNC_WAIT_CTX *wctx);
+
 /** Drops one reference; the last one closes the fd and frees w. NULL is ignored. */
 void tg_waitfd_release(struct tg_waitfd *w);
 
