@@ -1,0 +1,799 @@
+#!/usr/bin/env bash
+# bench/replay.sh: saturated full handshakes per server core, loaded with replayed client
+# flights (bench/replay.c, tlsgate_replay): Debian nginx, tlsgate, tlsgate with its
+# provider, Debian HAProxy, HAProxy with the tlsgate provider; the four cases of issue #11.
+#
+# Usage (from the repo root, after
+#   cmake --build build --target tlsgate tlsgate_prov tlsgate_replay):
+#   bench/replay.sh
+#   TLSGATE_BIN=build-rel/tlsgate BENCH_SECONDS=5 BENCH_CASES="a c" bench/replay.sh
+#
+# Environment:
+#   TLSGATE_BIN     tlsgate binary (default build/tlsgate)
+#   REPLAY_BIN      the generator (default: tlsgate_replay next to TLSGATE_BIN)
+#   TLSGATE_PROV    provider module for HAProxy (default: tlsgate.so next to TLSGATE_BIN)
+#   NGINX_BIN       nginx binary (default: nginx from PATH or /usr/sbin/nginx)
+#   HAPROXY_BIN     haproxy binary (default: haproxy from PATH or /usr/sbin/haproxy)
+#   BENCH_SECONDS   measured replay per server and case (default 10)
+#   BENCH_WARMUP    warm-up replay before each measured run, seconds (default 2; 0 = none)
+#   BENCH_CONNS     concurrent replayed connections (default 256)
+#   BENCH_REPEAT    runs per server and case, in rotation over the servers (default 1)
+#   BENCH_CASES     subset of "a b c d" (default all)
+#   BENCH_SERVERS   subset of "nginx tlsgate tlsgate-prov haproxy haproxy-prov" (default all)
+#   BENCH_WRK       1: also measure each server's CPU per real handshake with wrk
+#                   (-t1 -c50, 'Connection: close', BENCH_WRK_SECONDS, default 5) and
+#                   print the replay/wrk ratio: how faithful the replay is
+#   BENCH_SAVE      1: also write the report to bench/results/replay-<date>.md
+#   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#
+# Cases (the server pins them; the generator's recorded handshake is checked against them):
+#   a  TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048 certificate, X25519
+#   b  TLSv1.2 AES256-GCM-SHA384 (RSA key exchange), RSA-2048 certificate
+#   c  TLSv1.3 (default suites), ECDSA P-256 certificate, X25519
+#   d  TLSv1.3 (default suites), RSA-2048 certificate, X25519
+#
+# Servers: one worker (nginx, tlsgate: worker_processes 1, worker_cpu_affinity 01;
+# HAProxy: one process, nbthread 1, started under taskset -c 0), every thread of it pinned
+# to CPU 0; no session cache, no tickets, access log off, listening on 127.0.0.1 on free
+# ports. tlsgate-prov: `ssl_provider tlsgate; ssl_propquery "?provider=tlsgate";
+# ssl_async on;` (as BENCH_PROVIDER=1 bench/handshake.sh); haproxy-prov: ssl-provider-path
+# (TLSGATE_PROV's directory), ssl-provider tlsgate, ssl-provider default, ssl-propquery
+# ?provider=tlsgate, ssl-mode-async (as tests/prov/interop.sh). The generator runs on
+# CPU 1: tlsgate_replay -k -c BENCH_CONNS -d BENCH_SECONDS.
+#
+# Columns: hs/s = handshakes the generator completed / its run time; server CPU % =
+# utime+stime of the worker process (all its threads, /proc/PID/stat fields 14+15) over
+# the generator's lifetime / wall time; CPU µs/hs = that CPU time / handshakes; hs per
+# server CPU-s = 10^6 / CPU µs/hs, the rate of one saturated core: the comparable figure
+# on a shared machine, where other tasks on CPU 0 take part of the wall time (the note
+# column shows the worker's main thread's runqueue wait and idle time from
+# /proc/PID/task/PID/schedstat: "server idle" means the generator did not keep it busy);
+# x nginx compares that figure with nginx's in the same case (all runs); p50/p99 =
+# connect() to the server's flight (TLS 1.3) or its reaction to flight 2 (TLS 1.2), ms;
+# client CPU % = the generator's own utime+stime / its run time; accepts = connections
+# the server accepted over the run (stub_status, HAProxy `show info` CumConns) minus the
+# generator's connections (should be ~0: every replayed connection reached the server).
+set -euo pipefail
+
+die() { echo "replay.sh: error: $*" >&2; exit 1; }
+note() { echo "replay.sh: $*" >&2; }
+
+SECS=${BENCH_SECONDS:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNS:-256}
+REPEAT=${BENCH_REPEAT:-1}
+CASES=${BENCH_CASES:-a b c d}
+SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
+SAVE=${BENCH_SAVE:-0}
+WRK=${BENCH_WRK:-0}
+WRK_SECS=${BENCH_WRK_SECONDS:-5}
+for v in SECS WARMUP CONNS REPEAT WRK_SECS; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
+done
+((SECS > 0)) || die "BENCH_SECONDS must be > 0"
+((CONNS > 0)) || die "BENCH_CONNS must be > 0"
+((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
+((WRK_SECS > 0)) || die "BENCH_WRK_SECONDS must be > 0"
+for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
+for s in $SERVERS; do
+    case $s in nginx | tlsgate | tlsgate-prov | haproxy | haproxy-prov) ;;
+    *) die "unknown server '$s' in BENCH_SERVERS (nginx tlsgate tlsgate-prov haproxy haproxy-prov)" ;;
+    esac
+done
+[[ -n ${CASES// /} ]] || die "BENCH_CASES is empty"
+[[ -n ${SERVERS// /} ]] || die "BENCH_SERVERS is empty"
+want() { [[ " $SERVERS " == *" $1 "* ]]; } # server is in BENCH_SERVERS
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# --- tools -------------------------------------------------------------------------------
+install_missing() {
+    local pkgs=() sudo=()
+    if (want nginx) && ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] &&
+        [[ -z ${NGINX_BIN:-} ]]; then
+        pkgs+=(nginx-light)
+    fi
+    if { want haproxy || want haproxy-prov; } && ! command -v haproxy >/dev/null 2>&1 &&
+        [[ ! -x /usr/sbin/haproxy ]] && [[ -z ${HAPROXY_BIN:-} ]]; then
+        pkgs+=(haproxy)
+    fi
+    [[ $WRK == 1 ]] && ! command -v wrk >/dev/null 2>&1 && pkgs+=(wrk)
+    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
+    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
+    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
+    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
+    ((${#pkgs[@]} == 0)) && return 0
+    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
+    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    note "installing: ${pkgs[*]}"
+    # keep the packages from starting their system services (see bench/handshake.sh)
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+        "${sudo[@]}" chmod 755 "$policy"
+        made_policy=1
+    fi
+    local rc=0
+    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
+    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
+    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
+}
+install_missing
+
+abspath() { # a path relative to $PWD if it exists there, else to the repo root
+    if [[ $1 == /* ]]; then echo "$1"; elif [[ -e $1 ]]; then echo "$PWD/$1"; else echo "$ROOT/$1"; fi
+}
+TG=$(abspath "${TLSGATE_BIN:-build/tlsgate}")
+BUILD_DIR=$(dirname "$TG")
+REPLAY=$(abspath "${REPLAY_BIN:-$BUILD_DIR/tlsgate_replay}")
+PROV=$(abspath "${TLSGATE_PROV:-$BUILD_DIR/tlsgate.so}")
+[[ -x $REPLAY ]] || die "generator not found: $REPLAY (cmake --build $BUILD_DIR --target tlsgate_replay, or set REPLAY_BIN)"
+if want tlsgate || want tlsgate-prov; then
+    [[ -x $TG ]] || die "tlsgate binary not found: $TG (cmake --build $BUILD_DIR --target tlsgate, or set TLSGATE_BIN)"
+fi
+if want haproxy-prov; then
+    [[ -f $PROV ]] || die "provider module not found: $PROV (cmake --build $BUILD_DIR --target tlsgate_prov, or set TLSGATE_PROV)"
+fi
+NGINX=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+HAPROXY=${HAPROXY_BIN:-$(command -v haproxy 2>/dev/null || echo /usr/sbin/haproxy)}
+want nginx && { [[ -x $NGINX ]] || die "nginx not found ($NGINX)"; }
+if want haproxy || want haproxy-prov; then [[ -x $HAPROXY ]] || die "haproxy not found ($HAPROXY)"; fi
+[[ $WRK == 1 ]] && { command -v wrk >/dev/null 2>&1 || die "wrk not found (BENCH_WRK=1)"; }
+
+NCPU=$(nproc)
+SRV_CPU=0
+CLI_CPU=1
+if ((NCPU < 2)); then
+    note "warning: only $NCPU CPU: server and generator share CPU 0, numbers are not meaningful"
+    CLI_CPU=0
+fi
+HZ=$(getconf CLK_TCK)
+
+# --- state and cleanup -------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-replay.XXXXXX")
+chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
+declare -A MASTER=() WORKER=() PORT=() SPORT=() DIR=()
+CLIENT_PID=""
+
+stop_server() {
+    local name=$1 m=${MASTER[$1]:-} i
+    [[ -n $m ]] || return 0
+    MASTER[$name]=""
+    if [[ $name == haproxy* ]]; then
+        # soft stop: HAProxy exits through OPENSSL_cleanup, so the provider writes its
+        # counters (TLSGATE_STATS_FILE); SIGTERM after 3 s
+        kill -USR1 "$m" 2>/dev/null || true
+        for ((i = 0; i < 30; i++)); do
+            kill -0 "$m" 2>/dev/null || break
+            sleep 0.1
+        done
+    fi
+    kill -TERM "$m" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$m" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$m" 2>/dev/null; then
+        note "$name ($m) did not stop on SIGTERM in 5 s, sending SIGKILL"
+        pkill -KILL -P "$m" 2>/dev/null || true
+        kill -KILL "$m" 2>/dev/null || true
+    fi
+    wait "$m" 2>/dev/null || true
+    # a worker that outlived its master
+    if [[ -n ${WORKER[$name]:-} && ${WORKER[$name]} != "$m" ]]; then
+        kill -KILL "${WORKER[$name]}" 2>/dev/null || true
+    fi
+    WORKER[$name]=""
+}
+
+cleanup() {
+    set +e
+    [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
+    local s
+    for s in nginx tlsgate tlsgate-prov haproxy haproxy-prov; do stop_server "$s"; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- files -------------------------------------------------------------------------------
+mkdir -p "$TMP/html" "$TMP/certs"
+: >"$TMP/html/0kb.bin"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
+    die "cannot create the RSA certificate"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
+    die "cannot create the ECDSA certificate"
+cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
+cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
+chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+cd "$TMP" # every path below is absolute; nothing stray lands in the caller's directory
+
+# --- helpers -----------------------------------------------------------------------------
+# A port nobody uses on this host now (no socket in any state, v4 or v6), outside the
+# ephemeral range the generator's connections take their ports from.
+EPH_LO=32768 EPH_HI=60999
+read -r EPH_LO EPH_HI </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+free_port() {
+    local used p i
+    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+    for ((i = 0; i < 500; i++)); do
+        p=$((10000 + (RANDOM * 32768 + RANDOM) % 55000))
+        ((p >= EPH_LO && p <= EPH_HI)) && continue
+        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
+    done
+    die "no free port found"
+}
+
+listening() { # port: 0 if something listens on 127.0.0.1:port
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
+        /proc/net/tcp
+}
+
+cpu_ticks() { # pid -> utime+stime (all threads), clock ticks
+    local line rest
+    read -r line <"/proc/$1/stat" || return 1
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest # $1 = field 3 (state) ... $12 = field 14 (utime), $13 = field 15 (stime)
+    echo $((${12} + ${13}))
+}
+
+now_ns() { date +%s%N; }
+
+print_log() {
+    local f
+    for f in "$@"; do
+        [[ -s $f ]] || continue
+        echo "----- $f (last 40 lines) -----" >&2
+        tail -n 40 "$f" >&2
+    done
+}
+
+https_get() { # port path: raw response via openssl s_client
+    printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$2" |
+        timeout 10 openssl s_client -quiet -connect "127.0.0.1:$1" -servername localhost 2>/dev/null || true
+}
+
+# Connections the server accepted so far, this query's own included ("" if unknown):
+# stub_status "accepts" (nginx, tlsgate), HAProxy `show info` CumConns.
+accepts() { # name
+    local name=$1 n
+    case $name in
+    haproxy*)
+        n=$( (exec 3<>"/dev/tcp/127.0.0.1/${SPORT[$name]}" && echo "show info" >&3 &&
+            timeout 5 cat <&3) 2>/dev/null | awk -F': ' '$1 == "CumConns" && !n++ { print $2 }')
+        echo "$n"
+        ;;
+    *)
+        https_get "${PORT[$name]}" /status | awk 'f == 1 { print $1 } { f = f ? 2 : /^server accepts handled requests/ }'
+        ;;
+    esac
+}
+
+nginx_temp_paths() { # compiled-in temp paths into TMP (see bench/handshake.sh)
+    local v dir=$1
+    v=$("$NGINX" -V 2>&1)
+    echo "    client_body_temp_path $dir/body;"
+    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
+    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
+    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
+    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
+}
+
+case_title() {
+    case $1 in
+    a) echo "TLS 1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048, X25519" ;;
+    b) echo "TLS 1.2 AES256-GCM-SHA384 (RSA key exchange), RSA-2048" ;;
+    c) echo "TLS 1.3, ECDSA P-256, X25519" ;;
+    d) echo "TLS 1.3, RSA-2048, X25519" ;;
+    esac
+}
+case_short() {
+    case $1 in
+    a) echo "TLS 1.2 ECDHE-RSA-2048" ;;
+    b) echo "TLS 1.2 RSA kx, RSA-2048" ;;
+    c) echo "TLS 1.3 ECDSA P-256" ;;
+    d) echo "TLS 1.3 RSA-2048" ;;
+    esac
+}
+case_cert() { case $1 in c) echo ecdsa ;; *) echo rsa ;; esac }
+case_proto() { case $1 in a | b) echo TLSv1.2 ;; *) echo TLSv1.3 ;; esac }
+case_cipher() { case $1 in a) echo ECDHE-RSA-AES256-GCM-SHA384 ;; b) echo AES256-GCM-SHA384 ;; esac }
+case_client() { # the generator's options
+    case $1 in
+    a) echo "-V 1.2 -C ECDHE-RSA-AES256-GCM-SHA384 -g X25519" ;;
+    b) echo "-V 1.2 -C AES256-GCM-SHA384" ;;
+    *) echo "-V 1.3 -g X25519" ;;
+    esac
+}
+case_want() { # what the recorded handshake must show: version cipher-glob group key
+    case $1 in
+    a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384 X25519 RSA-2048" ;;
+    b) echo "TLSv1.2 AES256-GCM-SHA384 none RSA-2048" ;;
+    c) echo "TLSv1.3 TLS_* X25519 EC-prime256v1" ;;
+    d) echo "TLSv1.3 TLS_* X25519 RSA-2048" ;;
+    esac
+}
+server_title() {
+    case $1 in
+    nginx) echo "nginx" ;;
+    tlsgate) echo "tlsgate" ;;
+    tlsgate-prov) echo "tlsgate + provider" ;;
+    haproxy) echo "HAProxy" ;;
+    haproxy-prov) echo "HAProxy + provider" ;;
+    esac
+}
+
+write_conf() { # name case port dir
+    local name=$1 cs=$2 port=$3 d=$4 cert
+    cert=$(case_cert "$cs")
+    if [[ $name == haproxy* ]]; then
+        local proto tls
+        proto=$(case_proto "$cs")
+        tls="ssl-min-ver $proto ssl-max-ver $proto no-tls-tickets"
+        [[ -n $(case_cipher "$cs") ]] && tls="$tls ciphers $(case_cipher "$cs")"
+        {
+            echo "global"
+            echo "    nbthread 1"
+            echo "    maxconn 8192"
+            echo "    tune.ssl.cachesize 0"
+            echo "    stats socket ipv4@127.0.0.1:${SPORT[$name]} level operator"
+            if [[ $name == haproxy-prov ]]; then
+                echo "    ssl-provider-path $(dirname "$PROV")"
+                echo "    ssl-provider $(basename "$PROV" .so)"
+                echo "    ssl-provider default"
+                echo "    ssl-propquery ?provider=tlsgate"
+                echo "    ssl-mode-async"
+            fi
+            echo "defaults"
+            echo "    mode http"
+            echo "    timeout connect 5s"
+            echo "    timeout client 10s"
+            echo "    timeout server 10s"
+            echo "frontend fe_tls"
+            echo "    bind 127.0.0.1:$port ssl crt $TMP/certs/$cert.pem $tls"
+            echo "    http-request return status 200 content-type text/plain string ok"
+        } >"$d/haproxy.cfg"
+        return
+    fi
+    {
+        if [[ $name == nginx ]]; then
+            echo "daemon off;"
+            echo "master_process on;"
+        fi
+        echo "worker_processes 1;"
+        echo "worker_cpu_affinity 01;"
+        if [[ $name == tlsgate-prov ]]; then
+            echo "ssl_provider tlsgate;"
+            echo "ssl_propquery \"?provider=tlsgate\";"
+        fi
+        echo "error_log $d/error.log;"
+        echo "pid $d/server.pid;"
+        echo "events { worker_connections 8192; }"
+        echo "http {"
+        echo "    access_log off;"
+        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
+        echo "    ssl_session_cache off;"
+        echo "    ssl_session_tickets off;"
+        echo "    server {"
+        echo "        listen 127.0.0.1:$port ssl;"
+        echo "        server_name localhost;"
+        echo "        ssl_certificate $TMP/certs/$cert.crt;"
+        echo "        ssl_certificate_key $TMP/certs/$cert.key;"
+        echo "        ssl_protocols $(case_proto "$cs");"
+        [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
+        echo "        root $TMP/html;"
+        [[ $name == tlsgate-prov ]] && echo "        ssl_async on;"
+        echo "        location = /status { stub_status; }"
+        echo "    }"
+        echo "}"
+    } >"$d/server.conf"
+}
+
+start_server() { # name case
+    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
+    mkdir -p "$d/tmp" "$d/state"
+    DIR[$name]=$d
+    for ((attempt = 1; attempt <= 5; attempt++)); do
+        port=$(free_port)
+        [[ $name == haproxy* ]] && SPORT[$name]=$(free_port)
+        write_conf "$name" "$cs" "$port" "$d"
+        : >"$d/error.log"
+        : >"$d/stdout.log"
+        case $name in
+        nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+        tlsgate*)
+            TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
+                "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+            ;;
+        haproxy*)
+            # exec: $! is HAProxy itself (one process, no master)
+            (exec env TLSGATE_STATS_FILE="$d/prov.stats" taskset -c "$SRV_CPU" "$HAPROXY" -db \
+                -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
+            ;;
+        esac
+        m=$!
+        MASTER[$name]=$m
+        w=""
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$m" 2>/dev/null || break
+            if [[ $name == haproxy* ]]; then
+                kids=$m
+            else
+                kids=$(pgrep -P "$m" || true)
+            fi
+            if [[ -n $kids ]] && listening "$port"; then
+                w=$kids
+                break
+            fi
+            sleep 0.1
+        done
+        if [[ -n $w ]]; then
+            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker process, got: ${w//$'\n'/ }"; }
+            WORKER[$name]=$w
+            PORT[$name]=$port
+            sleep 0.3 # let the worker finish its start-up (the provider's threads)
+            [[ $name == haproxy* ]] || [[ $(pgrep -P "$m" || true) == "$w" ]] ||
+                { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start"; }
+            pin "$name"
+            return 0
+        fi
+        if kill -0 "$m" 2>/dev/null; then
+            stop_server "$name"
+            print_log "$d/error.log" "$d/stdout.log"
+            die "$name did not start listening on 127.0.0.1:$port within 10 s (config in $d)"
+        fi
+        wait "$m" 2>/dev/null || true
+        MASTER[$name]=""
+        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
+            note "$name: port $port taken meanwhile, retrying with another"
+            continue
+        fi
+        cat "$d"/*.c* >&2 || true
+        print_log "$d/error.log" "$d/stdout.log"
+        die "$name failed to start (its log is above)"
+    done
+    die "$name: no free port after 5 attempts"
+}
+
+# Every thread of the worker on SRV_CPU (the provider's timer thread too).
+pin() { # name
+    local name=$1 w=${WORKER[$1]} t aff moved=""
+    for t in /proc/"$w"/task/*; do
+        t=${t##*/}
+        aff=$(taskset -pc "$t" 2>/dev/null | sed 's/.*: *//')
+        if [[ $aff != "$SRV_CPU" ]]; then
+            taskset -pc "$SRV_CPU" "$t" >/dev/null
+            moved="$moved $t($aff)"
+        fi
+    done
+    [[ -n $moved ]] && note "$name: pinned threads of worker $w to CPU $SRV_CPU:$moved"
+    return 0
+}
+
+# alive name: 0 if the same worker is still there; else 1, with WHY set (and the log shown)
+declare -A DEAD=()
+WHY=""
+alive() {
+    local name=$1 m=${MASTER[$1]:-} w=${WORKER[$1]:-} now
+    WHY=""
+    if [[ -z $m ]] || ! kill -0 "$m" 2>/dev/null; then
+        WHY="server process died"
+    elif [[ $name != haproxy* ]]; then
+        now=$(pgrep -P "$m" || true)
+        [[ $now == "$w" ]] || WHY="worker $w gone (now: '${now//$'\n'/ }'): crash and respawn?"
+    fi
+    [[ -z $WHY ]] && return 0
+    local fatal
+    fatal=$(grep -hm1 -E 'FATAL|BUG|\[(crit|alert|emerg)\]|[Ss]egmentation' "${DIR[$name]}/stdout.log" "${DIR[$name]}/error.log" 2>/dev/null | head -n 1 || true)
+    [[ -n $fatal ]] && WHY="$WHY: ${fatal:0:160}"
+    print_log "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log"
+    return 1
+}
+
+declare -A R=() # the generator's last key=value line
+# run_replay name secs out [extra options]: the generator on CLI_CPU; fills R. Bounded in
+# time. Returns its exit status (1: no handshake completed; output shown on stderr).
+run_replay() {
+    local name=$1 secs=$2 out=$3 rc=0 kv line
+    shift 3
+    R=()
+    # shellcheck disable=SC2046
+    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" "$REPLAY" -k -n localhost -c "$CONNS" \
+        -d "$secs" "$@" $(case_client "$CS") "127.0.0.1:${PORT[$name]}" >"$out" 2>"$out.err" &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    ((rc == 124 || rc == 137)) && die "the generator against $name did not finish within $((secs + 30)) s"
+    if ((rc != 0)); then
+        cat "$out" "$out.err" >&2
+        return "$rc"
+    fi
+    line=$(tail -n 1 "$out")
+    for kv in $line; do R[${kv%%=*}]=${kv#*=}; done
+    [[ -n ${R[handshakes]:-} ]] || { cat "$out" "$out.err" >&2; die "cannot parse the generator's output ($name)"; }
+}
+
+# verify name case: the recorded handshake is the case's; prints one line
+declare -a VERIFY_LINES=()
+verify() {
+    local name=$1 cs=$2 want_v want_c want_g want_k line
+    run_replay "$name" 1 "$TMP/verify-$name-$cs.txt" -r || die "$name case $cs: the generator could not record a handshake"
+    read -r want_v want_c want_g want_k <<<"$(case_want "$cs")"
+    line="verify $(server_title "$name") case $cs: ${R[version]} ${R[cipher]}, group ${R[group]}, server key ${R[server_key]}, signature ${R[signature]}; client flight 1 ${R[client_flight1_bytes]} B"
+    [[ ${R[client_flight2_bytes]} != 0 ]] && line="$line, flight 2 ${R[client_flight2_bytes]} B"
+    line="$line; server flight ${R[server_flight_records]} records (${R[server_flight_encrypted]} encrypted), ${R[server_flight_bytes]} B"
+    echo "$line"
+    VERIFY_LINES+=("$line")
+    # shellcheck disable=SC2053
+    if [[ ${R[version]} != "$want_v" || ${R[cipher]} != $want_c || ${R[group]} != "$want_g" ||
+        ${R[server_key]} != "$want_k" ]]; then
+        die "$name case $cs is not what it claims (want $want_v $want_c $want_g $want_k)"
+    fi
+}
+
+to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s
+    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
+        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
+        printf "%.2f", v }'
+}
+
+# CPU µs per real handshake with wrk (-c50, Connection: close), for BENCH_WRK=1
+declare -A WRK_US=()
+measure_wrk() { # name case rep
+    local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" c0 c1 rc=0 reqs serr path=/0kb.bin
+    [[ $name == haproxy* ]] && path=/
+    c0=$(cpu_ticks "${WORKER[$name]}")
+    timeout -k 5 $((WRK_SECS + 30)) taskset -c "$CLI_CPU" wrk -t1 -c50 -d "${WRK_SECS}s" \
+        -H 'Connection: close' "https://127.0.0.1:${PORT[$name]}$path" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo "$c0")
+    ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((WRK_SECS + 30)) s"
+    if ((rc != 0)) || ! alive "$name"; then
+        cat "$out" >&2
+        note "wrk against $name case $cs failed (rc $rc) ${WHY}"
+        return 0
+    fi
+    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
+    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
+    [[ -n $reqs && $reqs -gt 0 ]] || { cat "$out" >&2; die "wrk against $name: no requests"; }
+    ((${serr:-0} == 0)) || note "wrk against $name case $cs: ${serr} socket errors"
+    WRK_US[$cs-$name-$rep]=$(awk -v c=$((c1 - c0)) -v hz="$HZ" -v n="$reqs" 'BEGIN { printf "%.1f", c / hz * 1e6 / n }')
+    printf '  %-13s case %s run %d: wrk %s requests in %ss, %s us/hs (real handshakes)\n' \
+        "$name" "$cs" "$rep" "$reqs" "$WRK_SECS" "${WRK_US[$cs-$name-$rep]}"
+}
+
+declare -a ROWS=()
+declare -A SUM_RATE=() SUM_HS=() SUM_CPU=() N_RUNS=()
+
+# on-CPU and runqueue-wait ns of the worker's main thread (/proc/PID/task/PID/schedstat)
+sched_ns() { # pid -> "oncpu wait"
+    local a b c
+    read -r a b c <"/proc/$1/task/$1/schedstat" || return 1
+    echo "$a $b"
+}
+
+# crashed name case rep: a row for a server that died during the run
+crashed() {
+    local name=$1 cs=$2 rep=$3
+    DEAD[$cs-$name]=1
+    ROWS+=("$cs|$name|$rep|0|0|0|0|0|0|0|0|n/a|CRASHED: ${WHY//|//}")
+    note "$name case $cs run $rep: $WHY; no more runs of $name in case $cs"
+}
+
+measure() { # name case rep
+    local name=$1 cs=$2 rep=$3 out="$TMP/replay-$1-$2-$3.txt" a0 a1 c0 c1 t0 t1 s0 s1 rc=0
+    [[ -n ${DEAD[$cs-$name]:-} ]] && return 0
+    alive "$name" || { crashed "$name" "$cs" "$rep"; return 0; }
+    if ((WARMUP > 0)); then
+        run_replay "$name" "$WARMUP" "$TMP/warmup-$name-$cs-$rep.txt" || rc=$?
+        alive "$name" || { crashed "$name" "$cs" "$rep"; return 0; }
+        ((rc == 0)) || die "$name case $cs: no handshake completed in the warm-up"
+    fi
+    a0=$(accepts "$name")
+    c0=$(cpu_ticks "${WORKER[$name]}")
+    s0=$(sched_ns "${WORKER[$name]}" || echo "0 0")
+    t0=$(now_ns)
+    run_replay "$name" "$SECS" "$out" || rc=$?
+    t1=$(now_ns)
+    c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || true)
+    s1=$(sched_ns "${WORKER[$name]}" 2>/dev/null || echo "$s0")
+    alive "$name" || { crashed "$name" "$cs" "$rep"; return 0; }
+    ((rc == 0)) || die "$name case $cs: no handshake completed"
+    a1=$(accepts "$name")
+    local acc="n/a"
+    # connections the server accepted beyond the generator's: its recorded handshake and
+    # the second query are expected (2)
+    [[ -n $a0 && -n $a1 ]] && acc=$((a1 - a0 - R[started] - 2))
+    local errs=${R[errors]} row
+    # the worker's main thread over the run: asleep = wall - on CPU - waiting for a CPU
+    # (the generator let it idle); runqueue = waiting while other tasks held CPU 0
+    row=$(awk -v name="$name" -v cs="$cs" -v rep="$rep" -v hs="${R[handshakes]}" -v rate="${R[hs_per_s]}" \
+        -v cpu=$((c1 - c0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) -v p50="${R[p50_us]}" -v p99="${R[p99_us]}" \
+        -v ccpu="${R[client_cpu_pct]}" -v errs="$errs" -v acc="$acc" -v s0="$s0" -v s1="$s1" 'BEGIN {
+        wall = wall_ns / 1e9; cpu_s = cpu / hz
+        us = hs > 0 ? cpu_s * 1e6 / hs : 0; spct = 100 * cpu_s / wall
+        core = us > 0 ? 1e6 / us : 0
+        split(s0, a, " "); split(s1, b, " ")
+        oncpu = (b[1] - a[1]) / 1e9; rq = (b[2] - a[2]) / 1e9
+        idle = 100 * (wall - oncpu - rq) / wall; rqp = 100 * rq / wall
+        flag = ""
+        if (ccpu > 90) flag = "client-bound"
+        if (idle > 5) flag = flag (flag ? ", " : "") sprintf("server idle %.0f%%", idle)
+        if (rqp > 5) flag = flag (flag ? ", " : "") sprintf("CPU 0 shared: runqueue %.0f%%", rqp)
+        if (errs > 0) flag = flag (flag ? ", " : "") "ERRORS"
+        if (acc != "n/a" && (acc > 5 + 0.01 * hs || -acc > 5 + 0.01 * hs)) flag = flag (flag ? ", " : "") "accepts mismatch"
+        printf "%s|%s|%d|%.0f|%.0f|%.0f|%.1f|%.2f|%.2f|%.0f|%d|%s|%s\n",
+            cs, name, rep, rate, core, spct, us, p50 / 1000, p99 / 1000, ccpu, errs, acc, flag }')
+    ROWS+=("$row")
+    SUM_RATE[$cs-$name]=$(awk -v a="${SUM_RATE[$cs-$name]:-0}" -v b="${R[hs_per_s]}" 'BEGIN { printf "%.2f", a + b }')
+    SUM_HS[$cs-$name]=$((${SUM_HS[$cs-$name]:-0} + R[handshakes]))
+    SUM_CPU[$cs-$name]=$(awk -v a="${SUM_CPU[$cs-$name]:-0}" -v c=$((c1 - c0)) -v hz="$HZ" 'BEGIN { printf "%.4f", a + c / hz }')
+    N_RUNS[$cs-$name]=$((${N_RUNS[$cs-$name]:-0} + 1))
+    local rate core spct us p50 p99 ccpu flag
+    IFS='|' read -r _ _ _ rate core spct us p50 p99 ccpu errs acc flag <<<"$row"
+    printf '  %-13s case %s run %d: %6s hs/s  %6s hs per CPU-s  server %3s%%  %6s us/hs  p50 %sms p99 %sms  client %s%%  errors %s  accepts-diff %s  %s\n' \
+        "$name" "$cs" "$rep" "$rate" "$core" "$spct" "$us" "$p50" "$p99" "$ccpu" "$errs" "$acc" "$flag"
+    if ((errs > 0)); then
+        note "$name case $cs: errors: refused ${R[err_refused]} reset ${R[err_reset]} timeout ${R[err_timeout]} protocol ${R[err_protocol]} other ${R[err_other]}; last: ${R[last_error]//_/ }"
+    fi
+    [[ $WRK == 1 ]] && measure_wrk "$name" "$cs" "$rep"
+    return 0
+}
+
+# the provider's counters (TLSGATE_STATS_FILE, written when the server exits): batch fill
+declare -A PROV_LINE=()
+prov_summary() { # name case
+    local name=$1 cs=$2 f="${DIR[$1]}/prov.stats" line
+    [[ $name == *-prov && -s $f ]] || return 0
+    line=$(awk '/^tlsgate pid=/ && / requests=[1-9]/ { l = $0 } END { print l }' "$f")
+    [[ -n $line ]] || return 0
+    PROV_LINE[$cs-$name]=$(awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        n = 0; s = 0; for (k = 1; k <= 8; k++) { n += v["batch_fill_" k]; s += k * v["batch_fill_" k] }
+        printf "requests %d (in async jobs %d, single %d, fallbacks %d), batches %d, mean fill %.2f, full %d",
+            v["requests"], v["requests_async"], v["sync"], v["fallbacks"], v["batches"],
+            n ? s / n : 0, v["batch_fill_8"] }' <<<"$line")
+}
+
+# --- run ---------------------------------------------------------------------------------
+VERS="$(openssl version)"
+want nginx && VERS="$VERS; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //')"
+{ want tlsgate || want tlsgate-prov; } && VERS="$VERS; tlsgate $("$TG" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }')"
+{ want haproxy || want haproxy-prov; } && VERS="$VERS; HAProxy $("$HAPROXY" -v 2>&1 | awk 'NR == 1 { print $3 }')"
+echo "$VERS"
+echo "generator: $REPLAY; server worker on CPU $SRV_CPU, generator on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; $CONNS connections; repeat $REPEAT"
+
+for CS in $CASES; do
+    echo
+    echo "== case $CS: $(case_title "$CS") =="
+    for name in $SERVERS; do
+        start_server "$name" "$CS"
+        verify "$name" "$CS"
+    done
+    for ((rep = 1; rep <= REPEAT; rep++)); do
+        for name in $SERVERS; do
+            measure "$name" "$CS" "$rep"
+        done
+    done
+    for name in $SERVERS; do
+        stop_server "$name"
+        prov_summary "$name" "$CS"
+        if [[ -n ${PROV_LINE[$CS-$name]:-} ]]; then echo "  $name provider: ${PROV_LINE[$CS-$name]}"; fi
+        # anything at [crit]/[alert]/[emerg] is worth a look, except what the replay causes
+        # by design: nginx logs the stale Finished of TLS 1.2 (bad record mac) at [crit]
+        crit=$(grep -hE '\[(crit|alert|emerg)\]|ALERT|FATAL' "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log" 2>/dev/null |
+            grep -v 'bad record mac' | sed -E 's/^[0-9\/: ]+//; s/\*[0-9]+ //; s/client: [^,]*, //' |
+            sort | uniq -c | sort -rn || true)
+        if [[ -n $crit ]]; then
+            note "WARNING: $name logged critical messages in case $CS:"
+            head -n 5 <<<"$crit" >&2
+        fi
+        n=$(grep -c 'bad record mac' "${DIR[$name]}/error.log" 2>/dev/null || true)
+        if ((${n:-0} > 0)); then
+            echo "  $name error log: $n '[crit] ... bad record mac' lines (the replayed stale Finished)"
+        fi
+    done
+done
+
+# --- report ------------------------------------------------------------------------------
+mean_rate() { # case name -> mean hs/s, or ""
+    [[ -n ${N_RUNS[$1-$2]:-} ]] || return 0
+    awk -v s="${SUM_RATE[$1-$2]}" -v n="${N_RUNS[$1-$2]}" 'BEGIN { printf "%.1f", s / n }'
+}
+per_core() { # case name -> handshakes per server CPU-second over all runs, or ""
+    [[ -n ${N_RUNS[$1-$2]:-} ]] || return 0
+    awk -v h="${SUM_HS[$1-$2]}" -v c="${SUM_CPU[$1-$2]}" 'BEGIN { printf "%.1f", (c > 0 ? h / c : 0) }'
+}
+
+report() {
+    local row cs name rep rate core spct us p50 p99 ccpu errs acc flag ng x wcol whead wsep
+    echo "# TLS handshakes per server core with replayed client flights (bench/replay.sh)"
+    echo
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+    echo "$VERS"
+    echo
+    echo "One server worker (every thread) on CPU $SRV_CPU; \`taskset -c $CLI_CPU tlsgate_replay -c $CONNS -d $SECS\`"
+    echo "after a ${WARMUP}s warm-up; run order per case: ($SERVERS) x $REPEAT. No session cache,"
+    echo "no tickets, access log off. tlsgate + provider: ssl_provider tlsgate, ssl_propquery"
+    echo "\"?provider=tlsgate\", ssl_async on; HAProxy + provider: ssl-provider tlsgate, ssl-propquery"
+    echo "?provider=tlsgate, ssl-mode-async; HAProxy: nbthread 1."
+    echo
+    for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
+    for cs in $CASES; do
+        for name in $SERVERS; do
+            [[ -n ${PROV_LINE[$cs-$name]:-} ]] && echo "- provider counters, $(server_title "$name") case $cs (whole server lifetime): ${PROV_LINE[$cs-$name]}"
+        done
+    done
+    echo
+    whead="" wsep=""
+    if [[ $WRK == 1 ]]; then
+        whead=" wrk CPU µs/hs | replay/wrk |"
+        wsep="---:|---:|"
+    fi
+    echo "| case | server | run | handshakes/s | hs per server CPU-s | server CPU % | server CPU µs/hs | p50 ms | p99 ms | client CPU % | errors | accepts diff | × nginx (per CPU-s) |$whead note |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|$wsep---|"
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r cs name rep rate core spct us p50 p99 ccpu errs acc flag <<<"$row"
+        ng=$(per_core "$cs" nginx)
+        x="n/a"
+        [[ -n $ng && $flag != CRASHED* ]] && x=$(awk -v a="$core" -v b="$ng" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        wcol=""
+        if [[ $WRK == 1 ]]; then
+            wcol=$(awk -v w="${WRK_US[$cs-$name-$rep]:-0}" -v r="$us" 'BEGIN { printf " %.1f | %.2f |", w, (w > 0 ? r / w : 0) }')
+        fi
+        echo "| $cs | $(server_title "$name") | $rep | $rate | $core | $spct | $us | $p50 | $p99 | $ccpu | $errs | $acc | $x |$wcol $flag |"
+    done
+    echo
+    echo
+    echo "Handshakes per server CPU-second (10^6 / CPU µs per handshake over all runs: the"
+    echo "saturated rate of one core, robust when other load shares CPU $SRV_CPU), × nginx; then mean handshakes/s:"
+    echo
+    local head="| case |" sep="|---|"
+    for name in $SERVERS; do
+        head="$head $(server_title "$name") |"
+        sep="$sep---:|"
+    done
+    echo "$head"
+    echo "$sep"
+    for cs in $CASES; do
+        local line
+        line="| $cs: $(case_short "$cs") |"
+        ng=$(per_core "$cs" nginx)
+        for name in $SERVERS; do
+            core=$(per_core "$cs" "$name")
+            rate=$(mean_rate "$cs" "$name")
+            if [[ -z $core ]]; then
+                line="$line ${DEAD[$cs-$name]:+crashed} |"
+            elif [[ -n $ng && $name != nginx ]]; then
+                line="$line $(awk -v a="$core" -v b="$ng" -v r="$rate" 'BEGIN { printf "%.0f (**%.2f×**); %.0f/s", a, (b > 0 ? a / b : 0), r }') |"
+            else
+                line="$line $(awk -v a="$core" -v r="$rate" 'BEGIN { printf "%.0f; %.0f/s", a, r }') |"
+            fi
+        done
+        echo "$line"
+    done
+}
+
+echo
+REPORT=$(report)
+echo "$REPORT"
+if [[ $SAVE == 1 ]]; then
+    mkdir -p "$ROOT/bench/results"
+    f="$ROOT/bench/results/replay-$(date +%Y%m%d-%H%M%S).md"
+    echo "$REPORT" >"$f"
+    echo
+    echo "saved: ${f#"$ROOT"/}"
+fi
