@@ -29,14 +29,13 @@ test:
 	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
-# tlsgate vs nginx full handshakes, then async TLS with the fake accelerator (bench/).
+# Measure tlsgate against nginx and HAProxy (crypto, handshakes, keep-alive, throughput,
+# replayed-flight saturation) and write bench/out/report.md + PNG charts (bench/report.sh).
+# BENCH_QUICK=1: short runs and fewer cases (under 5 minutes).
 bench:
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
-	bench/handshake.sh
-	bench/async.sh
-	bench/speed.sh
-	bench/mb8.sh
+	BUILD_DIR=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/report.sh
 
 fuzz:
 	@scripts/deps.sh test

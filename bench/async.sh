@@ -26,6 +26,7 @@ for t in wrk openssl taskset curl; do
 done
 [ -x "$BIN" ] || { echo "bench/async.sh: $BIN not built (make build)" >&2; exit 1; }
 [ -f "$BUILD_DIR/fakeaccel.so" ] || cmake --build "$BUILD_DIR" --target fakeaccel >/dev/null
+BUILD_ABS=$(cd "$BUILD_DIR" && pwd) # BUILD_DIR may be relative or absolute
 TMP=$(mktemp -d)
 MASTER=""
 cleanup() {
@@ -44,7 +45,7 @@ else PROTO="ssl_protocols TLSv1.3;"; fi
 run() { # run on|off -> prints a table row
     local mode=$1
     cat > "$TMP/t.conf" <<CONF
-ssl_provider fakeaccel { path $PWD/$BUILD_DIR; delay_us $DELAY; notify $NOTIFY; }
+ssl_provider fakeaccel { path $BUILD_ABS; delay_us $DELAY; notify $NOTIFY; }
 ssl_propquery "?provider=fakeaccel";
 worker_processes 1;
 worker_cpu_affinity 01;

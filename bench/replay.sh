@@ -24,6 +24,10 @@
 #                   (-t1 -c50, 'Connection: close', BENCH_WRK_SECONDS, default 5) and
 #                   print the replay/wrk ratio: how faithful the replay is
 #   BENCH_SAVE      1: also write the report to bench/results/replay-<date>.md
+#   BENCH_TSV       also append tab-separated rows to this file: per measured run
+#                   "run case server rep hs_per_s hs_per_cpu_s server_cpu_pct
+#                   server_us_per_hs p50_ms p99_ms client_cpu_pct errors accepts_diff note";
+#                   per provider server "prov case server summary"
 #   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
 #
 # Cases (the server pins them; the generator's recorded handshake is checked against them):
@@ -67,6 +71,8 @@ SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
 SAVE=${BENCH_SAVE:-0}
 WRK=${BENCH_WRK:-0}
 WRK_SECS=${BENCH_WRK_SECONDS:-5}
+TSV=${BENCH_TSV:-}
+[[ -z $TSV || $TSV == /* ]] || TSV=$PWD/$TSV
 for v in SECS WARMUP CONNS REPEAT WRK_SECS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
 done
@@ -790,6 +796,18 @@ report() {
 echo
 REPORT=$(report)
 echo "$REPORT"
+if [[ -n $TSV ]]; then
+    mkdir -p "$(dirname "$TSV")"
+    {
+        printf '# bench/replay.sh %s, %ss runs, %s connections\n# %s\n' "$(date -u +%FT%TZ)" "$SECS" "$CONNS" "$VERS"
+        for row in "${ROWS[@]}"; do printf 'run\t%s\n' "${row//|/$'\t'}"; done
+        for cs in $CASES; do
+            for name in $SERVERS; do
+                [[ -n ${PROV_LINE[$cs-$name]:-} ]] && printf 'prov\t%s\t%s\t%s\n' "$cs" "$name" "${PROV_LINE[$cs-$name]}"
+            done
+        done
+    } >>"$TSV"
+fi
 if [[ $SAVE == 1 ]]; then
     mkdir -p "$ROOT/bench/results"
     f="$ROOT/bench/results/replay-$(date +%Y%m%d-%H%M%S).md"

@@ -9,15 +9,23 @@
 # portable reference code: ratios below 1 are expected and are what #5/#6 must turn around.
 #
 # Usage: bench/speed.sh        (after `make build`)
-# Environment: BUILD_DIR (build), BENCH_SECONDS (2), BENCH_ALGS ("rsa2048 ecdsap256
-#   ecdhp256 ecdhx25519"), BENCH_JOBS ("1 8 64"), BENCH_CPU (0)
+# Environment: BUILD_DIR (build), BENCH_SECONDS (2), BENCH_ALGS ("rsa2048 rsa3072 rsa4096
+#   ecdsap256 ecdhp256 ecdhx25519"), BENCH_JOBS ("1 8 64"), BENCH_CPU (0),
+#   BENCH_TSV (also append one tab-separated row per line to this file: alg jobs
+#   default_per_s tlsgate_per_s ratio batches fill_1 .. fill_8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 SECS=${BENCH_SECONDS:-2}
-ALGS=${BENCH_ALGS:-"rsa2048 ecdsap256 ecdhp256 ecdhx25519"}
+ALGS=${BENCH_ALGS:-"rsa2048 rsa3072 rsa4096 ecdsap256 ecdhp256 ecdhx25519"}
 JOBS=${BENCH_JOBS:-"1 8 64"}
 CPU=${BENCH_CPU:-0}
+TSV=${BENCH_TSV:-}
+if [ -n "$TSV" ]; then
+    case $TSV in /*) ;; *) TSV=$OLDPWD/$TSV ;; esac # relative to the caller's directory
+    mkdir -p "$(dirname "$TSV")"
+    printf '# bench/speed.sh %s, %ss per run, CPU %s\n' "$(date -u +%FT%TZ)" "$SECS" "$CPU" >>"$TSV"
+fi
 for t in openssl taskset; do
     command -v "$t" >/dev/null || { echo "bench/speed.sh: $t is missing (scripts/deps.sh bench)" >&2; exit 1; }
 done
@@ -50,5 +58,10 @@ for alg in $ALGS; do
         fill=$(sed -n 's/.*batches=\([0-9]*\) batch_fill_1=\([0-9]*\) batch_fill_2=\([0-9]*\) batch_fill_3=\([0-9]*\) batch_fill_4=\([0-9]*\) batch_fill_5=\([0-9]*\) batch_fill_6=\([0-9]*\) batch_fill_7=\([0-9]*\) batch_fill_8=\([0-9]*\).*/\1 (\2 \3 \4 \5 \6 \7 \8 \9)/p' "$TMP/stats" 2>/dev/null | tail -1)
         ratio=$(awk -v a="${t:-0}" -v b="${d:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
         printf "%-11s %5s %12s %12s %7s  %s\n" "$alg" "$j" "${d:-?}" "${t:-?}" "$ratio" "${fill:-?}"
+        if [ -n "$TSV" ]; then
+            # shellcheck disable=SC2086 # fill: "batches (f1 .. f8)"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$alg" "$j" "${d:-0}" "${t:-0}" "$ratio" \
+                "$(echo ${fill:-} | tr -d '()' | tr ' ' '\t')" >>"$TSV"
+        fi
     done
 done

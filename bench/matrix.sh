@@ -1,0 +1,715 @@
+#!/usr/bin/env bash
+# bench/matrix.sh: tlsgate against the servers it replaces, with real clients (wrk, curl):
+# full handshakes in issue #11's four cases for five servers at 1 and at 200 connections,
+# then keep-alive 1 KB requests/s and 100 MB transfers per TLS 1.3 cipher suite.
+#
+# Usage (from the repo root, after
+#   cmake --build build --target tlsgate tlsgate_prov):
+#   bench/matrix.sh
+#   BENCH_SECONDS=3 BENCH_CASES="a c" BENCH_PARTS=handshake bench/matrix.sh
+#   BENCH_TSV=bench/out/matrix.tsv bench/matrix.sh     (also machine-readable rows)
+#
+# Environment:
+#   TLSGATE_BIN     tlsgate binary (default build/tlsgate)
+#   TLSGATE_PROV    provider module for HAProxy (default: tlsgate.so next to TLSGATE_BIN)
+#   NGINX_BIN, HAPROXY_BIN  (default: from PATH or /usr/sbin)
+#   BENCH_PARTS     subset of "handshake keepalive throughput" (default all)
+#   BENCH_SECONDS   measured wrk run (handshake, keepalive) (default 10)
+#   BENCH_WARMUP    warm-up wrk run before each measured run, seconds (default 2; 0 = none)
+#   BENCH_REPEAT    runs per server and point, servers in rotation (default 1)
+#   BENCH_CASES     handshake cases, subset of "a b c d" (default all)
+#   BENCH_SERVERS   handshake servers, subset of "nginx tlsgate tlsgate-prov haproxy
+#                   haproxy-prov" (default all); keepalive/throughput: nginx, tlsgate
+#   BENCH_LOADS     handshake wrk connection counts (default "1 200")
+#   BENCH_KA_CONNS  keep-alive wrk connections (default 50)
+#   BENCH_SUITES    throughput suites, subset of "TLS_AES_128_GCM_SHA256
+#                   TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256" (default all)
+#   BENCH_MB_COUNT  100 MB downloads per throughput run, one connection (default 5)
+#   BENCH_TSV       also append tab-separated rows to this file (see "TSV" below)
+#   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#
+# Handshake cases (pinned by the server; verified once per server with openssl s_client):
+#   a  TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048 certificate
+#   b  TLSv1.2 AES256-GCM-SHA384 (RSA key exchange), RSA-2048 certificate
+#   c  TLSv1.3 (default suites), ECDSA P-256 certificate
+#   d  TLSv1.3 (default suites), RSA-2048 certificate
+# Servers (as bench/replay.sh): one worker (every thread) pinned to CPU 0; no session cache,
+# no tickets, access log off, 127.0.0.1 on free ports. tlsgate-prov: ssl_provider tlsgate;
+# ssl_propquery "?provider=tlsgate"; ssl_async on. haproxy: nbthread 1, `http-request
+# return` (2-byte body); haproxy-prov: + ssl-provider tlsgate, ssl-propquery
+# ?provider=tlsgate, ssl-mode-async. Client on CPU 1 (CPU 0 too on a 1-CPU machine):
+# wrk -t1 -c LOAD -H 'Connection: close' --latency (one full handshake per request).
+#
+# Keep-alive: nginx and tlsgate, TLS 1.3 (default suites), ECDSA P-256, keepalive_requests
+# 1000000: wrk -t1 -c BENCH_KA_CONNS --latency on /1kb.bin (requests/s, server CPU µs per
+# request). Throughput: the same servers; curl on CPU 1 fetches /100mb.bin BENCH_MB_COUNT
+# times over one connection, offering only the suite measured (--tls13-ciphers; the
+# negotiated suite is checked with openssl s_client): MB/s (10^6 B) and server CPU s per GB.
+#
+# Columns: hs/s (req/s) = wrk Requests/sec; server CPU µs = worker utime+stime (all threads)
+# over the run / requests; server CPU % = that / wall; conn ms = connections / hs/s (Little's
+# law: at c=1 the time of a whole connection: connect, handshake, request); p50/p99 = wrk's
+# latency (from the request's first write: after the handshake); client CPU % = the
+# client's utime+stime / wall, "client-bound" when > 90% (then the rate measures the client;
+# the server's CPU per operation is still valid).
+#
+# TSV (BENCH_TSV), one row per measured run, first field the part:
+#   hs  case server conns rep hs_per_s server_us_per_hs server_cpu_pct conn_ms p50_ms p99_ms client_cpu_pct errors note
+#   ka  -    server conns rep req_per_s server_us_per_req server_cpu_pct conn_ms p50_ms p99_ms client_cpu_pct errors note
+#   tp  suite server 1   rep mb_per_s server_cpu_s_per_gb server_cpu_pct - - - client_cpu_pct errors note
+set -euo pipefail
+
+die() { echo "matrix.sh: error: $*" >&2; exit 1; }
+note() { echo "matrix.sh: $*" >&2; }
+
+SECS=${BENCH_SECONDS:-10}
+WARMUP=${BENCH_WARMUP:-2}
+REPEAT=${BENCH_REPEAT:-1}
+PARTS=${BENCH_PARTS:-handshake keepalive throughput}
+CASES=${BENCH_CASES:-a b c d}
+SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
+LOADS=${BENCH_LOADS:-1 200}
+KA_CONNS=${BENCH_KA_CONNS:-50}
+SUITES=${BENCH_SUITES:-TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256}
+MB_COUNT=${BENCH_MB_COUNT:-5}
+TSV=${BENCH_TSV:-}
+for v in SECS WARMUP REPEAT KA_CONNS MB_COUNT; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
+done
+((SECS > 0)) || die "BENCH_SECONDS must be > 0"
+((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
+((KA_CONNS > 0)) || die "BENCH_KA_CONNS must be > 0"
+((MB_COUNT > 0)) || die "BENCH_MB_COUNT must be > 0"
+for p in $PARTS; do
+    case $p in handshake | keepalive | throughput) ;; *) die "unknown part '$p' in BENCH_PARTS" ;; esac
+done
+for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
+for s in $SERVERS; do
+    case $s in nginx | tlsgate | tlsgate-prov | haproxy | haproxy-prov) ;;
+    *) die "unknown server '$s' in BENCH_SERVERS" ;;
+    esac
+done
+for l in $LOADS; do [[ $l =~ ^[1-9][0-9]*$ ]] || die "bad load '$l' in BENCH_LOADS"; done
+for s in $SUITES; do
+    case $s in TLS_AES_128_GCM_SHA256 | TLS_AES_256_GCM_SHA384 | TLS_CHACHA20_POLY1305_SHA256) ;;
+    *) die "unknown suite '$s' in BENCH_SUITES" ;;
+    esac
+done
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+want() { [[ " $SERVERS " == *" $1 "* ]]; }
+part handshake || SERVERS="" # keepalive/throughput use nginx and tlsgate only
+NEED_NGINX=0
+NEED_HAPROXY=0
+{ want nginx || part keepalive || part throughput; } && NEED_NGINX=1
+{ want haproxy || want haproxy-prov; } && NEED_HAPROXY=1
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# --- tools -------------------------------------------------------------------------------
+install_missing() {
+    local pkgs=() sudo=()
+    if ((NEED_NGINX)) && ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] &&
+        [[ -z ${NGINX_BIN:-} ]]; then
+        pkgs+=(nginx-light)
+    fi
+    if ((NEED_HAPROXY)) && ! command -v haproxy >/dev/null 2>&1 && [[ ! -x /usr/sbin/haproxy ]] &&
+        [[ -z ${HAPROXY_BIN:-} ]]; then
+        pkgs+=(haproxy)
+    fi
+    command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
+    command -v curl >/dev/null 2>&1 || pkgs+=(curl)
+    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
+    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
+    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
+    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
+    ((${#pkgs[@]} == 0)) && return 0
+    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
+    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
+    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    note "installing: ${pkgs[*]}"
+    # keep the packages from starting their system services (see bench/handshake.sh)
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+        "${sudo[@]}" chmod 755 "$policy"
+        made_policy=1
+    fi
+    local rc=0
+    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
+    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
+    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
+}
+install_missing
+
+abspath() { # a path relative to $PWD if it exists there, else to the repo root
+    if [[ $1 == /* ]]; then echo "$1"; elif [[ -e $1 ]]; then echo "$PWD/$1"; else echo "$ROOT/$1"; fi
+}
+TG=$(abspath "${TLSGATE_BIN:-build/tlsgate}")
+PROV=$(abspath "${TLSGATE_PROV:-$(dirname "$TG")/tlsgate.so}")
+[[ -x $TG ]] || die "tlsgate binary not found: $TG (cmake --build build --target tlsgate, or set TLSGATE_BIN)"
+if want haproxy-prov; then
+    [[ -f $PROV ]] || die "provider module not found: $PROV (cmake --build build --target tlsgate_prov, or set TLSGATE_PROV)"
+fi
+NGINX=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
+HAPROXY=${HAPROXY_BIN:-$(command -v haproxy 2>/dev/null || echo /usr/sbin/haproxy)}
+((NEED_NGINX)) && { [[ -x $NGINX ]] || die "nginx not found ($NGINX)"; }
+((NEED_HAPROXY)) && { [[ -x $HAPROXY ]] || die "haproxy not found ($HAPROXY)"; }
+if [[ -n $TSV ]]; then
+    TSV=$(abspath "$TSV")
+    mkdir -p "$(dirname "$TSV")"
+fi
+
+SRV_CPU=0
+CLI_CPU=1
+if (($(nproc) < 2)); then
+    note "warning: only 1 CPU: server and client share CPU 0, numbers are not meaningful"
+    CLI_CPU=0
+fi
+HZ=$(getconf CLK_TCK)
+
+# --- state and cleanup -------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-matrix.XXXXXX")
+chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
+declare -A MASTER=() WORKER=() PORT=() DIR=()
+CLIENT_PID=""
+
+stop_server() {
+    local name=$1 m=${MASTER[$1]:-} i
+    [[ -n $m ]] || return 0
+    MASTER[$name]=""
+    kill -TERM "$m" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$m" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$m" 2>/dev/null; then
+        note "$name ($m) did not stop on SIGTERM in 5 s, sending SIGKILL"
+        pkill -KILL -P "$m" 2>/dev/null || true
+        kill -KILL "$m" 2>/dev/null || true
+    fi
+    wait "$m" 2>/dev/null || true
+    if [[ -n ${WORKER[$name]:-} && ${WORKER[$name]} != "$m" ]]; then
+        kill -KILL "${WORKER[$name]}" 2>/dev/null || true
+    fi
+    WORKER[$name]=""
+}
+
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+    set +e
+    [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
+    local s
+    for s in "${!MASTER[@]}"; do stop_server "$s"; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- files -------------------------------------------------------------------------------
+mkdir -p "$TMP/html" "$TMP/certs"
+: >"$TMP/html/0kb.bin"
+head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
+if part throughput; then
+    # random bytes: nothing on the path can compress them
+    head -c $((100 * 1024 * 1024)) /dev/urandom >"$TMP/html/100mb.bin"
+fi
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
+    die "cannot create the RSA certificate"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
+    die "cannot create the ECDSA certificate"
+cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
+cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
+chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+cd "$TMP" # every path below is absolute
+
+# --- helpers -----------------------------------------------------------------------------
+free_port() { # a port no socket uses now, outside the ephemeral range
+    local used p i lo=32768 hi=60999
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+    for ((i = 0; i < 500; i++)); do
+        p=$((10000 + (RANDOM * 32768 + RANDOM) % 55000))
+        ((p >= lo && p <= hi)) && continue
+        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
+    done
+    die "no free port found"
+}
+
+listening() { # port: 0 if something listens on 127.0.0.1:port
+    local hex
+    hex=$(printf '%04X' "$1")
+    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
+        /proc/net/tcp
+}
+
+cpu_ticks() { # pid -> utime+stime (all threads), clock ticks
+    local line rest
+    read -r line <"/proc/$1/stat" || return 1
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest
+    echo $((${12} + ${13}))
+}
+
+children_ticks() { # cutime+cstime of this shell: CPU of reaped clients, clock ticks
+    local line rest
+    read -r line <"/proc/$$/stat"
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest
+    echo $((${14} + ${15}))
+}
+
+now_ns() { date +%s%N; }
+
+print_log() {
+    local f
+    for f in "$@"; do
+        [[ -s $f ]] || continue
+        echo "----- $f (last 30 lines) -----" >&2
+        tail -n 30 "$f" >&2
+    done
+}
+
+nginx_temp_paths() { # compiled-in temp paths into TMP (see bench/handshake.sh)
+    local v dir=$1
+    v=$("$NGINX" -V 2>&1)
+    echo "    client_body_temp_path $dir/body;"
+    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
+    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
+    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
+    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
+}
+
+# case k: the keep-alive / throughput server (TLS 1.3, every default suite, ECDSA P-256)
+case_title() {
+    case $1 in
+    a) echo "TLS 1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048" ;;
+    b) echo "TLS 1.2 AES256-GCM-SHA384 (RSA key exchange), RSA-2048" ;;
+    c) echo "TLS 1.3, ECDSA P-256" ;;
+    d) echo "TLS 1.3, RSA-2048" ;;
+    k) echo "TLS 1.3, ECDSA P-256, keep-alive" ;;
+    esac
+}
+case_cert() { case $1 in c | k) echo ecdsa ;; *) echo rsa ;; esac }
+case_proto() { case $1 in a | b) echo TLSv1.2 ;; *) echo TLSv1.3 ;; esac }
+case_cipher() { case $1 in a) echo ECDHE-RSA-AES256-GCM-SHA384 ;; b) echo AES256-GCM-SHA384 ;; esac }
+case_want() { # protocol cipher-glob key
+    case $1 in
+    a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384 RSA-2048" ;;
+    b) echo "TLSv1.2 AES256-GCM-SHA384 RSA-2048" ;;
+    c | k) echo "TLSv1.3 TLS_* EC-prime256v1" ;;
+    d) echo "TLSv1.3 TLS_* RSA-2048" ;;
+    esac
+}
+server_title() {
+    case $1 in
+    nginx) echo "nginx" ;;
+    tlsgate) echo "tlsgate" ;;
+    tlsgate-prov) echo "tlsgate + provider" ;;
+    haproxy) echo "HAProxy" ;;
+    haproxy-prov) echo "HAProxy + provider" ;;
+    esac
+}
+server_path() { case $1 in haproxy*) echo / ;; *) echo /0kb.bin ;; esac }
+
+write_conf() { # name case port dir
+    local name=$1 cs=$2 port=$3 d=$4 cert
+    cert=$(case_cert "$cs")
+    if [[ $name == haproxy* ]]; then
+        local proto tls
+        proto=$(case_proto "$cs")
+        tls="ssl-min-ver $proto ssl-max-ver $proto no-tls-tickets"
+        [[ -n $(case_cipher "$cs") ]] && tls="$tls ciphers $(case_cipher "$cs")"
+        {
+            echo "global"
+            echo "    nbthread 1"
+            echo "    maxconn 8192"
+            echo "    tune.ssl.cachesize 0"
+            if [[ $name == haproxy-prov ]]; then
+                echo "    ssl-provider-path $(dirname "$PROV")"
+                echo "    ssl-provider $(basename "$PROV" .so)"
+                echo "    ssl-provider default"
+                echo "    ssl-propquery ?provider=tlsgate"
+                echo "    ssl-mode-async"
+            fi
+            echo "defaults"
+            echo "    mode http"
+            echo "    timeout connect 5s"
+            echo "    timeout client 10s"
+            echo "    timeout server 10s"
+            echo "frontend fe_tls"
+            echo "    bind 127.0.0.1:$port ssl crt $TMP/certs/$cert.pem $tls"
+            echo "    http-request return status 200 content-type text/plain string ok"
+        } >"$d/haproxy.cfg"
+        return
+    fi
+    {
+        if [[ $name == nginx ]]; then
+            echo "daemon off;"
+            echo "master_process on;"
+        fi
+        echo "worker_processes 1;"
+        echo "worker_cpu_affinity 01;"
+        if [[ $name == tlsgate-prov ]]; then
+            echo "ssl_provider tlsgate;"
+            echo "ssl_propquery \"?provider=tlsgate\";"
+        fi
+        echo "error_log $d/error.log;"
+        echo "pid $d/server.pid;"
+        echo "events { worker_connections 8192; }"
+        echo "http {"
+        echo "    access_log off;"
+        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
+        echo "    ssl_session_cache off;"
+        echo "    ssl_session_tickets off;"
+        [[ $cs == k ]] && echo "    keepalive_requests 1000000;"
+        echo "    server {"
+        echo "        listen 127.0.0.1:$port ssl;"
+        echo "        server_name localhost;"
+        echo "        ssl_certificate $TMP/certs/$cert.crt;"
+        echo "        ssl_certificate_key $TMP/certs/$cert.key;"
+        echo "        ssl_protocols $(case_proto "$cs");"
+        [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
+        echo "        root $TMP/html;"
+        [[ $name == tlsgate-prov ]] && echo "        ssl_async on;"
+        echo "    }"
+        echo "}"
+    } >"$d/server.conf"
+}
+
+start_server() { # name case
+    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
+    mkdir -p "$d/tmp" "$d/state"
+    DIR[$name]=$d
+    for ((attempt = 1; attempt <= 5; attempt++)); do
+        port=$(free_port)
+        write_conf "$name" "$cs" "$port" "$d"
+        : >"$d/error.log"
+        : >"$d/stdout.log"
+        case $name in
+        nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+        tlsgate*) TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+        haproxy*)
+            (exec taskset -c "$SRV_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
+            ;;
+        esac
+        m=$!
+        MASTER[$name]=$m
+        w=""
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$m" 2>/dev/null || break
+            if [[ $name == haproxy* ]]; then kids=$m; else kids=$(pgrep -P "$m" || true); fi
+            if [[ -n $kids ]] && listening "$port"; then
+                w=$kids
+                break
+            fi
+            sleep 0.1
+        done
+        if [[ -n $w ]]; then
+            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker, got: ${w//$'\n'/ }"; }
+            WORKER[$name]=$w
+            PORT[$name]=$port
+            sleep 0.3 # let the worker finish its start-up (the provider's threads)
+            [[ $name == haproxy* ]] || [[ $(pgrep -P "$m" || true) == "$w" ]] ||
+                { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start"; }
+            pin "$name"
+            return 0
+        fi
+        if kill -0 "$m" 2>/dev/null; then
+            stop_server "$name"
+            print_log "$d/error.log" "$d/stdout.log"
+            die "$name did not start listening on 127.0.0.1:$port within 10 s (config in $d)"
+        fi
+        wait "$m" 2>/dev/null || true
+        MASTER[$name]=""
+        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
+            note "$name: port $port taken meanwhile, retrying with another"
+            continue
+        fi
+        cat "$d"/*.c* >&2 || true
+        print_log "$d/error.log" "$d/stdout.log"
+        die "$name failed to start (its log is above)"
+    done
+    die "$name: no free port after 5 attempts"
+}
+
+pin() { # every thread of the worker on SRV_CPU (the provider's timer thread too)
+    local w=${WORKER[$1]} t
+    for t in /proc/"$w"/task/*; do
+        taskset -pc "$SRV_CPU" "${t##*/}" >/dev/null 2>&1 || true
+    done
+}
+
+declare -A DEAD=()
+WHY=""
+alive() { # name: 0 if the same worker is still there; else 1 with WHY set
+    local name=$1 m=${MASTER[$1]:-} w=${WORKER[$1]:-} now fatal
+    WHY=""
+    if [[ -z $m ]] || ! kill -0 "$m" 2>/dev/null; then
+        WHY="server process died"
+    elif [[ $name != haproxy* ]]; then
+        now=$(pgrep -P "$m" || true)
+        [[ $now == "$w" ]] || WHY="worker $w gone (crash and respawn?)"
+    fi
+    [[ -z $WHY ]] && return 0
+    fatal=$(grep -hm1 -E 'FATAL|BUG|\[(crit|alert|emerg)\]|[Ss]egmentation' "${DIR[$name]}/stdout.log" "${DIR[$name]}/error.log" 2>/dev/null | head -n 1 || true)
+    [[ -n $fatal ]] && WHY="$WHY: ${fatal:0:160}"
+    print_log "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log"
+    return 1
+}
+
+declare -a VERIFY_LINES=()
+verify() { # name case [suite]: protocol, cipher, key and HTTP 200 are the case's
+    local name=$1 cs=$2 suite=${3:-} port=${PORT[$1]} out proto cipher key status want_p want_c want_k opts=()
+    [[ -n $suite ]] && opts=(-ciphersuites "$suite")
+    out=$(printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$(server_path "$name")" |
+        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost "${opts[@]}" -ign_eof 2>&1 || true)
+    proto=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
+    cipher=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
+    [[ -n $proto ]] || proto=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
+    key=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
+        openssl x509 -noout -text 2>/dev/null |
+        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
+             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
+    status=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+    read -r want_p want_c want_k <<<"$(case_want "$cs")"
+    [[ -n $suite ]] && want_c=$suite
+    local line
+    line="verify $(server_title "$name") case $cs: $proto $cipher, server cert $key, GET: ${status:-no response}"
+    echo "$line"
+    VERIFY_LINES+=("$line")
+    # shellcheck disable=SC2053
+    if [[ $proto != "$want_p" || $cipher != $want_c || $key != "$want_k" || $status != 200 ]]; then
+        echo "$out" | head -n 40 >&2
+        die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
+    fi
+}
+
+to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s
+    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
+        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
+        printf "%.2f", v }'
+}
+
+# run_client secs out cmd...: the client on CLI_CPU, bounded in time; returns its status
+run_client() {
+    local secs=$1 out=$2 rc=0
+    shift 2
+    timeout -k 5 $((secs + 60)) taskset -c "$CLI_CPU" "$@" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    ((rc == 124 || rc == 137)) && die "$1 did not finish within $((secs + 60)) s"
+    return "$rc"
+}
+
+declare -a ROWS=() # part|key|server|conns|rep|rate|cpu_per|spct|conn_ms|p50|p99|cpct|errors|note
+emit() { # the row, to ROWS and BENCH_TSV
+    ROWS+=("$1")
+    [[ -n $TSV ]] && tr '|' '\t' <<<"$1" >>"$TSV"
+    return 0
+}
+
+# wrk_run part key name conns rep path extra-header...: one measured wrk run (+ warm-up)
+wrk_run() {
+    local pt=$1 key=$2 name=$3 conns=$4 rep=$5 path=$6 out="$TMP/wrk-$1-$2-$3-$4-$5.txt" c0 c1 k0 k1 t0 t1 rc=0
+    shift 6
+    local hdr=("$@") wrk=(wrk -t1 -c "$conns" --latency)
+    ((${#hdr[@]})) && wrk+=(-H "${hdr[0]}")
+    local url="https://127.0.0.1:${PORT[$name]}$path"
+    if [[ -n ${DEAD[$key-$name]:-} ]]; then return 0; fi
+    if ! alive "$name"; then
+        DEAD[$key-$name]=1
+        emit "$pt|$key|$name|$conns|$rep|0|0|0|0|0|0|0|0|CRASHED: ${WHY//|//}"
+        return 0
+    fi
+    if ((WARMUP > 0)); then
+        run_client "$WARMUP" "$TMP/warmup.txt" "${wrk[@]}" -d "${WARMUP}s" "$url" || rc=$?
+    fi
+    if ((rc == 0)); then
+        c0=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo 0)
+        k0=$(children_ticks)
+        t0=$(now_ns)
+        run_client "$SECS" "$out" "${wrk[@]}" -d "${SECS}s" "$url" || rc=$?
+        t1=$(now_ns)
+        k1=$(children_ticks)
+        c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo 0)
+    fi
+    if ! alive "$name"; then
+        DEAD[$key-$name]=1
+        emit "$pt|$key|$name|$conns|$rep|0|0|0|0|0|0|0|0|CRASHED: ${WHY//|//}"
+        note "$name ($key, c=$conns): $WHY"
+        return 0
+    fi
+    ((rc == 0)) || { cat "$out" >&2 2>/dev/null; die "wrk against $name ($key, c=$conns) failed (rc $rc)"; }
+    local reqs rps p50 p99 serr n2xx row
+    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
+    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
+    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
+    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
+    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
+    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
+    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name ($key)"; }
+    row=$(awk -v pt="$pt" -v key="$key" -v name="$name" -v conns="$conns" -v rep="$rep" -v reqs="$reqs" \
+        -v rps="$rps" -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
+        -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" -v errs=$((${serr:-0} + ${n2xx:-0})) 'BEGIN {
+        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
+        us = reqs > 0 ? cpu_s * 1e6 / reqs : 0
+        spct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
+        conn_ms = rps > 0 ? 1000 * conns / rps : 0
+        flag = ""
+        if (cpct > 90) flag = "client-bound"
+        if (errs > 0) flag = flag (flag ? ", " : "") "ERRORS"
+        printf "%s|%s|%s|%d|%d|%.0f|%.1f|%.0f|%.2f|%.2f|%.2f|%.0f|%d|%s\n",
+            pt, key, name, conns, rep, rps, us, spct, conn_ms, p50, p99, cpct, errs, flag }')
+    emit "$row"
+    local rate cpu spct cms q50 q99 cpct errs flag
+    IFS='|' read -r _ _ _ _ _ rate cpu spct cms q50 q99 cpct errs flag <<<"$row"
+    printf '  %-13s %-2s c=%-4s run %d: %7s/s  %7s us/op  server %3s%%  conn %6sms  p50 %sms p99 %sms  client %s%%  errors %s  %s\n' \
+        "$name" "$key" "$conns" "$rep" "$rate" "$cpu" "$spct" "$cms" "$q50" "$q99" "$cpct" "$errs" "$flag"
+}
+
+# tp_run suite name rep: MB_COUNT downloads of /100mb.bin over one connection with curl
+tp_run() {
+    local suite=$1 name=$2 rep=$3 out="$TMP/curl-$1-$2-$3.txt" c0 c1 k0 k1 t0 t1 rc=0 urls=() i
+    for ((i = 0; i < MB_COUNT; i++)); do urls+=(-o /dev/null "https://127.0.0.1:${PORT[$name]}/100mb.bin"); done
+    alive "$name" || { emit "tp|$suite|$name|1|$rep|0|0|0|0|0|0|0|0|CRASHED: ${WHY//|//}"; return 0; }
+    c0=$(cpu_ticks "${WORKER[$name]}")
+    k0=$(children_ticks)
+    t0=$(now_ns)
+    run_client 60 "$out" curl -sS -k --tlsv1.3 --tls13-ciphers "$suite" \
+        -w '%{http_code} %{size_download} %{num_connects}\n' "${urls[@]}" || rc=$?
+    t1=$(now_ns)
+    k1=$(children_ticks)
+    c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo "$c0")
+    alive "$name" || { emit "tp|$suite|$name|1|$rep|0|0|0|0|0|0|0|0|CRASHED: ${WHY//|//}"; return 0; }
+    ((rc == 0)) || { cat "$out" >&2; die "curl against $name ($suite) failed (rc $rc)"; }
+    local bytes bad conns row
+    bytes=$(awk '{ s += $2 } END { print s + 0 }' "$out")
+    bad=$(awk '$1 != 200 { n++ } END { print n + 0 }' "$out")
+    conns=$(awk '{ s += $3 } END { print s + 0 }' "$out")
+    ((bytes == MB_COUNT * 100 * 1024 * 1024 && bad == 0)) || { cat "$out" >&2; die "curl against $name ($suite): short or failed downloads"; }
+    row=$(awk -v suite="$suite" -v name="$name" -v rep="$rep" -v bytes="$bytes" -v cpu=$((c1 - c0)) \
+        -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) -v nconn="$conns" 'BEGIN {
+        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
+        mbs = bytes / 1e6 / wall; per_gb = cpu_s / (bytes / 1e9)
+        spct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
+        flag = (cpct > 90) ? "client-bound" : ""
+        if (nconn != 1) flag = flag (flag ? ", " : "") nconn " connections"
+        printf "tp|%s|%s|1|%d|%.0f|%.3f|%.0f|0|0|0|%.0f|0|%s\n", suite, name, rep, mbs, per_gb, spct, cpct, flag }')
+    emit "$row"
+    local mbs pgb spct cpct flag
+    IFS='|' read -r _ _ _ _ _ mbs pgb spct _ _ _ cpct _ flag <<<"$row"
+    printf '  %-13s %-28s run %d: %6s MB/s  %6s server CPU s/GB  server %3s%%  client %s%%  %s\n' \
+        "$name" "$suite" "$rep" "$mbs" "$pgb" "$spct" "$cpct" "$flag"
+}
+
+# --- run ---------------------------------------------------------------------------------
+VERS="$(openssl version | awk '{ print "OpenSSL", $2 }'); tlsgate $("$TG" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }')"
+((NEED_NGINX)) && VERS="$VERS; nginx $("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')"
+((NEED_HAPROXY)) && VERS="$VERS; HAProxy $("$HAPROXY" -v 2>&1 | awk 'NR == 1 { print $3 }')"
+echo "$VERS"
+echo "server worker on CPU $SRV_CPU, clients on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; repeat $REPEAT; parts: $PARTS"
+if [[ -n $TSV ]]; then
+    printf '# bench/matrix.sh %s\n# %s\n' "$(date -u +%FT%TZ)" "$VERS" >>"$TSV"
+fi
+
+if part handshake; then
+    for cs in $CASES; do
+        echo
+        echo "== handshakes, case $cs: $(case_title "$cs") =="
+        for name in $SERVERS; do
+            start_server "$name" "$cs"
+            verify "$name" "$cs"
+        done
+        for ((rep = 1; rep <= REPEAT; rep++)); do
+            for load in $LOADS; do
+                for name in $SERVERS; do
+                    wrk_run hs "$cs" "$name" "$load" "$rep" "$(server_path "$name")" 'Connection: close'
+                done
+            done
+        done
+        for name in $SERVERS; do stop_server "$name"; done
+    done
+fi
+
+if part keepalive || part throughput; then
+    echo
+    echo "== keep-alive and throughput: $(case_title k) =="
+    for name in nginx tlsgate; do
+        start_server "$name" k
+        verify "$name" k
+    done
+    if part throughput; then
+        for suite in $SUITES; do
+            for name in nginx tlsgate; do verify "$name" k "$suite"; done
+        done
+    fi
+    for ((rep = 1; rep <= REPEAT; rep++)); do
+        if part keepalive; then
+            for name in nginx tlsgate; do
+                wrk_run ka - "$name" "$KA_CONNS" "$rep" /1kb.bin
+            done
+        fi
+        if part throughput; then
+            for suite in $SUITES; do
+                for name in nginx tlsgate; do tp_run "$suite" "$name" "$rep"; done
+            done
+        fi
+    done
+    for name in nginx tlsgate; do stop_server "$name"; done
+fi
+
+# --- report ------------------------------------------------------------------------------
+echo
+echo "# tlsgate against nginx and HAProxy with real clients (bench/matrix.sh)"
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); $VERS"
+echo
+for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
+if part handshake; then
+    echo
+    echo "Full handshakes (wrk -t1 -H 'Connection: close'):"
+    echo
+    echo "| case | server | conns | run | handshakes/s | server CPU µs/hs | server CPU % | conn ms | p50 ms | p99 ms | client CPU % | errors | note |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
+        [[ $pt == hs ]] || continue
+        echo "| $key | $(server_title "$name") | $conns | $rep | $rate | $cpu | $spct | $cms | $p50 | $p99 | $cpct | $errs | $flag |"
+    done
+fi
+if part keepalive; then
+    echo
+    echo "Keep-alive 1 KB requests (wrk -t1 -c $KA_CONNS, /1kb.bin):"
+    echo
+    echo "| server | run | requests/s | server CPU µs/request | server CPU % | p50 ms | p99 ms | client CPU % | errors | note |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
+        [[ $pt == ka ]] || continue
+        echo "| $(server_title "$name") | $rep | $rate | $cpu | $spct | $p50 | $p99 | $cpct | $errs | $flag |"
+    done
+fi
+if part throughput; then
+    echo
+    echo "100 MB downloads ($MB_COUNT per run over one connection, curl --tls13-ciphers SUITE):"
+    echo
+    echo "| suite | server | run | MB/s | server CPU s/GB | server CPU % | client CPU % | note |"
+    echo "|---|---|---:|---:|---:|---:|---:|---|"
+    for row in "${ROWS[@]}"; do
+        IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
+        [[ $pt == tp ]] || continue
+        echo "| $key | $(server_title "$name") | $rep | $rate | $cpu | $spct | $cpct | $flag |"
+    done
+fi
+exit 0
