@@ -438,8 +438,12 @@ static void run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *
     floor_update(&batch_ns[op], c1 - c0);
     for (i = 0; i < n; i++)
         newest = rs[i]->queued_ns > newest ? rs[i]->queued_ns : newest;
+    /* Only a timer flush leaves the CPU idle while a partial batch waits (the application
+     * is blocked); one computed by the application's poll waited while its loop served
+     * other connections: latency, not cost. */
     if (n < MB8_LANES)
-        ewma_update(&flush_wait_ns[op], c0 > newest ? c0 - newest : 0);
+        ewma_update(&flush_wait_ns[op],
+                    how == TG_C_FLUSH_TIMER && c0 > newest ? c0 - newest : 0);
     /* a request waited from its queueing until its batch was computed */
     for (i = 0; i < n; i++) {
         uint64_t w = c1 > rs[i]->queued_ns ? c1 - rs[i]->queued_ns : 0;

@@ -8,8 +8,10 @@
  *   186-4 §6.4 steps 1-4 and the inversion), an ephemeral pair of its random scalar. One
  *   pool per kind serves every key of the process.
  * - Each entry is used once: it is copied out and wiped under the pool's lock.
- * - Bounded (pool_size entries per kind); a kind is filled only after the process asked
- *   for it once (a server that never signs with ECDSA keeps no ECDSA setups).
+ * - Bounded (pool_size entries per kind, rounded up to a multiple of 8); a kind is filled
+ *   only after the process asked for it once (a server that never signs with ECDSA keeps
+ *   no ECDSA setups), and only in full 8-lane batches: a batch of fewer lanes costs the
+ *   vector kernels as much as a full one, so a pool is topped up once 8 entries are gone.
  * - Wiped at teardown (last provider instance) and at exit; a forked child starts with
  *   empty pools (its parent's entries are wiped in the child), so no entry, hence no
  *   nonce, is ever used by two processes.
@@ -172,6 +174,7 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
     uint8_t buf[MB8_LANES][TG_POOL_ENTRY];
     int kind = -1;
     unsigned best = 0, left = 0, good, i;
+    unsigned cap = (prov->pool_size + MB8_LANES - 1) / MB8_LANES * MB8_LANES;
 
     if (prov->pool_size == 0 || ASYNC_get_current_job() != NULL || scratch == NULL)
         return 0;
@@ -183,12 +186,12 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
         if (!p->wanted)
             continue;
         if (p->e == NULL) {
-            p->e = OPENSSL_zalloc((size_t)prov->pool_size * TG_POOL_ENTRY);
+            p->e = OPENSSL_zalloc((size_t)cap * TG_POOL_ENTRY);
             if (p->e == NULL)
                 continue;
-            p->cap = prov->pool_size;
+            p->cap = cap;
         }
-        if (p->cap - p->n > best) {
+        if (p->cap - p->n >= MB8_LANES && p->cap - p->n > best) {
             best = p->cap - p->n;
             kind = (int)i;
         }
@@ -197,10 +200,7 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
     if (kind < 0)
         return 0;
 
-    /* a full batch, or what the pool lacks (the IFMA kernels take as long for fewer lanes;
-     * the portable ones do not) */
-    good = compute_batch(prov, (enum tg_pool_kind)kind, best < MB8_LANES ? best : MB8_LANES, buf,
-                         scratch);
+    good = compute_batch(prov, (enum tg_pool_kind)kind, MB8_LANES, buf, scratch);
     pthread_mutex_lock(&pool_mu);
     struct tg_pool *p = &pools[kind];
     /* a fork or a teardown while we computed leaves p->e NULL: the batch is dropped */
@@ -209,7 +209,7 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
     if (p->e != NULL)
         p->filled = 1;
     for (int j = 0; j < TG_POOL_COUNT; j++)
-        if (pools[j].wanted && pools[j].e != NULL)
+        if (pools[j].wanted && pools[j].e != NULL && pools[j].cap - pools[j].n >= MB8_LANES)
             left += pools[j].cap - pools[j].n;
     pthread_mutex_unlock(&pool_mu);
     OPENSSL_cleanse(buf, sizeof(buf));

@@ -289,9 +289,10 @@ void tg_pool_clear(void);
  */
 int tg_pool_take(const TG_PROV *prov, enum tg_pool_kind kind, uint8_t *out, size_t len);
 /*
- * The application is idle: computes one 8-lane batch for the wanted pool that lacks the
- * most entries, with scratch (mb8 scratch of any batch). Not inside an ASYNC job. Returns
- * the entries still missing over the wanted pools (0: nothing left to do, or no progress).
+ * The application is idle: computes one full 8-lane batch for the wanted pool that lacks
+ * the most entries (at least 8), with scratch (mb8 scratch of any batch). Not inside an
+ * ASYNC job. Returns the entries still missing over the wanted pools that lack 8 or more
+ * (0: nothing left to do, or no progress).
  */
 unsigned tg_pool_idle(TG_PROV *prov, void *scratch);
 /* Entries in kind's pool now. */
