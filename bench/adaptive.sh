@@ -59,8 +59,9 @@
 # JSON's handshake_us histogram, delta over the run); wrk mean, p50, p99 = wrk's Latency,
 # measured from the request's first write, i.e. after wrk's SSL_connect returned: it does
 # not contain the server's key exchange and signature, only what follows (TLS 1.3: the
-# client Finished and the request; TLS 1.2: the request); CPU µs/hs = utime+stime of the worker process
-# (all its threads, /proc/PID/stat fields 14+15) over the measured run / wrk requests;
+# client Finished and the request; TLS 1.2: the request); CPU µs/hs = utime+stime of the
+# worker process (all its threads, /proc/PID/stat fields 14+15) over the measured run / wrk
+# requests;
 # client CPU % = wrk's utime+stime / wall ("client-bound" when > 90%: hs/s then measures
 # wrk; CPU µs/hs is still valid). Provider counters (deltas of the status JSON's
 # provider.alg.* over the measured run, summed over algorithms and runs): pool hits/req =
@@ -734,11 +735,13 @@ report() {
     echo
     echo "One tlsgate worker on CPU $SRV_CPU per configuration; \`taskset -c $CLI_CPU wrk -t1 -c CONNS -d ${SECS}s -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin\`"
     echo "after a ${WARMUP}s warm-up; per case and load the configurations run back to back, $REPEAT run(s),"
-    ((BUSY_RETRY > 0)) && echo "a run with other load > 20% on either core redone up to $BUSY_RETRY times after ${BUSY_PAUSE}s,"
     echo "forwards (plain adaptive nopool batch) on odd runs, backwards on even runs; medians of the runs"
     echo "(hs/s range in parentheses). access_log off, ssl_session_cache off, ssl_session_tickets off."
     echo "plain: no provider, ssl_async off; adaptive: provider (adaptive on, pool_size 64), ssl_async on;"
     echo "nopool: provider pool_size 0; batch: provider adaptive off, pool_size 0."
+    if ((BUSY_RETRY > 0)); then
+        echo "A run with other load above 20% on either core was redone up to $BUSY_RETRY times, ${BUSY_PAUSE}s apart."
+    fi
     echo
     echo "Latency columns: conn = conns / hs/s, the mean lifetime of a connection (connect, full"
     echo "handshake, request, response; at c=1 the time of one sequential handshake); server hs ="
