@@ -39,10 +39,14 @@ static const enum tg_op pool_op[TG_POOL_COUNT] = {TG_OP_ECDSA_P256, TG_OP_KEYGEN
 static struct tg_pool {
     uint8_t (*e)[TG_POOL_ENTRY]; /* cap entries, the first n full */
     unsigned n, cap;
-    int wanted; /* the process asked for this kind: fill it */
+    _Atomic int wanted; /* the process asked for this kind: fill it */
     int filled; /* filled at least once: an empty pool is a miss from now on */
 } pools[TG_POOL_COUNT];
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Some pool holds memory (the application read "idle"): until then a take needs no lock,
+ * so applications that never idle (openssl speed, HAProxy) pay one atomic load per
+ * signature, not a process-wide mutex. */
+static _Atomic int pools_kept;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
 /* Wipes and frees every pool (pool_mu held, or no other thread). */
@@ -53,8 +57,12 @@ static void pools_clear_locked(void)
 
         if (p->e != NULL)
             OPENSSL_clear_free(p->e, (size_t)p->cap * TG_POOL_ENTRY);
-        memset(p, 0, sizeof(*p));
+        p->e = NULL;
+        p->n = p->cap = 0;
+        p->filled = 0;
+        atomic_store(&p->wanted, 0);
     }
+    atomic_store(&pools_kept, 0);
 }
 
 static void pool_atfork_prepare(void)
@@ -106,8 +114,11 @@ int tg_pool_take(const TG_PROV *prov, enum tg_pool_kind kind, uint8_t *out, size
 
     if (prov->pool_size == 0 || len > TG_POOL_ENTRY)
         return 0;
+    if (!atomic_load_explicit(&p->wanted, memory_order_relaxed))
+        atomic_store_explicit(&p->wanted, 1, memory_order_relaxed);
+    if (!atomic_load_explicit(&pools_kept, memory_order_acquire))
+        return 0; /* no pool yet: neither a hit nor a miss */
     pthread_mutex_lock(&pool_mu);
-    p->wanted = 1;
     if (p->n > 0) {
         p->n--;
         memcpy(out, p->e[p->n], len);
@@ -183,13 +194,14 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
     for (i = 0; i < TG_POOL_COUNT; i++) {
         struct tg_pool *p = &pools[i];
 
-        if (!p->wanted)
+        if (!atomic_load(&p->wanted))
             continue;
         if (p->e == NULL) {
             p->e = OPENSSL_zalloc((size_t)cap * TG_POOL_ENTRY);
             if (p->e == NULL)
                 continue;
             p->cap = cap;
+            atomic_store_explicit(&pools_kept, 1, memory_order_release);
         }
         if (p->cap - p->n >= MB8_LANES && p->cap - p->n > best) {
             best = p->cap - p->n;
@@ -209,7 +221,8 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
     if (p->e != NULL)
         p->filled = 1;
     for (int j = 0; j < TG_POOL_COUNT; j++)
-        if (pools[j].wanted && pools[j].e != NULL && pools[j].cap - pools[j].n >= MB8_LANES)
+        if (atomic_load(&pools[j].wanted) && pools[j].e != NULL &&
+            pools[j].cap - pools[j].n >= MB8_LANES)
             left += pools[j].cap - pools[j].n;
     pthread_mutex_unlock(&pool_mu);
     OPENSSL_cleanse(buf, sizeof(buf));
