@@ -19,7 +19,11 @@
 #   BENCH_CONNS     concurrent replayed connections (default 256)
 #   BENCH_REPEAT    runs per server and case, in rotation over the servers (default 1)
 #   BENCH_CASES     subset of "a b c d" (default all)
-#   BENCH_SERVERS   subset of "nginx tlsgate tlsgate-prov haproxy haproxy-prov" (default all)
+#   BENCH_SERVERS   subset of "nginx tlsgate tlsgate-prov haproxy haproxy-prov" (default all),
+#                   plus "tlsgate-b" / "tlsgate-prov-b": the same configurations run by
+#                   TLSGATE_B_BIN with the environment TLSGATE_B_ENV (e.g. "LD_PRELOAD=...")
+#                   for A/B comparisons of one change in one invocation (BENCH_REPEAT
+#                   alternates the servers run by run)
 #   BENCH_WRK       1: also measure each server's CPU per real handshake with wrk
 #                   (-t1 -c50, 'Connection: close', BENCH_WRK_SECONDS, default 5) and
 #                   print the replay/wrk ratio: how faithful the replay is
@@ -29,6 +33,10 @@
 #                   server_us_per_hs p50_ms p99_ms client_cpu_pct errors accepts_diff note";
 #                   per provider server "prov case server summary"
 #   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#   BENCH_PERF      1: `perf record` the server's worker (all threads, 1999 Hz) over each
+#                   measured run and add its time per handshake by function family
+#                   (bench/perf_families.py) to the report; BENCH_PERF_DIR keeps the
+#                   perf.data files (default: the temporary directory, removed)
 #
 # Cases (the server pins them; the generator's recorded handshake is checked against them):
 #   a  TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048 certificate, X25519
@@ -71,6 +79,8 @@ SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
 SAVE=${BENCH_SAVE:-0}
 WRK=${BENCH_WRK:-0}
 WRK_SECS=${BENCH_WRK_SECONDS:-5}
+PERF=${BENCH_PERF:-0}
+PERF_DIR=${BENCH_PERF_DIR:-}
 TSV=${BENCH_TSV:-}
 [[ -z $TSV || $TSV == /* ]] || TSV=$PWD/$TSV
 for v in SECS WARMUP CONNS REPEAT WRK_SECS; do
@@ -82,7 +92,7 @@ done
 ((WRK_SECS > 0)) || die "BENCH_WRK_SECONDS must be > 0"
 for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
 for s in $SERVERS; do
-    case $s in nginx | tlsgate | tlsgate-prov | haproxy | haproxy-prov) ;;
+    case $s in nginx | tlsgate | tlsgate-prov | tlsgate-b | tlsgate-prov-b | haproxy | haproxy-prov) ;;
     *) die "unknown server '$s' in BENCH_SERVERS (nginx tlsgate tlsgate-prov haproxy haproxy-prov)" ;;
     esac
 done
@@ -106,6 +116,7 @@ install_missing() {
     [[ $WRK == 1 ]] && ! command -v wrk >/dev/null 2>&1 && pkgs+=(wrk)
     command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
     command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
+    [[ $PERF == 1 ]] && ! command -v perf >/dev/null 2>&1 && pkgs+=(linux-perf)
     command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
     command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
     ((${#pkgs[@]} == 0)) && return 0
@@ -139,6 +150,11 @@ PROV=$(abspath "${TLSGATE_PROV:-$BUILD_DIR/tlsgate.so}")
 [[ -x $REPLAY ]] || die "generator not found: $REPLAY (cmake --build $BUILD_DIR --target tlsgate_replay, or set REPLAY_BIN)"
 if want tlsgate || want tlsgate-prov; then
     [[ -x $TG ]] || die "tlsgate binary not found: $TG (cmake --build $BUILD_DIR --target tlsgate, or set TLSGATE_BIN)"
+fi
+TG_B=$(abspath "${TLSGATE_B_BIN:-$TG}")
+read -r -a TG_B_ENV <<<"${TLSGATE_B_ENV:-}"
+if want tlsgate-b || want tlsgate-prov-b; then
+    [[ -x $TG_B ]] || die "tlsgate binary B not found: $TG_B (TLSGATE_B_BIN)"
 fi
 if want haproxy-prov; then
     [[ -f $PROV ]] || die "provider module not found: $PROV (cmake --build $BUILD_DIR --target tlsgate_prov, or set TLSGATE_PROV)"
@@ -199,7 +215,7 @@ cleanup() {
     set +e
     [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
     local s
-    for s in nginx tlsgate tlsgate-prov haproxy haproxy-prov; do stop_server "$s"; done
+    for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov; do stop_server "$s"; done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -336,6 +352,8 @@ server_title() {
     nginx) echo "nginx" ;;
     tlsgate) echo "tlsgate" ;;
     tlsgate-prov) echo "tlsgate + provider" ;;
+    tlsgate-b) echo "tlsgate (B)" ;;
+    tlsgate-prov-b) echo "tlsgate + provider (B)" ;;
     haproxy) echo "HAProxy" ;;
     haproxy-prov) echo "HAProxy + provider" ;;
     esac
@@ -380,7 +398,7 @@ write_conf() { # name case port dir
         fi
         echo "worker_processes 1;"
         echo "worker_cpu_affinity 01;"
-        if [[ $name == tlsgate-prov ]]; then
+        if [[ $name == tlsgate-prov* ]]; then
             echo "ssl_provider tlsgate;"
             echo "ssl_propquery \"?provider=tlsgate\";"
         fi
@@ -400,7 +418,7 @@ write_conf() { # name case port dir
         echo "        ssl_protocols $(case_proto "$cs");"
         [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
         echo "        root $TMP/html;"
-        [[ $name == tlsgate-prov ]] && echo "        ssl_async on;"
+        [[ $name == tlsgate-prov* ]] && echo "        ssl_async on;"
         echo "        location = /status { stub_status; }"
         echo "    }"
         echo "}"
@@ -419,6 +437,10 @@ start_server() { # name case
         : >"$d/stdout.log"
         case $name in
         nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+        tlsgate*-b)
+            env "${TG_B_ENV[@]}" TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
+                "$TG_B" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+            ;;
         tlsgate*)
             TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
                 "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
@@ -612,9 +634,16 @@ measure() { # name case rep
     a0=$(accepts "$name")
     c0=$(cpu_ticks "${WORKER[$name]}")
     s0=$(sched_ns "${WORKER[$name]}" || echo "0 0")
+    local perf_pid="" pdata="${PERF_DIR:-$TMP}/perf-$name-$cs-$rep.data"
+    if [[ $PERF == 1 ]]; then
+        perf record -q -F 1999 -p "${WORKER[$name]}" -o "$pdata" -- sleep "$SECS" \
+            >"$TMP/perf-$name-$cs-$rep.log" 2>&1 &
+        perf_pid=$!
+    fi
     t0=$(now_ns)
     run_replay "$name" "$SECS" "$out" || rc=$?
     t1=$(now_ns)
+    [[ -n $perf_pid ]] && { wait "$perf_pid" || note "perf record failed: $(tail -n 2 "$TMP/perf-$name-$cs-$rep.log")"; }
     c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || true)
     s1=$(sched_ns "${WORKER[$name]}" 2>/dev/null || echo "$s0")
     alive "$name" || { crashed "$name" "$cs" "$rep"; return 0; }
@@ -656,15 +685,21 @@ measure() { # name case rep
     if ((errs > 0)); then
         note "$name case $cs: errors: refused ${R[err_refused]} reset ${R[err_reset]} timeout ${R[err_timeout]} protocol ${R[err_protocol]} other ${R[err_other]}; last: ${R[last_error]//_/ }"
     fi
+    if [[ -n $perf_pid && -s $pdata ]]; then
+        PERF_LINES+=("$("$ROOT/bench/perf_families.py" "$pdata" --build "$(dirname "$TG")" \
+            --handshakes "${R[handshakes]}" --cpu-us-per-hs "$us" --top 12 \
+            --title "$(server_title "$name"), case $cs, run $rep")")
+    fi
     [[ $WRK == 1 ]] && measure_wrk "$name" "$cs" "$rep"
     return 0
 }
+declare -a PERF_LINES=()
 
 # the provider's counters (TLSGATE_STATS_FILE, written when the server exits): batch fill
 declare -A PROV_LINE=()
 prov_summary() { # name case
     local name=$1 cs=$2 f="${DIR[$1]}/prov.stats" line
-    [[ $name == *-prov && -s $f ]] || return 0
+    [[ ($name == *-prov || $name == *-prov-b) && -s $f ]] || return 0
     line=$(awk '/^tlsgate pid=/ && / requests=[1-9]/ { l = $0 } END { print l }' "$f")
     [[ -n $line ]] || return 0
     PROV_LINE[$cs-$name]=$(awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -791,6 +826,15 @@ report() {
         done
         echo "$line"
     done
+    if ((${#PERF_LINES[@]})); then
+        echo
+        echo "Where the worker's CPU time goes (perf record of the worker over each measured run,"
+        echo "bench/perf_families.py; µs per handshake = share × CPU µs/hs):"
+        for row in "${PERF_LINES[@]}"; do
+            echo
+            echo "$row"
+        done
+    fi
 }
 
 echo

@@ -150,6 +150,13 @@ static int timer_running, timer_stop;
 static atomic_int timer_started; /* timer_running, readable without timer_mu */
 static void *timer_scratch;
 static atomic_uint pending; /* requests in all queues */
+/* The latest poll of any thread (ns), and whether the timer sleeps with no deadline (then
+ * only a kick wakes it). A thread that polled within TG_POLLED_RECENTLY_NS queues
+ * without waking a timer that sleeps with a deadline: its own poll, at the end of the
+ * application's loop pass, computes the queue, and a wake-up per first request cost a
+ * context switch pair on the worker's CPU, ~1.3 per handshake at saturation (#11). */
+static _Atomic uint64_t g_polled_ns;
+static atomic_int timer_asleep;
 static unsigned fork_gen;   /* fork()s survived: queues before it were dropped */
 /* The timer's nap while only requests it does not manage (poll_mode app) are queued. */
 #define TG_TIMER_IDLE_NS (200ULL * 1000ULL)
@@ -596,8 +603,20 @@ static uint64_t timer_pass(void)
     for (t = reg_head; t != NULL; t = t->next) {
         /* a thread whose application polls is left to its poll (the gateway polls after
          * every loop pass with paused jobs); the timer covers it again once it stops */
-        if (atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS > now)
+        uint64_t polled = atomic_load(&t->polled_ns);
+
+        if (polled + TG_POLLED_RECENTLY_NS > now) {
+            /* its requests become the timer's when the polls stop */
+            unsigned queued = 0;
+
+            pthread_mutex_lock(&t->lock);
+            for (op = 0; op < TG_OP_COUNT; op++)
+                queued += t->qn[op];
+            pthread_mutex_unlock(&t->lock);
+            if (queued != 0 && (next == 0 || polled + TG_POLLED_RECENTLY_NS < next))
+                next = polled + TG_POLLED_RECENTLY_NS;
             continue;
+        }
         for (op = 0; op < TG_OP_COUNT; op++) {
             uint64_t due, flush_ns;
 
@@ -634,10 +653,27 @@ static void *timer_main(void *arg)
     while (!timer_stop) {
         uint64_t next;
 
+        /* asleep is set before pending and the polls are read (all sequentially
+         * consistent): a thread that queues without a kick saw it clear, so this thread
+         * sees its request or its poll below */
+        atomic_store(&timer_asleep, 1);
         if (atomic_load(&pending) == 0) {
-            pthread_cond_wait(&timer_cv, &timer_mu);
+            uint64_t until = atomic_load(&g_polled_ns) + TG_POLLED_RECENTLY_NS;
+
+            if (until > now_ns()) {
+                /* a polling application: requests may be queued without a kick */
+                struct timespec ts;
+
+                atomic_store(&timer_asleep, 0);
+                ts.tv_sec = (time_t)(until / 1000000000ULL);
+                ts.tv_nsec = (long)(until % 1000000000ULL);
+                pthread_cond_timedwait(&timer_cv, &timer_mu, &ts);
+            } else {
+                pthread_cond_wait(&timer_cv, &timer_mu);
+            }
             continue;
         }
+        atomic_store(&timer_asleep, 0);
         pthread_mutex_unlock(&timer_mu);
         next = timer_pass();
         if (next == 0 && atomic_load(&pending) != 0)
@@ -703,12 +739,19 @@ static void atfork_register(void)
 static void atfork_child(void)
 {
     struct tg_thread *t = tg_self;
+    pthread_condattr_t attr;
 
     pthread_mutex_init(&reg_lock, NULL);
     pthread_mutex_init(&timer_mu, NULL);
-    pthread_cond_init(&timer_cv, NULL);
+    /* the timer's deadlines are CLOCK_MONOTONIC, as tg_batch_init's */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&timer_cv, &attr);
+    pthread_condattr_destroy(&attr);
     timer_running = 0;
     atomic_store(&timer_started, 0);
+    atomic_store(&timer_asleep, 0);
+    atomic_store(&g_polled_ns, 0);
     /* The other threads' states stay allocated (they may hold their locks); only ours
      * is kept, emptied. */
     reg_head = NULL;
@@ -919,8 +962,12 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
         return 1;
     }
     pthread_mutex_unlock(&t->lock);
-    if (r->flush_ns != 0 && (first || !atomic_load(&timer_started)))
-        timer_kick();
+    if (r->flush_ns != 0 && (first || !atomic_load(&timer_started))) {
+        /* a thread that polls computes its own queue at the end of its loop pass */
+        if (!atomic_load(&timer_started) || atomic_load(&timer_asleep) ||
+            atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS <= r->queued_ns)
+            timer_kick();
+    }
     wait_done(t, r, wctx);
     return 1;
 }
@@ -934,7 +981,10 @@ unsigned tg_batch_poll(void)
 
     if (t == NULL)
         return 0;
-    atomic_store(&t->polled_ns, now_ns());
+    uint64_t now = now_ns();
+
+    atomic_store(&t->polled_ns, now);
+    atomic_store(&g_polled_ns, now);
     for (op = 0; op < TG_OP_COUNT; op++) {
         pthread_mutex_lock(&t->lock);
         /* a queue that grew since the last poll is left to grow: the application's loop

@@ -151,6 +151,36 @@ static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
                                                  : mdlen);
 }
 
+/* Build each certificate's chain once, at load. A certificate loaded without intermediates
+ * (and no SSL_CTX extra chain) has no chain, and then OpenSSL 3.0 builds one from the
+ * context's store on every handshake (ssl_add_cert_chain: an X509_STORE_CTX and
+ * X509_verify_cert per Certificate message). SSL_CTX_build_cert_chain runs the same
+ * verification against the same store now and keeps the result, so the Certificate
+ * message is unchanged: the leaf plus whatever the store supplies (usually nothing).
+ * A chain that cannot be built (a security-level failure) is left to the handshake, as
+ * before. The current certificate is restored afterwards. */
+static void prebuild_chains(SSL_CTX *ctx)
+{
+    STACK_OF(X509) *extra = NULL;
+    SSL_CTX_get_extra_chain_certs_only(ctx, &extra);
+    if (extra) /* OpenSSL sends these and never builds a chain */
+        return;
+    X509 *current = SSL_CTX_get0_certificate(ctx);
+    for (long r = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_FIRST); r == 1;
+         r = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_NEXT)) {
+        STACK_OF(X509) *chain = NULL;
+        SSL_CTX_get0_chain_certs(ctx, &chain);
+        if (chain)
+            continue;
+        if (SSL_CTX_build_cert_chain(ctx, SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR |
+                                              SSL_BUILD_CHAIN_FLAG_CLEAR_ERROR) <= 0)
+            ERR_clear_error();
+    }
+    if (current)
+        SSL_CTX_select_current_cert(ctx, current);
+    ERR_clear_error();
+}
+
 SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hello_cb,
                         gw_errlist_t *errs)
 {
@@ -234,6 +264,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         gw_errlist_add(errs, "%s:%d: %s", file, s->line, why);
         goto fail;
     }
+    prebuild_chains(ctx);
     return ctx;
 fail:
     SSL_CTX_free(ctx);
