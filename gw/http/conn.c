@@ -981,8 +981,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     if (c->in_max < (size_t)s->client_header_buffer_size)
         c->in_max = (size_t)s->client_header_buffer_size;
 
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* TCP_NODELAY comes from the listener (gw_listen_open) */
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;
