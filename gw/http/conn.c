@@ -1051,6 +1051,7 @@ static int wake_hint;               /* wake_n != 0, read without the lock */
 static gw_conn_t **work_q;          /* being processed (worker thread only) */
 static size_t work_n, work_cap, work_i;
 static int wake_fd = -1;
+static pthread_t wake_owner;        /* the worker thread: its own wakes need no eventfd */
 static gw_io_t wake_io;
 static gw_conn_t *retry_head;       /* WANT_ASYNC_JOB: waiting for a free job, FIFO */
 static gw_conn_t *retry_tail;
@@ -1080,7 +1081,11 @@ int gw_conn_async_callback(SSL *ssl, void *arg)
     int first = wake_n == 1;
     __atomic_store_n(&wake_hint, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&wake_lock);
-    if (first && wake_fd >= 0) {
+    /* From another thread (a provider's timer, an accelerator's poller) the loop may be
+     * blocked in epoll_wait: wake it. From the worker thread itself (a batch completed
+     * inside a job or a poll), the loop is running and looks at wake_hint before it
+     * waits again (gw_conn_async_woken): no eventfd write and read, no epoll event. */
+    if (first && wake_fd >= 0 && !pthread_equal(pthread_self(), wake_owner)) {
         uint64_t one = 1;
         ssize_t w = write(wake_fd, &one, sizeof(one));
         (void)w;
@@ -1283,8 +1288,14 @@ int gw_conn_async_init(void)
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0)
         return -1;
+    wake_owner = pthread_self();
     wake_io.handler = on_wake_fd;
     return gw_loop_add(&gw_worker->loop, wake_fd, EPOLLIN | EPOLLET, &wake_io);
+}
+
+int gw_conn_async_woken(void)
+{
+    return __atomic_load_n(&wake_hint, __ATOMIC_ACQUIRE);
 }
 
 void gw_conn_async_process(void)

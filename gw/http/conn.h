@@ -124,6 +124,11 @@ void gw_conn_async_process(void);
 /** Number of this worker's connections with a paused job (for the poll hook). */
 int gw_conn_async_paused(void);
 
+/* 1 when completed async jobs wait to be resumed (gw_conn_async_process): the worker's
+ * loop must not block before it resumes them, since a wake from the worker thread itself
+ * does not signal the loop's eventfd. */
+int gw_conn_async_woken(void);
+
 /** ClientHello callback for every SSL_CTX (SNI selects the server block). */
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
 
