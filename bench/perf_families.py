@@ -56,7 +56,8 @@ CRYPTO_RULES = [
      re.compile(r"^(__)?(ecp_nistz256|ecp_nistp|x25519|ossl_x25519|ossl_ecx|ecx_|bn_|BN_|"
                 r"rsaz_|RSA_|rsa_|ossl_rsa|ec_|EC_|ossl_ec|ecdsa|ECDSA|ossl_ecdsa|ecdh|"
                 r"ossl_ecdh|mul4x|sqr8x|bn_mul|ossl_bn|fe51|fe64|x25519_fe|ecp_|ossl_ffc|"
-                r"ossl_ed25519|ed25519|curve25519|ossl_curve25519)")),
+                r"ossl_ed25519|ed25519|curve25519|ossl_curve25519|fe_|ge_|cmov$|table_select|slide$|"
+                r"copy_conditional|ecp_nistz256|ossl_ec_GFp|ec_GFp|bn2binpad)")),
     ("libcrypto: hashes, HMAC, HKDF, AES-GCM",
      re.compile(r"^(sha|SHA|ossl_sha|aes|AES|aesni|vpaes|gcm|CRYPTO_gcm|ghash|gcm_|ossl_gcm|"
                 r"hmac|HMAC|ossl_hmac|kdf_|hkdf|HKDF|EVP_Digest|EVP_MAC|EVP_Cipher|"
@@ -74,7 +75,12 @@ CRYPTO_RULES = [
                 r"CRYPTO_get_ex|CRYPTO_new_ex|CRYPTO_free_ex|ossl_crypto_|"
                 r"EVP_PKEY_CTX_new|EVP_PKEY_CTX_free|evp_pkey_ctx|EVP_PKEY_get|"
                 r"EVP_PKEY_set|EVP_PKEY_fromdata|EVP_PKEY_todata|EVP_PKEY_CTX_set|"
-                r"EVP_PKEY_CTX_get|EVP_PKEY_new|EVP_PKEY_free|evp_pkey|ossl_prov_)")),
+                r"EVP_PKEY_CTX_get|EVP_PKEY_new|EVP_PKEY_free|evp_pkey|ossl_prov_|do_name$|"
+                r"ossl_tolower|ossl_lh_strcasehash|OPENSSL_strcasecmp|OPENSSL_strncasecmp|"
+                r"getrn$|namemap_|namenum_|query_cmp|ossl_sa_|ossl_bsearch|EVP_PKEY_asn1_find|"
+                r"int_ctx_new|ENGINE_|ossl_engine|engine_|OPENSSL_init_crypto|load_common|"
+                r"evp_kdf_|evp_mac_|cleanup_old_md_data|get_legacy_alg|help_get_legacy|"
+                r"CRYPTO_atomic|OPENSSL_sk_|ossl_decoder|ossl_encode_der)")),
     ("libcrypto: ASN.1, X.509, certificate chain",
      re.compile(r"^(ASN1_|asn1_|ossl_asn1|X509|x509|ossl_x509|d2i_|i2d_|c2i_|i2c_|"
                 r"check_|build_chain|verify_|internal_verify|X509V3|v3_|GENERAL_NAME|"
@@ -84,6 +90,7 @@ CRYPTO_RULES = [
                 r"CRYPTO_realloc|CRYPTO_clear_realloc|CRYPTO_strdup|CRYPTO_strndup|"
                 r"CRYPTO_memdup|OPENSSL_cleanse|CRYPTO_secure)")),
     ("libcrypto: error queue", re.compile(r"^(ERR_|ossl_err|err_)")),
+    ("libcrypto: WPACKET, BIO", re.compile(r"^(WPACKET_|wpacket_|BIO_|bio_|PACKET_)")),
     ("libcrypto: random", re.compile(r"^(RAND_|ossl_rand|rand_|drbg|ossl_drbg|ctr_)")),
     ("libcrypto: async jobs", re.compile(r"^(ASYNC_|async_|ossl_async)")),
 ]
