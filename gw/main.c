@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "core/log.h"
 #include "cycle.h"
 #include "http/conn.h"
 #include "master.h"
@@ -242,6 +243,7 @@ static int test_config(const gw_options_t *opt)
 {
     if (gw_tls_init() != 0)
         return 1;
+    gw_log_open("stderr", GW_LOG_WARN); /* configuration warnings are part of the test */
     gw_errlist_t errs = {0};
     const char *name = opt->conf_file ? opt->conf_file : "<embedded>";
     gw_cycle_t *c = gw_build_cycle(opt, &errs);

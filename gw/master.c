@@ -464,6 +464,7 @@ int gw_master_run(const gw_options_t *opt)
         return 1;
     }
     gw_errlist_t errs = {0};
+    gw_log_open("stderr", GW_LOG_WARN); /* until the configured log: start-up warnings */
     cycle = gw_build_cycle(opt, &errs);
     if (!cycle || errs.n) {
         for (size_t i = 0; i < errs.n; i++)
