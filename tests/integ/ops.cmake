@@ -4,7 +4,7 @@ find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
-foreach(_integ stapling version)
+foreach(_integ stapling version sdnotify)
   add_test(NAME integ_${_integ}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
                    $<TARGET_FILE:tlsgate>)
