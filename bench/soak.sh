@@ -167,10 +167,13 @@ pids+=($!)
 python3 "$T/aborts.py" "$port" "$SECONDS_TOTAL" > "$T/aborts.out" 2>&1 &
 pids+=($!)
 end=$((t0 + 2 + SECONDS_TOTAL))
+sleep 5
+sample "under load"    # the baseline for growth: buffers and caches warmed up
 reloads=0
 failed=0
 while [ "$(date +%s)" -lt "$end" ]; do
     left=$((end - $(date +%s)))
+    [ "$left" -gt 0 ] || break
     sleep $(( left < RELOAD ? left : RELOAD ))
     kill -0 "$master" 2>/dev/null || { echo "soak: tlsgate died" >&2; failed=1; break; }
     [ "$(date +%s)" -lt "$end" ] || break
