@@ -4,6 +4,9 @@ find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
+# ocsp_resp: test_stapling's maker of OCSP responses with chosen times (expired, future)
+add_executable(ocsp_resp ${CMAKE_SOURCE_DIR}/tests/integ/ocsp_resp.c)
+target_link_libraries(ocsp_resp PRIVATE OpenSSL::Crypto)
 foreach(_integ stapling version sdnotify)
   add_test(NAME integ_${_integ}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
@@ -11,5 +14,5 @@ foreach(_integ stapling version sdnotify)
   set_tests_properties(integ_${_integ} PROPERTIES
                        TIMEOUT 120
                        LABELS integ
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OCSP_RESP=$<TARGET_FILE:ocsp_resp>")
 endforeach()

@@ -76,7 +76,7 @@ def status_of(port, *args):
     return m.group(1), sn.group(1) if sn else None
 
 
-def conf(env, port, pki, files, stapling="on", extra_certs=""):
+def conf(env, port, pki, files, stapling="on", extra_certs="", name="tlsgate.conf"):
     lines = "ssl_stapling %s;\n" % stapling
     lines += "".join("        ssl_stapling_file %s;\n" % f for f in files)
     return env.conf("""
@@ -87,7 +87,7 @@ def conf(env, port, pki, files, stapling="on", extra_certs=""):
         %s
         %s
         root %s;
-    }""" % (port, pki.chain, pki.leaf_key, extra_certs, lines, env.html))
+    }""" % (port, pki.chain, pki.leaf_key, extra_certs, lines, env.html), name=name)
 
 
 def check(conf_path, env):
@@ -189,6 +189,34 @@ def test_config_errors(env):
     srv = env.start(conf(env, port, pki, [trylater]), port=port)
     assert status_of(port) is None
     assert "not stapled" in srv.output(), srv.output()
+
+
+def test_expired_and_future(env):
+    """Times `openssl ocsp` cannot make, from the ocsp_resp helper (OCSP_RESP, CTest sets
+    it): an expired response is a warning and is not stapled; thisUpdate in the future is
+    a warning (clock skew) and is stapled."""
+    tool = os.environ.get("OCSP_RESP") or os.path.join(os.path.dirname(h.binary()), "ocsp_resp")
+    if not os.access(tool, os.X_OK):
+        raise h.SkipTest("no ocsp_resp helper (build the ocsp_resp target)")
+    pki = PKI(env.path("pki"))
+    def make(name, this_s, next_s):
+        out = env.path(name)
+        p = h.run([tool, pki.ca, pki.ca_key, pki.leaf, out, str(this_s), str(next_s)])
+        assert p.returncode == 0, p.stderr
+        return out
+    expired = make("expired.der", -7200, -3600)
+    future = make("future.der", 3600, 7200)
+    port = env.port()
+    p = check(conf(env, port, pki, [expired]), env)
+    assert p.returncode == 0 and "expired (nextUpdate" in p.stderr, p.stderr
+    srv = env.start(conf(env, port, pki, [expired]), port=port)
+    assert status_of(port) is None
+    p = check(conf(env, port, pki, [future], name="future.conf"), env)
+    assert p.returncode == 0 and "is in the future" in p.stderr, p.stderr
+    os.rename(future, expired)
+    srv.send(signal.SIGHUP)
+    h.wait_until(lambda: status_of(port) == ("good", "1234"), 10, interval=0.2,
+                 what="the response from the future to be stapled after HUP")
 
 
 if __name__ == "__main__":
