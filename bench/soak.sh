@@ -166,15 +166,17 @@ wrk -t 1 -c "$CONNS" -d "${SECONDS_TOTAL}s" --timeout 5s \
 pids+=($!)
 python3 "$T/aborts.py" "$port" "$SECONDS_TOTAL" > "$T/aborts.out" 2>&1 &
 pids+=($!)
-end=$((t0 + 2 + SECONDS_TOTAL))
+load0=$(date +%s)
+end=$((load0 + SECONDS_TOTAL))
 sleep 5
 sample "under load"    # the baseline for growth: buffers and caches warmed up
 reloads=0
 failed=0
-while [ "$(date +%s)" -lt "$end" ]; do
-    left=$((end - $(date +%s)))
-    [ "$left" -gt 0 ] || break
-    sleep $(( left < RELOAD ? left : RELOAD ))
+next=$((load0 + RELOAD))
+while :; do
+    now=$(date +%s)
+    wake=$(( next < end ? next : end ))
+    [ "$wake" -le "$now" ] || sleep $((wake - now))
     kill -0 "$master" 2>/dev/null || { echo "soak: tlsgate died" >&2; failed=1; break; }
     [ "$(date +%s)" -lt "$end" ] || break
     if TLSGATE_STATE_DIR=$T/state "$BIN" -s reload -c "$T/tlsgate.conf"; then
@@ -182,15 +184,17 @@ while [ "$(date +%s)" -lt "$end" ]; do
     else
         failed=1
     fi
+    next=$((next + RELOAD))
     sleep 1
     sample "reload $reloads"
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 pids=()
-sleep $(( 6 )) # worker_shutdown_timeout: old workers are gone
+sleep 6 # > worker_shutdown_timeout (5s): the old generations are gone
 sample "end"
 echo
 echo "reloads: $reloads"
+[ "$reloads" -gt 0 ] || [ "$SECONDS_TOTAL" -le "$RELOAD" ] || { echo "soak: no reload was done" >&2; failed=1; }
 echo "full handshakes (wrk, Connection: close): $(grep -E 'requests in|Non-2xx|Socket errors' "$T/wrk_hs.out" | tr -s ' ' | tr '\n' ';')"
 echo "keep-alive (wrk): $(grep -E 'requests in|Non-2xx|Socket errors' "$T/wrk_ka.out" | tr -s ' ' | tr '\n' ';')"
 echo "TLS 1.2 RSA clients and aborts: $(cat "$T/aborts.out")"
