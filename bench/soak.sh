@@ -152,7 +152,7 @@ print(" ".join("%s=%d" % kv for kv in counts.items()))
 PY
 
 t0=$(date +%s)
-sleep 2 # workers settled
+sleep 1 # workers settled
 echo "tlsgate soak: ${SECONDS_TOTAL}s, reload every ${RELOAD}s, $WORKERS workers, provider=$PROVIDER, port $port"
 echo
 echo "| when           |   time | master KiB | master fds | workers | workers KiB | workers fds |"
@@ -168,7 +168,7 @@ python3 "$T/aborts.py" "$port" "$SECONDS_TOTAL" > "$T/aborts.out" 2>&1 &
 pids+=($!)
 load0=$(date +%s)
 end=$((load0 + SECONDS_TOTAL))
-sleep 5
+sleep $(( SECONDS_TOTAL < 20 ? 2 : 5 ))
 sample "under load"    # the baseline for growth: buffers and caches warmed up
 reloads=0
 failed=0
@@ -190,7 +190,11 @@ while :; do
 done
 for p in "${pids[@]}"; do wait "$p" || true; done
 pids=()
-sleep 6 # > worker_shutdown_timeout (5s): the old generations are gone
+for _ in $(seq 60); do # the old generations are gone (worker_shutdown_timeout 5s)
+    [ "$(pgrep -c -P "$master")" -le "$WORKERS" ] && break
+    sleep 0.1
+done
+sleep 0.5 # the connections the loads left are closed
 sample "end"
 echo
 echo "reloads: $reloads"

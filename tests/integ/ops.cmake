@@ -17,11 +17,11 @@ foreach(_integ stapling version sdnotify)
                        ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OCSP_RESP=$<TARGET_FILE:ocsp_resp>")
 endforeach()
 
-# bench_soak_smoke: bench/soak.sh for 10 s (reloads every 3 s, 4 connections per wrk):
+# bench_soak_smoke: bench/soak.sh for 8 s (reloads every 2 s, 4 connections per wrk):
 # the script runs, the server survives the mixed load and the reloads, no [alert]/[crit]/
 # [emerg] line. The real soak (10 minutes) is run by hand.
 add_test(NAME bench_soak_smoke COMMAND bash ${CMAKE_SOURCE_DIR}/bench/soak.sh)
 set_tests_properties(bench_soak_smoke PROPERTIES
                      TIMEOUT 120
                      LABELS bench
-                     ENVIRONMENT "TLSGATE_BIN=$<TARGET_FILE:tlsgate>;SOAK_SECONDS=10;SOAK_RELOAD=3;SOAK_CONNS=4")
+                     ENVIRONMENT "TLSGATE_BIN=$<TARGET_FILE:tlsgate>;SOAK_SECONDS=8;SOAK_RELOAD=2;SOAK_CONNS=4")
