@@ -7,7 +7,8 @@
 # it (on a free port) and serves the packaged page over TLS verified against the created
 # certificate; the installed provider module loads into `openssl`; the man pages render;
 # the unit passes `systemd-analyze verify`; the logrotate snippet rotates a running
-# server's access log and its postrotate USR1 makes the server write to the new file.
+# server's access log and its postrotate USR1 makes the server write to the new file;
+# a purge removes everything, the created certificate included.
 # Exit 77 (skipped) without dpkg-deb/dpkg-shlibdeps.
 set -u
 build=$(cd "$1" && pwd)
@@ -139,4 +140,13 @@ wait $pid
 rc=$?
 pid=""
 [ $rc -eq 0 ] || fail "the installed server exited with $rc"
+
+# remove and purge: files gone, the created certificate and /etc/tlsgate too
+rm -f "$R/etc/tlsgate/smoke.conf"
+dpkg --root="$R" --force-script-chrootless --force-not-root --log=/dev/null --purge tlsgate \
+    > "$T/purge.out" 2>&1 || { cat "$T/purge.out"; fail "dpkg --purge"; }
+for f in /usr/sbin/tlsgate "$moddir/tlsgate.so" /etc/tlsgate /lib/systemd/system/tlsgate.service \
+         /etc/logrotate.d/tlsgate; do
+    [ ! -e "$R$f" ] || fail "$f is left after purge"
+done
 echo "dist_deb: ok ($(basename "$deb"), Depends: $deps)"
