@@ -1110,7 +1110,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "DER OCSP response (e.g. `openssl ocsp -respout FILE`) stapled with `ssl_stapling on`, "
      "read at start and on every reload; repeat for several certificates (each response "
      "goes with the certificate it is for, an error if it is for none). Not stapled while "
-     "expired (nextUpdate passed); unsuccessful or revoked responses are warned about. A "
+     "expired (nextUpdate passed); unsuccessful, revoked or badly signed responses are warned "
+     "about. A "
      "server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",

@@ -26,8 +26,10 @@
  * files for the same certificate are an error. Warnings (logged at `warn`, also by
  * `tlsgate -t`): certificate status revoked or unknown, thisUpdate in the future, and
  * nextUpdate passed - such an expired response is never stapled (clients reject it).
- * The signature of the response is not verified (nginx does not verify
- * ssl_stapling_file either).
+ * When the certificate's issuer is in its chain file, the response's signature is
+ * checked (RFC 6960 §4.2.2.2: the issuer or a responder it delegated) and a failure is
+ * a warning (nginx does not check ssl_stapling_file at all); without the issuer it is
+ * not checked.
  *
  * Returns 0, or -1 after adding "FILE:LINE: ssl_stapling_file: reason" messages to errs
  * (unreadable file, not DER, trailing bytes, too large, no basic response, for none of

@@ -4,7 +4,8 @@
 certificate it is for (RSA + ECDSA in one server); after the file is replaced and a
 reload (HUP) the new response is stapled; a malformed file, a response for another
 certificate and two responses for one certificate are clear `-t` errors; a revoked
-status and an unsuccessful responseStatus are warnings.
+status, an unsuccessful responseStatus, a signature that does not verify with the chain's
+CA, an expired response (not stapled) and one from the future are warnings.
 
 Usage: python3 tests/integ/test_stapling.py BIN [TEST...]
 """
@@ -50,14 +51,16 @@ class PKI:
         with open(self.chain, "w") as f:
             f.write(open(self.leaf).read() + open(self.ca).read())
 
-    def response(self, out, status="V"):
-        """Answer for the leaf with status V (good) or R (revoked) into out (DER)."""
+    def response(self, out, status="V", signer=None):
+        """Answer for the leaf with status V (good) or R (revoked) into out (DER), signed
+        by this CA or by signer (another PKI's CA: a signature that does not verify)."""
+        signer = signer or self
         index = os.path.join(self.d, "index-%s.txt" % status)
         rev = "261101000000Z" if status == "R" else ""
         with open(index, "w") as f:
             f.write("%s\t301231235959Z\t%s\t%s\tunknown\t/CN=a.test\n" % (status, rev,
                                                                           self.serial))
-        ossl("ocsp", "-index", index, "-rsigner", self.ca, "-rkey", self.ca_key, "-CA", self.ca,
+        ossl("ocsp", "-index", index, "-rsigner", signer.ca, "-rkey", signer.ca_key, "-CA", self.ca,
              "-issuer", self.ca, "-cert", self.leaf, "-no_nonce", "-ndays", "1",
              "-respout", out)
         return out
@@ -103,6 +106,7 @@ def test_staple_and_reload(env):
     c = conf(env, port, pki, [resp], extra_certs=env.tls("a_ec"))
     t = check(c, env)
     assert t.returncode == 0, t.stderr
+    assert "[warn]" not in t.stderr, t.stderr  # signature checked against the chain's CA
     srv = env.start(c, port=port)
     for v in ("-tls1_3", "-tls1_2"):
         assert status_of(port, v, "-sigalgs", "RSA-PSS+SHA256:RSA+SHA256") == ("good", "1234"), v
@@ -180,6 +184,10 @@ def test_config_errors(env):
     revoked = pki.response(env.path("revoked.der"), status="R")
     p = check(conf(env, port, pki, [revoked]), env)
     assert p.returncode == 0 and "[warn]" in p.stderr and "is revoked" in p.stderr, p.stderr
+    forged = pki.response(env.path("forged.der"), signer=other)
+    p = check(conf(env, port, pki, [forged]), env)
+    assert p.returncode == 0 and "the signature does not verify with the issuer" in p.stderr, \
+        p.stderr
     trylater = env.write("trylater.der", b"\x30\x03\x0a\x01\x03")
     p = check(conf(env, port, pki, [trylater]), env)
     assert p.returncode == 0 and "responseStatus is trylater: not stapled" in p.stderr, p.stderr
