@@ -197,7 +197,7 @@ static int verify_signature(OCSP_BASICRESP *bs, X509 *issuer, char *why, size_t 
 }
 
 /* Load one file; returns 0 (added, or skipped with a warning) or -1 (error in errs). */
-static int load_one(SSL_CTX *ctx, staples_t *st, const cert_ref_t *certs, size_t n_certs,
+static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
                     const char *path, const char *where, gw_errlist_t *errs)
 {
     char why[512];
@@ -336,7 +336,7 @@ int gw_ocsp_ctx_setup(SSL_CTX *ctx, const gw_server_t *s, gw_errlist_t *errs)
         abort();
     int rc = 0;
     for (size_t i = 0; i < s->srv.ssl_stapling_files.n; i++)
-        if (load_one(ctx, st, certs, n_certs, s->srv.ssl_stapling_files.v[i], where, errs) != 0)
+        if (load_one(st, certs, n_certs, s->srv.ssl_stapling_files.v[i], where, errs) != 0)
             rc = -1;
     if (rc != 0 || !SSL_CTX_set_ex_data(ctx, ctx_index, st)) {
         if (rc == 0)

@@ -153,6 +153,35 @@ def test_not_asked_off_and_inherited(env):
     assert "Cipher is" in p.stdout and "CertificateStatus" not in p.stdout, p.stdout
 
 
+def test_sni_switch(env):
+    """The response of the server chosen by SNI, not of the default server of the port."""
+    pki = PKI(env.path("pki"))
+    resp = pki.response(env.path("ocsp.der"))
+    port = env.port()
+    c = env.conf("""
+    server {
+        listen 127.0.0.1:%d ssl default_server;
+        server_name b.test;
+        %s
+        root %s;
+    }
+    server {
+        listen 127.0.0.1:%d ssl;
+        server_name a.test;
+        ssl_certificate %s; ssl_certificate_key %s;
+        ssl_stapling on;
+        ssl_stapling_file %s;
+        root %s;
+    }""" % (port, env.tls("b_rsa"), env.html, port, pki.chain, pki.leaf_key, resp, env.html))
+    env.start(c, port=port)
+    for v in ("-tls1_3", "-tls1_2"):
+        assert status_of(port, v) == ("good", "1234"), v  # SNI a.test
+        p = h.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-servername",
+                   "b.test", "-status", v], input="", timeout=20)
+        assert "CN = b.test" in p.stdout and "OCSP response: no response sent" in p.stdout, \
+            p.stdout
+
+
 def test_config_errors(env):
     pki = PKI(env.path("pki"))
     other = PKI(env.path("other"), serial="99")
