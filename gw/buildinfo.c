@@ -29,8 +29,8 @@ static int ifma_available(char *info, size_t cap)
     if (OSSL_PROVIDER_add_builtin(lib, "tlsgate", tlsgate_provider_init) &&
         (p = OSSL_PROVIDER_load(lib, "tlsgate")) != NULL) {
         const char *bi = NULL;
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, (char **)&bi, 0), OSSL_PARAM_END};
+        OSSL_PARAM params[] = {OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, (char **)&bi, 0),
+                               OSSL_PARAM_END};
         if (OSSL_PROVIDER_get_params(p, params) && bi) {
             snprintf(info, cap, "%s", bi);
             r = strstr(bi, "IFMA capable") != NULL;
@@ -61,7 +61,10 @@ void gw_version_print(FILE *f, const gw_conf_t *conf, const char *conf_name)
     char info[128];
     int ifma = ifma_available(info, sizeof(info));
     fprintf(f, "AVX-512 IFMA path: %s (%s)\n",
-            ifma == 1 ? "available" : ifma == 0 ? "not available" : "unknown", info);
+            ifma == 1   ? "available"
+            : ifma == 0 ? "not available"
+                        : "unknown",
+            info);
     if (!conf) {
         if (conf_name)
             fprintf(f, "configuration: %s: not read\n", conf_name);
@@ -83,8 +86,7 @@ void gw_version_print(FILE *f, const gw_conf_t *conf, const char *conf_name)
                     access(mod, R_OK) == 0 ? "" : ", not found");
         }
         for (size_t k = 0; k < pv->n_params; k++)
-            fprintf(f, "%s%s=%s", k ? ", " : " params ", pv->params[k].name,
-                    pv->params[k].value);
+            fprintf(f, "%s%s=%s", k ? ", " : " params ", pv->params[k].name, pv->params[k].value);
         fputc('\n', f);
     }
     for (size_t i = 0; i < conf->ssl_engines.n; i++)

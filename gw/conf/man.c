@@ -59,8 +59,9 @@ static void roff_text(FILE *f, const char *s, int at_line_start)
 
 static void th(FILE *f, const char *title, int section, const char *version, const char *manual)
 {
-    fprintf(f, ".\\\" Generated from gw/conf/directives.c by gw_conf_write_man(); do not edit.\n"
-               ".TH %s %d \"\" \"tlsgate %s\" \"%s\"\n",
+    fprintf(f,
+            ".\\\" Generated from gw/conf/directives.c by gw_conf_write_man(); do not edit.\n"
+            ".TH %s %d \"\" \"tlsgate %s\" \"%s\"\n",
             title, section, version, manual);
 }
 

@@ -20,10 +20,10 @@
 
 /* One stapled response: the certificate it is for and its DER bytes. */
 typedef struct staple {
-    X509 *cert;            /* a reference to the SSL_CTX's certificate */
+    X509 *cert; /* a reference to the SSL_CTX's certificate */
     unsigned char *der;
     size_t len;
-    time_t next_update;    /* 0 = the response has no nextUpdate */
+    time_t next_update; /* 0 = the response has no nextUpdate */
 } staple_t;
 
 typedef struct staples {
@@ -197,8 +197,8 @@ static int verify_signature(OCSP_BASICRESP *bs, X509 *issuer, char *why, size_t 
 }
 
 /* Load one file; returns 0 (added, or skipped with a warning) or -1 (error in errs). */
-static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
-                    const char *path, const char *where, gw_errlist_t *errs)
+static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, const char *path,
+                    const char *where, gw_errlist_t *errs)
 {
     char why[512];
     unsigned char *der = NULL;
@@ -212,13 +212,14 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
     OCSP_RESPONSE *resp = len ? d2i_OCSP_RESPONSE(NULL, &p, (long)len) : NULL;
     if (!resp || (size_t)(p - der) != len) {
         if (resp)
-            snprintf(why, sizeof(why), "%zu bytes after the DER OCSP response", len - (size_t)(p - der));
+            snprintf(why, sizeof(why), "%zu bytes after the DER OCSP response",
+                     len - (size_t)(p - der));
         else if (len == 0)
             snprintf(why, sizeof(why), "empty file");
         else
             gw_ssl_reason(why, sizeof(why));
-        gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\" is not a DER OCSP response: %s",
-                       where, path, why);
+        gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\" is not a DER OCSP response: %s", where,
+                       path, why);
         OCSP_RESPONSE_free(resp);
         free(der);
         return -1;
@@ -252,7 +253,8 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
             X509_NAME_oneline(X509_get_subject_name(certs[c].cert), subject, sizeof(subject));
             for (size_t k = 0; k < st->n; k++) {
                 if (X509_cmp(st->v[k].cert, certs[c].cert) == 0) {
-                    gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\": a second OCSP "
+                    gw_errlist_add(errs,
+                                   "%s: ssl_stapling_file: \"%s\": a second OCSP "
                                    "response for the certificate %s",
                                    where, path, subject);
                     rc = -1;
@@ -270,18 +272,23 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
             char ts[64];
             if (tu > now + FUTURE_SLACK_S) {
                 fmt_time(ts, sizeof(ts), tu);
-                gw_log(GW_LOG_WARN, 0, "%s: ssl_stapling_file: \"%s\": thisUpdate %s is in the "
-                       "future", where, path, ts);
+                gw_log(GW_LOG_WARN, 0,
+                       "%s: ssl_stapling_file: \"%s\": thisUpdate %s is in the "
+                       "future",
+                       where, path, ts);
             }
             if (nextupd && nu < now) {
                 fmt_time(ts, sizeof(ts), nu);
-                gw_log(GW_LOG_WARN, 0, "%s: ssl_stapling_file: \"%s\": expired (nextUpdate %s): "
-                       "not stapled until it is replaced", where, path, ts);
+                gw_log(GW_LOG_WARN, 0,
+                       "%s: ssl_stapling_file: \"%s\": expired (nextUpdate %s): "
+                       "not stapled until it is replaced",
+                       where, path, ts);
             }
             if (certs[c].issuer && !verified) {
                 verified = 1;
                 if (verify_signature(bs, certs[c].issuer, why, sizeof(why)) != 0)
-                    gw_log(GW_LOG_WARN, 0, "%s: ssl_stapling_file: \"%s\": the signature does "
+                    gw_log(GW_LOG_WARN, 0,
+                           "%s: ssl_stapling_file: \"%s\": the signature does "
                            "not verify with the issuer of %s in the certificate file: %s",
                            where, path, subject, why);
             }
@@ -301,8 +308,10 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs,
         }
     }
     if (rc == 0 && !matched) {
-        gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\": the OCSP response is for none of "
-                       "the server's certificates", where, path);
+        gw_errlist_add(errs,
+                       "%s: ssl_stapling_file: \"%s\": the OCSP response is for none of "
+                       "the server's certificates",
+                       where, path);
         rc = -1;
     }
     OCSP_BASICRESP_free(bs);
@@ -318,8 +327,10 @@ int gw_ocsp_ctx_setup(SSL_CTX *ctx, const gw_server_t *s, gw_errlist_t *errs)
     if (s->srv.ssl_stapling != 1)
         return 0;
     if (s->srv.ssl_stapling_files.n == 0) {
-        gw_log(GW_LOG_WARN, 0, "%s: ssl_stapling: no \"ssl_stapling_file\" given: OCSP "
-               "responders are not queried, nothing is stapled", where);
+        gw_log(GW_LOG_WARN, 0,
+               "%s: ssl_stapling: no \"ssl_stapling_file\" given: OCSP "
+               "responders are not queried, nothing is stapled",
+               where);
         return 0;
     }
     if (ctx_index < 0) {

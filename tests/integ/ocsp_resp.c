@@ -37,8 +37,7 @@ int main(int argc, char **argv)
     ASN1_TIME *nextupd = X509_gmtime_adj(NULL, atol(argv[6]));
     OCSP_RESPONSE *resp = NULL;
     int ok = issuer && leaf && key && bs && id && thisupd && nextupd &&
-             OCSP_basic_add1_status(bs, id, V_OCSP_CERTSTATUS_GOOD, 0, NULL, thisupd,
-                                    nextupd) &&
+             OCSP_basic_add1_status(bs, id, V_OCSP_CERTSTATUS_GOOD, 0, NULL, thisupd, nextupd) &&
              OCSP_basic_sign(bs, issuer, key, EVP_sha256(), NULL, 0) &&
              (resp = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, bs)) != NULL;
     FILE *out = ok ? fopen(argv[4], "wb") : NULL;
