@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps run test bench fuzz clean format
+.PHONY: all build deps run test bench fuzz clean format deb
 
 all: build
 
@@ -36,6 +36,10 @@ bench:
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
 	BUILD_DIR=$(BUILD) BENCH_QUICK=$(BENCH_QUICK) bench/report.sh
+
+# The Debian package $(BUILD)/tlsgate_VERSION_ARCH.deb (dpkg-deb, no network; dist/mkdeb.sh).
+deb: build
+	cmake --build $(BUILD) --target deb
 
 fuzz:
 	@scripts/deps.sh test

@@ -1,5 +1,5 @@
 /*
- * tlsgate [-c FILE] [-t] [-s reload|quit|stop|reopen] [-p PREFIX] [-g 'directives'] [-v] [-h]
+ * tlsgate [-c FILE] [-t] [-s reload|quit|stop|reopen] [-p PREFIX] [-g 'directives'] [-v] [-V] [-h]
  * nginx's command line. Without -c and without a default configuration file, tlsgate
  * serves its embedded default: https://127.0.0.1:8443/ with self-signed RSA-2048 and
  * ECDSA P-256 certificates created in the state directory on first start.
@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buildinfo.h"
 #include "conf/conf.h"
+#include "core/log.h"
 #include "cycle.h"
 #include "http/conn.h"
 #include "master.h"
@@ -29,7 +31,7 @@ static void usage(FILE *f)
     fprintf(f,
             "tlsgate %s: a TLS-terminating HTTPS server and gateway\n"
             "\n"
-            "Usage: tlsgate [-c FILE] [-t] [-s SIGNAL] [-p PREFIX] [-g DIRECTIVES] [-v] [-h]\n"
+            "Usage: tlsgate [-c FILE] [-t] [-s SIGNAL] [-p PREFIX] [-g DIRECTIVES] [-v] [-V] [-h]\n"
             "\n"
             "  -c FILE        configuration file (default: PREFIX/" DEFAULT_CONF
             ";\n"
@@ -42,6 +44,9 @@ static void usage(FILE *f)
             ")\n"
             "  -g DIRECTIVES  extra main-context directives, e.g. -g 'worker_processes 2;'\n"
             "  -v             print the version and exit\n"
+            "  -V             print the version, build options, OpenSSL versions, whether\n"
+            "                 the CPU has the AVX-512 IFMA path, and the providers and\n"
+            "                 engines the configuration loads (-c FILE), then exit\n"
             "  -h             print this help and exit\n"
             "\n"
             "State directory (pid file and the embedded default's certificates):\n"
@@ -238,10 +243,30 @@ static int send_signal(const gw_options_t *opt, const char *name)
     return 0;
 }
 
+static int print_version(const gw_options_t *opt)
+{
+    gw_conf_t *conf = NULL;
+    gw_errlist_t errs = {0};
+    if (opt->conf_file)
+        conf = gw_conf_load_file(opt->conf_file, opt->prefix, opt->globals, opt->state_dir,
+                                 &errs);
+    gw_version_print(stdout, conf, opt->conf_file);
+    int rc = 0;
+    if (opt->conf_file && !conf) {
+        for (size_t i = 0; i < errs.n; i++)
+            fprintf(stderr, "tlsgate: [emerg] %s\n", errs.v[i]);
+        rc = 1;
+    }
+    gw_errlist_clear(&errs);
+    gw_conf_free(conf);
+    return fflush(stdout) == 0 && !ferror(stdout) ? rc : 1;
+}
+
 static int test_config(const gw_options_t *opt)
 {
     if (gw_tls_init() != 0)
         return 1;
+    gw_log_open("stderr", GW_LOG_WARN); /* configuration warnings are part of the test */
     gw_errlist_t errs = {0};
     const char *name = opt->conf_file ? opt->conf_file : "<embedded>";
     gw_cycle_t *c = gw_build_cycle(opt, &errs);
@@ -262,16 +287,19 @@ static int test_config(const gw_options_t *opt)
 int main(int argc, char **argv)
 {
     const char *conf_arg = NULL, *prefix_arg = NULL, *globals = NULL, *sig = NULL;
-    int test = 0;
+    int test = 0, version = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **want = NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "-?") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
-        } else if (strcmp(a, "-v") == 0 || strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
             printf("tlsgate version %s (%s)\n", TLSGATE_VERSION, OpenSSL_version(OPENSSL_VERSION));
             return 0;
+        } else if (strcmp(a, "-V") == 0) {
+            version = 1; /* after the other options: -c FILE -V lists what FILE loads */
+            continue;
         } else if (strcmp(a, "-t") == 0) {
             test = 1;
             continue;
@@ -334,7 +362,9 @@ int main(int argc, char **argv)
     opt.globals = globals;
 
     int rc;
-    if (test)
+    if (version)
+        rc = print_version(&opt);
+    else if (test)
         rc = test_config(&opt);
     else if (sig)
         rc = send_signal(&opt, sig);

@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/sdnotify.h"
 #include "core/stats.h"
 #include "cycle.h"
 #include "http/conn.h"
@@ -433,6 +434,14 @@ static void reload(const gw_options_t *opt)
     gw_log(GW_LOG_NOTICE, 0, "configuration reloaded, generation %u", generation);
 }
 
+/* systemd Type=notify (core/sdnotify.h); a no-op when not started by systemd */
+static void notify(const char *state)
+{
+    if (gw_sd_notify(state) < 0)
+        gw_log(GW_LOG_WARN, errno, "sd_notify \"%s\" to \"%s\" failed", state,
+               getenv("NOTIFY_SOCKET"));
+}
+
 static void daemonize(void)
 {
     pid_t pid = fork();
@@ -464,6 +473,7 @@ int gw_master_run(const gw_options_t *opt)
         return 1;
     }
     gw_errlist_t errs = {0};
+    gw_log_open("stderr", GW_LOG_WARN); /* until the configured log: start-up warnings */
     cycle = gw_build_cycle(opt, &errs);
     if (!cycle || errs.n) {
         for (size_t i = 0; i < errs.n; i++)
@@ -513,6 +523,9 @@ int gw_master_run(const gw_options_t *opt)
                cycle->laddrs[k].ssl ? " ssl" : "");
     gw_log(GW_LOG_NOTICE, 0, "tlsgate started, %d worker process(es)", nworkers(cycle->conf));
     start_workers();
+    char ready[64];
+    snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d", (int)getpid());
+    notify(ready);
 
     int stopping = 0; /* 1 graceful, 2 fast */
     int64_t kill_at = 0;
@@ -528,6 +541,7 @@ int gw_master_run(const gw_options_t *opt)
             sig_term = 0;
             if (stopping != 2) {
                 gw_log(GW_LOG_NOTICE, 0, "stopping");
+                notify("STOPPING=1");
                 stopping = 2;
                 signal_workers(SIGTERM, 0);
                 close_all_sockets();
@@ -539,6 +553,7 @@ int gw_master_run(const gw_options_t *opt)
             sig_quit = 0;
             if (!stopping) {
                 gw_log(GW_LOG_NOTICE, 0, "gracefully stopping");
+                notify("STOPPING=1");
                 stopping = 1;
                 signal_workers(SIGQUIT, 0);
                 /* new connections are refused at once (clients and load balancers fail
@@ -548,8 +563,11 @@ int gw_master_run(const gw_options_t *opt)
         }
         if (sig_hup) {
             sig_hup = 0;
-            if (!stopping)
+            if (!stopping) {
+                notify("RELOADING=1");
                 reload(opt);
+                notify("READY=1");
+            }
         }
         if (sig_usr1) {
             sig_usr1 = 0;

@@ -279,6 +279,7 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_session_tickets = GW_UNSET_INT;
     s->ssl_async = GW_UNSET_INT;
     s->ssl_async_notify = GW_UNSET_INT;
+    s->ssl_stapling = GW_UNSET_INT;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -317,6 +318,7 @@ static void srv_free(gw_srv_settings_t *s)
         free(s->certs[i].key);
     }
     free(s->certs);
+    strlist_free(&s->ssl_stapling_files);
     memset(s, 0, sizeof(*s));
 }
 
@@ -459,6 +461,9 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_session_tickets, GW_UNSET_INT);
     INHERIT(ssl_async, GW_UNSET_INT);
     INHERIT(ssl_async_notify, GW_UNSET_INT);
+    INHERIT(ssl_stapling, GW_UNSET_INT);
+    if (s->ssl_stapling_files.n == 0)
+        strlist_copy(&s->ssl_stapling_files, &h->ssl_stapling_files);
     if (h->n_conf_cmds > 0) {
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;

@@ -110,6 +110,9 @@ typedef struct gw_srv_settings {
     size_t n_conf_cmds;
     gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
     size_t n_certs;
+    int ssl_stapling;                  /* 0/1, default 0 (tls/ocsp.h) */
+    gw_strlist_t ssl_stapling_files;   /* absolute paths of DER OCSP responses; a server
+                                          inherits http's only if it has none */
 } gw_srv_settings_t;
 
 /**

@@ -270,6 +270,18 @@ static int set_strlist(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_d
     return 0;
 }
 
+/* ssl_stapling_file FILE: appended (absolute) to a gw_strlist_t; may be repeated. */
+static int set_path_list(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                         const gw_conf_node_t *n, void *base)
+{
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    gw_strlist_t *l = FIELD(base, d, gw_strlist_t);
+    char **slot = gw_conf_xpush(&l->v, &l->n, sizeof(*l->v));
+    *slot = gw_conf_abs_path(p, n->args[1]);
+    return 0;
+}
+
 /* ---- main context ---- */
 
 static int set_worker_processes(gw_conf_parser_t *p, gw_conf_scope_t *sc,
@@ -1090,6 +1102,17 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "(default 20480). `shared:` is not supported yet."},
     {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
      "on", "Allow session resumption with TLS session tickets."},
+    {"ssl_stapling", HS, 0, 1, 1, SRV(ssl_stapling), set_flag, ANY, "`on` \\| `off`", "off",
+     "Staple OCSP responses (RFC 6066 status_request) to clients that ask; the responses "
+     "come from `ssl_stapling_file` (OCSP responders are not queried)."},
+    {"ssl_stapling_file", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_stapling_files), set_path_list, ANY,
+     "*FILE*", NULL,
+     "DER OCSP response (e.g. `openssl ocsp -respout FILE`) stapled with `ssl_stapling on`, "
+     "read at start and on every reload; repeat for several certificates (each response "
+     "goes with the certificate it is for, an error if it is for none). Not stapled while "
+     "expired (nextUpdate passed); unsuccessful, revoked or badly signed responses are warned "
+     "about. A "
+     "server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "

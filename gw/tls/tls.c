@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "tls/ocsp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -265,6 +266,8 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         goto fail;
     }
     prebuild_chains(ctx);
+    if (gw_ocsp_ctx_setup(ctx, s, errs) != 0)
+        goto fail;
     return ctx;
 fail:
     SSL_CTX_free(ctx);
