@@ -277,6 +277,7 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_session_cache = GW_SESSION_CACHE_UNSET;
     s->ssl_session_cache_size = GW_UNSET_INT;
     s->ssl_session_tickets = GW_UNSET_INT;
+    s->ssl_session_timeout_ms = GW_UNSET_MS;
     s->ssl_async = GW_UNSET_INT;
     s->ssl_async_notify = GW_UNSET_INT;
 }
@@ -307,6 +308,8 @@ static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
     free(s->ssl_ciphers);
+    free(s->ssl_session_cache_name);
+    strlist_free(&s->ssl_session_ticket_keys);
     for (size_t i = 0; i < s->n_conf_cmds; i++) {
         free(s->conf_cmds[i].name);
         free(s->conf_cmds[i].value);
@@ -455,8 +458,15 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     if (s->ssl_session_cache == GW_SESSION_CACHE_UNSET) {
         s->ssl_session_cache = h->ssl_session_cache;
         s->ssl_session_cache_size = h->ssl_session_cache_size;
+        s->ssl_session_cache_name = gw_conf_xstrdup(h->ssl_session_cache_name);
+        s->ssl_session_cache_bytes = h->ssl_session_cache_bytes;
     }
     INHERIT(ssl_session_tickets, GW_UNSET_INT);
+    INHERIT(ssl_session_timeout_ms, GW_UNSET_MS);
+    if (s->ssl_session_ticket_keys.n == 0) {
+        strlist_copy(&s->ssl_session_ticket_keys, &h->ssl_session_ticket_keys);
+        s->ssl_session_ticket_key_line = h->ssl_session_ticket_key_line;
+    }
     INHERIT(ssl_async, GW_UNSET_INT);
     INHERIT(ssl_async_notify, GW_UNSET_INT);
     if (h->n_conf_cmds > 0) {

@@ -41,6 +41,8 @@ enum gw_session_cache {
     GW_SESSION_CACHE_OFF = 0,  /* clients are told sessions cannot be reused */
     GW_SESSION_CACHE_NONE,     /* no cache, no promise (nginx "none") */
     GW_SESSION_CACHE_BUILTIN,  /* OpenSSL's per-process cache, size in entries */
+    GW_SESSION_CACHE_SHARED,   /* shared memory between the workers (tls/sesscache.h);
+                                  builtin may be given too (ssl_session_cache_size > 0) */
 };
 
 #define GW_UNSET_INT (-1)
@@ -106,6 +108,12 @@ typedef struct gw_srv_settings {
     int ssl_session_cache;             /* enum gw_session_cache, default NONE */
     int ssl_session_cache_size;        /* entries for builtin, default 20480 */
     int ssl_session_tickets;           /* 0/1, default 1 */
+    char *ssl_session_cache_name;      /* shared:NAME:SIZE zone name, else NULL */
+    int64_t ssl_session_cache_bytes;   /* shared:NAME:SIZE zone size in bytes */
+    int64_t ssl_session_timeout_ms;    /* default 5m (nginx) */
+    gw_strlist_t ssl_session_ticket_keys; /* ssl_session_ticket_key FILE..., absolute paths,
+                                             first encrypts; server inherits http's if none */
+    int ssl_session_ticket_key_line;   /* line of the first ssl_session_ticket_key */
     gw_conf_cmd_t *conf_cmds;          /* ssl_conf_command, in order; http's come first */
     size_t n_conf_cmds;
     gw_cert_pair_t *certs;             /* server inherits http's only if it has none */

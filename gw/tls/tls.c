@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "tls/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -205,21 +206,10 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
             goto fail;
         }
     }
-    switch (s->srv.ssl_session_cache) {
-    case GW_SESSION_CACHE_BUILTIN:
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-        SSL_CTX_sess_set_cache_size(ctx, s->srv.ssl_session_cache_size > 0
-                                             ? s->srv.ssl_session_cache_size
-                                             : 20480);
-        break;
-    default:
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-        /* TLS 1.3 stateful tickets need the cache: without cache and tickets, send none */
-        if (s->srv.ssl_session_tickets == 0)
-            SSL_CTX_set_num_tickets(ctx, 0);
-        break;
+    if (gw_tls_session_setup(ctx, s, why, sizeof(why)) != 0) {
+        gw_errlist_add(errs, "%s:%d: %s", file, s->line, why);
+        goto fail;
     }
-    SSL_CTX_set_timeout(ctx, 300);
     set_sid_ctx(ctx, s);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (client_hello_cb)
