@@ -17,7 +17,9 @@
 #include "conf/conf.h"
 #include "cycle.h"
 #include "http/conn.h"
+#include "http/resume.h"
 #include "master.h"
+#include "tls/session.h"
 #include "tls/tls.h"
 #include "version.h"
 
@@ -296,6 +298,7 @@ int main(int argc, char **argv)
     }
 
     gw_tls_set_async_callback(gw_conn_async_callback);
+    gw_tls_session_set_remote_store(gw_resume_store);
     gw_options_t opt = {0};
     char *sd = state_dir();
     if (mkdir_p(sd, 0700) != 0) {

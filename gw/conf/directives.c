@@ -552,6 +552,28 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
     int mode = GW_SESSION_CACHE_UNSET, builtin = 0;
     int64_t size = SESSION_CACHE_DEFAULT_SIZE, bytes = 0;
     char *name = NULL;
+    if (strncmp(n->args[1], "redis://", 8) == 0) {
+        char host[256], why[300];
+        int port, db;
+        int64_t tmo = 100;
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
+                                    sizeof(why)) != 0)
+            return gw_conf_bad_value(p, n, 1, "%s", why);
+        if (n->n_args > 2) {
+            const char *a = n->args[2];
+            if (strncmp(a, "timeout=", 8) != 0 || parse_time(a + 8, &tmo) != 0 || tmo < 1 ||
+                tmo > 60000)
+                return gw_conf_bad_value(p, n, 2, "must be timeout=TIME (1ms..60s)");
+        }
+        free(s->ssl_session_cache_name);
+        s->ssl_session_cache_name = NULL;
+        free(s->ssl_session_cache_redis);
+        s->ssl_session_cache_redis = gw_conf_xstrdup(n->args[1]);
+        s->ssl_session_cache_redis_timeout_ms = tmo;
+        s->ssl_session_cache = GW_SESSION_CACHE_REDIS;
+        s->ssl_session_cache_size = 0;
+        return 0;
+    }
     for (size_t i = 1; i < n->n_args; i++) {
         const char *a = n->args[i];
         if (strcmp(a, "off") == 0 || strcmp(a, "none") == 0) {
@@ -597,13 +619,15 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
             }
         } else {
             free(name);
-            return gw_conf_bad_value(p, n, i,
-                                     "must be off, none, builtin[:N] or shared:NAME:SIZE");
+            return gw_conf_bad_value(p, n, i, "must be off, none, builtin[:N], "
+                                     "shared:NAME:SIZE or redis://HOST:PORT[/DB]");
         }
     }
     free(s->ssl_session_cache_name);
     s->ssl_session_cache_name = name;
     s->ssl_session_cache_bytes = bytes;
+    free(s->ssl_session_cache_redis);
+    s->ssl_session_cache_redis = NULL;
     s->ssl_session_cache = mode;
     /* with shared: 0 unless builtin was given too (both caches, as nginx allows) */
     s->ssl_session_cache_size = mode == GW_SESSION_CACHE_SHARED && !builtin ? 0 : (int)size;
@@ -1130,14 +1154,19 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_prefer_server_ciphers", HS, 0, 1, 1, SRV(ssl_prefer_server_ciphers), set_flag, ANY,
      "`on` \\| `off`", "off", "Prefer the server's cipher order over the client's."},
     {"ssl_session_cache", HS, 0, 1, 2, SRV(ssl_session_cache), set_session_cache, ANY,
-     "`off` \\| `none` \\| [`builtin`[`:`*N*]] [`shared:`*NAME*`:`*SIZE*]", "none",
+     "`off` \\| `none` \\| [`builtin`[`:`*N*]] [`shared:`*NAME*`:`*SIZE*] \\| "
+     "`redis://`*HOST*`:`*PORT*[`/`*DB*] [`timeout=`*TIME*]", "none",
      "TLS session cache: `off` tells clients sessions cannot be reused, `none` keeps no cache "
      "(without that promise), `builtin` is OpenSSL's per-process cache of *N* sessions "
      "(default 20480), `shared` a cache in shared memory used by all workers (zone *NAME*, "
      "*SIZE* 32k..4g, about 3,500 sessions per megabyte, least recently used evicted first; "
      "kept across reloads while *NAME* and *SIZE* stay the same). It serves TLS 1.2 session "
-     "IDs and, with `ssl_session_tickets off`, TLS 1.3 stateful resumption. Taken from the "
-     "default server of each listen address."},
+     "IDs and, with `ssl_session_tickets off`, TLS 1.3 stateful resumption. `redis://` keeps "
+     "the same sessions in Redis for a fleet of gateways (database *DB*, default 0): the "
+     "handshake waits for the lookup without blocking the worker, at most `timeout` "
+     "(default 100ms), then goes on as a full handshake; while Redis is down or slow, "
+     "handshakes go on without it (counted in `redis_errors`). The cache mode is taken from "
+     "the default server of each listen address."},
     {"ssl_session_timeout", HS, 0, 1, 1, SRV(ssl_session_timeout_ms), set_time, TIME1, "*TIME*",
      "5m", "Lifetime of a session (cache entry or ticket); also the rotation period of the "
      "automatic ticket keys."},

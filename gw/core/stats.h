@@ -75,6 +75,8 @@ typedef struct gw_stats {
     uint64_t responses[6];      /* by status class: [1]=1xx ... [5]=5xx */
     uint64_t reloads;           /* successful configuration reloads */
     uint64_t worker_restarts;   /* workers respawned after an unexpected exit */
+    uint64_t redis_errors;      /* Redis (session cache, ticket keys) unreachable, slow or
+                                   failing: connects failed, connections lost, timeouts */
     uint32_t fold_seq;          /* seqlock: odd while the master folds a slot into retired */
     uint32_t n_slots;           /* slots ever used (high-water mark): readers scan these */
     gw_retired_t retired;       /* counters of the workers that exited */

@@ -28,6 +28,8 @@ typedef struct tkey {
 /* Resumption settings of one SSL_CTX, in its ex_data. */
 typedef struct sess_conf {
     gw_sesscache_t *zone;   /* shared cache, or NULL */
+    const char *remote;     /* ssl_session_cache redis:// URL (the config's), or NULL */
+    int64_t remote_timeout_ms;
     int tickets;            /* ssl_session_tickets */
     int64_t timeout_s;      /* ssl_session_timeout in seconds (>= 1) */
     tkey_t *keys;           /* from files: keys[0] encrypts; NULL = automatic keys */
@@ -39,6 +41,30 @@ typedef struct sess_conf {
 } sess_conf_t;
 
 static int ex_index = -1;
+static int ssl_ex_index = -1; /* per SSL: a session fetched from the remote cache */
+static gw_tls_remote_store_fn remote_store;
+
+typedef struct prefetched {
+    unsigned char id[32];
+    size_t id_len;
+    unsigned char *der;
+    size_t der_len;
+} prefetched_t;
+
+static void prefetched_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+                            void *argp)
+{
+    prefetched_t *p = ptr;
+    if (!p)
+        return;
+    OPENSSL_clear_free(p->der, p->der_len);
+    free(p);
+}
+
+void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn)
+{
+    remote_store = fn;
+}
 /* Secret of the automatic ticket keys: drawn once in the master, inherited by the workers
  * through fork() (so all agree) and kept across reloads (tickets survive a reload). */
 static unsigned char master_secret[32];
@@ -68,7 +94,7 @@ static sess_conf_t *conf_of(SSL *ssl)
 static int new_session(SSL *ssl, SSL_SESSION *sess)
 {
     sess_conf_t *c = conf_of(ssl);
-    if (!c || !c->zone)
+    if (!c || (!c->zone && !(c->remote && remote_store)))
         return 0;
     /* a TLS 1.3 stateless ticket carries the session itself: nothing to keep */
     if (SSL_version(ssl) == TLS1_3_VERSION && !(SSL_get_options(ssl) & SSL_OP_NO_TICKET))
@@ -77,8 +103,20 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
     const unsigned char *id = SSL_SESSION_get_id(sess, &id_len);
     unsigned char der[GW_SESSCACHE_MAX_DER];
     int n = i2d_SSL_SESSION(sess, NULL);
-    if (n <= 0 || (size_t)n > sizeof(der)) {
-        if (n > 0) {
+    if (n > 0 && !c->zone && (size_t)n <= 16384) {
+        /* remote: any length Redis takes; the slot limit is the shared zone's */
+        unsigned char *big = malloc((size_t)n), *q = big;
+        if (big && i2d_SSL_SESSION(sess, &q) == n) {
+            int64_t ttl = (int64_t)SSL_SESSION_get_time(sess) +
+                          (int64_t)SSL_SESSION_get_timeout(sess) - (int64_t)time(NULL);
+            if (ttl > 0)
+                remote_store(c->remote, id, id_len, big, (size_t)n, ttl);
+        }
+        free(big);
+        return 0;
+    }
+    if (n <= 0 || (size_t)n > sizeof(der) || !c->zone) {
+        if (n > 0 && c->zone) {
             /* counted by the cache; logged at debug: a long session is a config fact */
             gw_sesscache_store(c->zone, id, id_len, der, (size_t)n, INT64_MAX, 0);
             gw_log(GW_LOG_DEBUG, 0, "session of %d bytes is too long for the shared cache", n);
@@ -97,8 +135,18 @@ static SSL_SESSION *get_session(SSL *ssl, const unsigned char *id, int id_len, i
 {
     *copy = 0;
     sess_conf_t *c = conf_of(ssl);
-    if (!c || !c->zone || id_len <= 0)
+    if (!c || id_len <= 0)
         return NULL;
+    if (!c->zone) {
+        prefetched_t *pf = ssl_ex_index < 0 ? NULL : SSL_get_ex_data(ssl, ssl_ex_index);
+        if (!pf || pf->id_len != (size_t)id_len || memcmp(pf->id, id, pf->id_len) != 0)
+            return NULL;
+        const unsigned char *q = pf->der;
+        SSL_SESSION *sess = d2i_SSL_SESSION(NULL, &q, (long)pf->der_len);
+        if (!sess)
+            ERR_clear_error();
+        return sess;
+    }
     unsigned char der[GW_SESSCACHE_MAX_DER];
     int n = gw_sesscache_fetch(c->zone, id, (size_t)id_len, (int64_t)time(NULL), der,
                                sizeof(der));
@@ -253,6 +301,11 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
             snprintf(why, cap, "ssl_session_cache: no SSL_CTX ex_data index");
             return -1;
         }
+        ssl_ex_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, prefetched_free);
+        if (ssl_ex_index < 0) {
+            snprintf(why, cap, "ssl_session_cache: no SSL ex_data index");
+            return -1;
+        }
     }
     if (!have_secret) {
         if (RAND_bytes(master_secret, sizeof(master_secret)) != 1) {
@@ -310,6 +363,13 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
         SSL_CTX_sess_set_get_cb(ctx, get_session);
         SSL_CTX_sess_set_remove_cb(ctx, remove_session);
         break;
+    case GW_SESSION_CACHE_REDIS:
+        c->remote = s->srv.ssl_session_cache_redis;
+        c->remote_timeout_ms = s->srv.ssl_session_cache_redis_timeout_ms;
+        mode = SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_INTERNAL;
+        SSL_CTX_sess_set_new_cb(ctx, new_session);
+        SSL_CTX_sess_set_get_cb(ctx, get_session);
+        break;
     default:
         /* TLS 1.3 stateful tickets need the cache: without cache and tickets, send none */
         if (s->srv.ssl_session_tickets == 0)
@@ -321,5 +381,87 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
     /* always: OpenSSL calls the callback of the connection's first SSL_CTX, whose block
      * may have tickets off while the block chosen by SNI has them on */
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_key);
+    return 0;
+}
+
+/* ---- the remote cache's ClientHello side ---- */
+
+/* Does the hello's supported_versions list TLS 1.3 (RFC 8446 §4.2.1)? */
+static int offers_tls13(SSL *ssl)
+{
+    const unsigned char *p;
+    size_t n;
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &p, &n) || n < 1)
+        return 0;
+    size_t len = p[0];
+    if (len + 1 > n)
+        return 0;
+    for (size_t i = 1; i + 1 < len + 1; i += 2)
+        if (p[i] == 0x03 && p[i + 1] == 0x04)
+            return 1;
+    return 0;
+}
+
+int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
+                                 const char **url, int64_t *timeout_ms)
+{
+    sess_conf_t *c = conf_of(ssl);
+    if (!c || !c->remote)
+        return 0;
+    int max = (int)SSL_get_max_proto_version(ssl);
+    int tls13 = offers_tls13(ssl) && (max == 0 || max >= TLS1_3_VERSION);
+    const unsigned char *p;
+    size_t n;
+    if (tls13) {
+        /* RFC 8446 §4.2.11: identities<7..2^16-1> of {identity<1..2^16-1>, uint32 age};
+         * with tickets off, OpenSSL's stateful ticket is the session ID */
+        if (!(SSL_get_options(ssl) & SSL_OP_NO_TICKET) ||
+            !SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_psk, &p, &n) || n < 4)
+            return 0;
+        size_t ilen = (size_t)p[2] << 8 | p[3];
+        if (ilen < 1 || ilen > 32 || 4 + ilen > n)
+            return 0;
+        memcpy(id, p + 4, ilen);
+        *id_len = ilen;
+    } else {
+        /* RFC 5077 §3.4: a non-empty ticket is used instead of the session ID */
+        if (!(SSL_get_options(ssl) & SSL_OP_NO_TICKET) &&
+            SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_session_ticket, &p, &n) && n > 0)
+            return 0;
+        size_t sl = SSL_client_hello_get0_session_id(ssl, &p);
+        if (sl < 1 || sl > 32)
+            return 0;
+        memcpy(id, p, sl);
+        *id_len = sl;
+    }
+    *url = c->remote;
+    *timeout_ms = c->remote_timeout_ms > 0 ? c->remote_timeout_ms : 100;
+    return 1;
+}
+
+int gw_tls_session_prefetched(SSL *ssl, const unsigned char *id, size_t id_len,
+                              const unsigned char *der, size_t der_len)
+{
+    if (ssl_ex_index < 0 || id_len < 1 || id_len > 32 || der_len < 1)
+        return -1;
+    prefetched_t *p = calloc(1, sizeof(*p));
+    if (!p || !(p->der = malloc(der_len))) {
+        free(p);
+        return -1;
+    }
+    memcpy(p->id, id, id_len);
+    p->id_len = id_len;
+    memcpy(p->der, der, der_len);
+    p->der_len = der_len;
+    prefetched_t *old = SSL_get_ex_data(ssl, ssl_ex_index);
+    if (!SSL_set_ex_data(ssl, ssl_ex_index, p)) {
+        OPENSSL_clear_free(p->der, der_len);
+        free(p);
+        return -1;
+    }
+    if (old) {
+        OPENSSL_clear_free(old->der, old->der_len);
+        free(old);
+    }
     return 0;
 }

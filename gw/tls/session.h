@@ -30,4 +30,36 @@
  */
 int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t cap);
 
+/**
+ * The remote (Redis) session store, installed by the worker's HTTP layer
+ * (http/resume.c): called from the new-session callback with the cache URL of the
+ * connection's server block, the session ID (1..32 bytes), its DER (der_len bytes) and
+ * the seconds it has left. Must not block (fire-and-forget). NULL: sessions are not
+ * stored remotely.
+ */
+typedef void (*gw_tls_remote_store_fn)(const char *url, const unsigned char *id,
+                                       size_t id_len, const unsigned char *der,
+                                       size_t der_len, int64_t ttl_s);
+void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn);
+
+/**
+ * From a ClientHello callback, after the SNI switch: does this hello offer a session
+ * that the server block's remote cache (ssl_session_cache redis://) may hold? That is a
+ * TLS 1.3 pre_shared_key whose first identity is a stateful ticket (1..32 bytes, tickets
+ * off), or a TLS 1.2 session ID (when TLS 1.3 will not be negotiated and no session
+ * ticket is offered). Returns 1 and fills id (32 bytes), *id_len, *url (borrowed from the
+ * configuration) and *timeout_ms; 0 when there is nothing to look up; never fails.
+ */
+int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
+                                 const char **url, int64_t *timeout_ms);
+
+/**
+ * Hand a session fetched from the remote cache (der_len bytes of i2d_SSL_SESSION, for
+ * session id) to this connection's get-session callback, which OpenSSL calls later in
+ * the same handshake. Copied. Returns 0, or -1 when out of memory (the handshake then
+ * goes on as a full one).
+ */
+int gw_tls_session_prefetched(SSL *ssl, const unsigned char *id, size_t id_len,
+                              const unsigned char *der, size_t der_len);
+
 #endif
