@@ -642,9 +642,17 @@ static int set_ticket_key(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
         return gw_conf_bad_value(p, n, 1, "empty path");
     if (s->ssl_session_ticket_keys.n == 0)
         s->ssl_session_ticket_key_line = n->line;
+    int redis = strncmp(n->args[1], "redis://", 8) == 0;
+    if (redis) {
+        char host[256], why[300];
+        int port, db;
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
+                                    sizeof(why)) != 0)
+            return gw_conf_bad_value(p, n, 1, "%s", why);
+    }
     char **slot = gw_conf_xpush(&s->ssl_session_ticket_keys.v, &s->ssl_session_ticket_keys.n,
                                 sizeof(char *));
-    *slot = gw_conf_abs_path(p, n->args[1]);
+    *slot = redis ? gw_conf_xstrdup(n->args[1]) : gw_conf_abs_path(p, n->args[1]);
     return 0;
 }
 
@@ -1173,13 +1181,15 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
      "on", "Allow session resumption with TLS session tickets."},
     {"ssl_session_ticket_key", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_session_ticket_keys),
-     set_ticket_key, ANY, "*FILE*", NULL,
+     set_ticket_key, ANY, "*FILE* \\| `redis://`*HOST*`:`*PORT*[`/`*DB*]", NULL,
      "Key file for session tickets: 48 bytes (16 name, 16 HMAC-SHA256 secret, 16 AES-128 key) "
      "or 80 bytes (16 name, 32 HMAC, 32 AES-256 key), nginx's format. The first key encrypts, "
      "the others only decrypt (rotation by file order). Without one, keys derived from a "
      "secret of the master process rotate every `ssl_session_timeout`, the same in all "
-     "workers; the previous key still decrypts for one period. A server without one inherits "
-     "http's."},
+     "workers; the previous key still decrypts for one period. `redis://` shares keys across "
+     "a fleet: for each period one gateway writes a random key (SET NX with expiry), the "
+     "others read it; the previous key still decrypts; until Redis is reached, the "
+     "automatic local keys are used. A server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "

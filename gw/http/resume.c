@@ -6,8 +6,13 @@
 #include "tls/session.h"
 #include "worker.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include <hiredis/hiredis.h>
 
@@ -141,4 +146,145 @@ void gw_resume_store(const char *url, const unsigned char *id, size_t id_len,
         return;
     gw_redis_command(r, NULL, NULL, "SET " KEY_PREFIX "%b %b EX %lld", id, id_len, der, der_len,
                      (long long)ttl_s);
+}
+
+/* ---- fleet ticket keys (ssl_session_ticket_key redis://) ----
+ *
+ * Period p = ssl_session_timeout; epoch e = time / p. For e and e + 1 every worker of
+ * the fleet proposes a random 80-byte key with SET tlsgate:tk:<p>:<e> KEY NX EX 3p (the
+ * first writer wins) and then reads the key back with GET (everyone follows it). Key e
+ * encrypts during epoch e; e - 1 (and e + 1, for clocks a little apart) decrypt. Refreshed
+ * at least every p / 4 (at most every 5 s), and every 500 ms while a key is missing. */
+
+#define TK_SLOTS 4
+
+typedef struct tk_ring {
+    char *url;
+    int64_t period;
+    gw_redis_t *r;
+    gw_timer_t timer;
+    struct {
+        int64_t epoch; /* 0 = empty */
+        gw_tls_ticket_key_t key;
+    } slot[TK_SLOTS];
+    struct tk_ring *next;
+} tk_ring_t;
+
+typedef struct tk_get {
+    tk_ring_t *ring;
+    int64_t epoch;
+} tk_get_t;
+
+static tk_ring_t *rings;
+
+#define RING_OF_TIMER(t) ((tk_ring_t *)((char *)(t)-offsetof(tk_ring_t, timer)))
+
+static const gw_tls_ticket_key_t *ring_key(tk_ring_t *g, int64_t epoch)
+{
+    for (int i = 0; i < TK_SLOTS; i++)
+        if (g->slot[i].epoch == epoch)
+            return &g->slot[i].key;
+    return NULL;
+}
+
+static void ring_put(tk_ring_t *g, int64_t epoch, const unsigned char k[80])
+{
+    int victim = 0;
+    for (int i = 0; i < TK_SLOTS; i++) {
+        if (g->slot[i].epoch == epoch) {
+            victim = i;
+            break;
+        }
+        if (g->slot[i].epoch < g->slot[victim].epoch)
+            victim = i; /* the oldest (or an empty one) goes */
+    }
+    g->slot[victim].epoch = epoch;
+    memcpy(g->slot[victim].key.name, k, 16);
+    memcpy(g->slot[victim].key.hmac, k + 16, 32);
+    memcpy(g->slot[victim].key.aes, k + 48, 32);
+    g->slot[victim].key.size = 32;
+}
+
+static void on_key(void *reply, void *priv)
+{
+    tk_get_t *q = priv;
+    redisReply *rep = reply;
+    if (rep && rep->type == REDIS_REPLY_STRING && rep->len == 80)
+        ring_put(q->ring, q->epoch, (const unsigned char *)rep->str);
+    else if (rep)
+        gw_redis_failed(q->ring->r, "ticket key: unexpected reply to GET");
+    free(q);
+}
+
+static void ring_refresh(gw_timer_t *t)
+{
+    tk_ring_t *g = RING_OF_TIMER(t);
+    int64_t e = (int64_t)time(NULL) / g->period;
+    int missing = 0;
+    if (gw_redis_ready(g->r)) {
+        for (int64_t ep = e; ep <= e + 1; ep++) {
+            if (ring_key(g, ep))
+                continue;
+            missing = 1;
+            unsigned char k[80];
+            char key[64];
+            snprintf(key, sizeof(key), "tlsgate:tk:%lld:%lld", (long long)g->period,
+                     (long long)ep);
+            if (RAND_bytes(k, sizeof(k)) == 1)
+                gw_redis_command(g->r, NULL, NULL, "SET %s %b NX EX %lld", key, k, sizeof(k),
+                                 (long long)(3 * g->period));
+            OPENSSL_cleanse(k, sizeof(k));
+            tk_get_t *q = malloc(sizeof(*q));
+            if (q) {
+                q->ring = g;
+                q->epoch = ep;
+                if (gw_redis_command(g->r, on_key, q, "GET %s", key) != 0)
+                    free(q);
+            }
+        }
+    } else {
+        missing = !ring_key(g, e);
+    }
+    int64_t every = g->period * 1000 / 4;
+    if (every > 5000)
+        every = 5000;
+    gw_timer_add(&gw_worker->loop, &g->timer, missing ? 500 : every < 100 ? 100 : every);
+}
+
+size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_key_t *keys,
+                             size_t cap)
+{
+    if (!gw_worker || period_s < 1 || cap < 3)
+        return 0;
+    tk_ring_t *g = rings;
+    while (g && (strcmp(g->url, url) != 0 || g->period != period_s))
+        g = g->next;
+    if (!g) {
+        g = calloc(1, sizeof(*g));
+        gw_redis_t *r = gw_redis_get(url, &gw_worker->loop);
+        if (!g || !r || !(g->url = strdup(url))) {
+            free(g);
+            return 0;
+        }
+        g->period = period_s;
+        g->r = r;
+        g->timer.cb = ring_refresh;
+        g->next = rings;
+        rings = g;
+        gw_redis_ready(r); /* start connecting */
+        gw_timer_add(&gw_worker->loop, &g->timer, 0);
+        return 0;
+    }
+    int64_t e = (int64_t)time(NULL) / period_s;
+    const gw_tls_ticket_key_t *cur = ring_key(g, e);
+    if (!cur)
+        return 0;
+    size_t n = 0;
+    keys[n++] = *cur;
+    const gw_tls_ticket_key_t *k;
+    if ((k = ring_key(g, e - 1)))
+        keys[n++] = *k;
+    if ((k = ring_key(g, e + 1)))
+        keys[n++] = *k;
+    return n;
 }

@@ -14,6 +14,8 @@
 
 #include <openssl/ssl.h>
 
+#include "tls/session.h"
+
 struct gw_conn;
 
 /**
@@ -29,5 +31,16 @@ int gw_resume_client_hello(struct gw_conn *c, SSL *ssl);
  * ttl_s on the worker's Redis connection of url; dropped when it is not ready. */
 void gw_resume_store(const char *url, const unsigned char *id, size_t id_len,
                      const unsigned char *der, size_t der_len, int64_t ttl_s);
+
+/**
+ * The remote ticket keys for tls/session.h (gw_tls_session_set_remote_keys): the fleet's
+ * keys of url for period_s-second epochs, kept fresh from Redis by a timer of the
+ * worker's loop (started on the first call, which returns 0). keys[0] is the current
+ * epoch's key (encrypts), then the previous and next epochs' when known (decrypt).
+ * Returns the number of keys (at most 3; cap must be >= 3), 0 while the current key is
+ * not known (Redis not reached yet): the caller falls back to its local keys.
+ */
+size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_key_t *keys,
+                             size_t cap);
 
 #endif

@@ -18,12 +18,7 @@
 #include <openssl/rand.h>
 
 /* One ticket key (nginx's ngx_ssl_ticket_key_t). */
-typedef struct tkey {
-    unsigned char name[16];
-    unsigned char hmac[32];
-    unsigned char aes[32];
-    size_t size; /* 16: AES-128-CBC and a 16-byte HMAC secret; 32: AES-256-CBC, 32 bytes */
-} tkey_t;
+typedef gw_tls_ticket_key_t tkey_t;
 
 /* Resumption settings of one SSL_CTX, in its ex_data. */
 typedef struct sess_conf {
@@ -33,6 +28,7 @@ typedef struct sess_conf {
     int tickets;            /* ssl_session_tickets */
     int64_t timeout_s;      /* ssl_session_timeout in seconds (>= 1) */
     tkey_t *keys;           /* from files: keys[0] encrypts; NULL = automatic keys */
+    const char *keys_remote; /* ssl_session_ticket_key redis:// URL, or NULL */
     size_t n_keys;
     unsigned char ident[32]; /* server block identity, mixed into automatic keys */
     /* automatic keys of epoch auto_epoch (current) and the one before (process-local) */
@@ -43,6 +39,12 @@ typedef struct sess_conf {
 static int ex_index = -1;
 static int ssl_ex_index = -1; /* per SSL: a session fetched from the remote cache */
 static gw_tls_remote_store_fn remote_store;
+static gw_tls_remote_keys_fn remote_keys;
+
+void gw_tls_session_set_remote_keys(gw_tls_remote_keys_fn fn)
+{
+    remote_keys = fn;
+}
 
 typedef struct prefetched {
     unsigned char id[32];
@@ -230,11 +232,30 @@ static int ticket_key(SSL *ssl, unsigned char key_name[16], unsigned char iv[16]
         return 0; /* encrypt: no ticket; decrypt: unknown key, full handshake */
     const tkey_t *keys = c->keys ? c->keys : auto_keys(c);
     size_t n = c->keys ? c->n_keys : 2;
+    tkey_t fleet[4];
+    size_t nf = c->keys_remote && remote_keys ? remote_keys(c->keys_remote, c->timeout_s,
+                                                             fleet, 4)
+                                              : 0;
+    if (nf) {
+        /* the fleet's keys; the local automatic ones still decrypt (tickets made while
+         * Redis was out of reach) */
+        if (enc)
+            keys = fleet, n = nf;
+        else
+            for (size_t i = 0; i < nf; i++)
+                if (memcmp(key_name, fleet[i].name, 16) == 0) {
+                    int r = key_init(&fleet[i], iv, ectx, hctx, 0) == 0 ? (i ? 2 : 1) : -1;
+                    OPENSSL_cleanse(fleet, sizeof(fleet));
+                    return r;
+                }
+    }
     if (enc) {
         if (RAND_bytes(iv, EVP_MAX_IV_LENGTH > 16 ? 16 : EVP_MAX_IV_LENGTH) != 1)
             return -1;
         memcpy(key_name, keys[0].name, 16);
-        return key_init(&keys[0], iv, ectx, hctx, 1) == 0 ? 1 : -1;
+        int r = key_init(&keys[0], iv, ectx, hctx, 1) == 0 ? 1 : -1;
+        OPENSSL_cleanse(fleet, sizeof(fleet));
+        return r;
     }
     for (size_t i = 0; i < n; i++) {
         if (memcmp(key_name, keys[i].name, 16) != 0)
@@ -326,14 +347,22 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
     SSL_CTX_set_ex_data(ctx, ex_index, c);
 
     const gw_strlist_t *kf = &s->srv.ssl_session_ticket_keys;
-    if (kf->n) {
+    if (kf->n == 1 && strncmp(kf->v[0], "redis://", 8) == 0) {
+        c->keys_remote = kf->v[0];
+    } else if (kf->n) {
         c->keys = calloc(kf->n, sizeof(*c->keys));
         if (!c->keys)
             abort();
         c->n_keys = kf->n;
-        for (size_t i = 0; i < kf->n; i++)
+        for (size_t i = 0; i < kf->n; i++) {
+            if (strncmp(kf->v[i], "redis://", 8) == 0) {
+                snprintf(why, cap, "ssl_session_ticket_key: %s cannot be mixed with key "
+                         "files", kf->v[i]);
+                return -1;
+            }
             if (load_key_file(kf->v[i], &c->keys[i], why, cap) != 0)
                 return -1;
+        }
     }
 
     long mode = SSL_SESS_CACHE_OFF;

@@ -30,6 +30,24 @@
  */
 int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t cap);
 
+/** A session ticket key (nginx's layout of a key file: name, HMAC secret, AES key). */
+typedef struct gw_tls_ticket_key {
+    unsigned char name[16];
+    unsigned char hmac[32];
+    unsigned char aes[32];
+    size_t size; /* 16: AES-128-CBC, 16-byte HMAC secret; 32: AES-256-CBC, 32 bytes */
+} gw_tls_ticket_key_t;
+
+/**
+ * The remote (Redis) ticket keys, installed by the worker's HTTP layer: fills keys (cap
+ * entries) for `ssl_session_ticket_key redis://` url with the current key first (it
+ * encrypts) and the others (decrypt only), rotating every period_s seconds; returns how
+ * many, 0 while none is known yet (automatic local keys are used then). Must not block.
+ */
+typedef size_t (*gw_tls_remote_keys_fn)(const char *url, int64_t period_s,
+                                        gw_tls_ticket_key_t *keys, size_t cap);
+void gw_tls_session_set_remote_keys(gw_tls_remote_keys_fn fn);
+
 /**
  * The remote (Redis) session store, installed by the worker's HTTP layer
  * (http/resume.c): called from the new-session callback with the cache URL of the

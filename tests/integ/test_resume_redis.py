@@ -198,6 +198,35 @@ def test_redis_slow_bounded_by_timeout(env, redis):
     wait_resumes(ports, "1.2", timeout=15)
 
 
+@with_redis
+def test_redis_ticket_keys_fleet_and_rotation(env, redis):
+    """ssl_session_ticket_key redis://: one key per period for the whole fleet."""
+    period = 3
+    srvs, ports = two_gateways(env, redis, "ssl_session_ticket_key redis://127.0.0.1:%d; "
+                               "ssl_session_timeout %ds;" % (redis.port, period))
+    # the first handshakes start the workers' key refresh; then both share keys
+    wait_resumes(ports, "1.3")
+    for version in ("1.2", "1.3"):
+        n = across(ports, version, 3)
+        assert n == 3, "TLS %s: %d of 3 tickets resumed on the other gateway" % (version, n)
+    keys = redis.cmd("KEYS", "tlsgate:tk:*")
+    assert keys.count(b"tlsgate:tk:%d:" % period) >= 2, keys  # this epoch and the next
+    # a ticket made late in epoch e is still accepted (by the other gateway) in e + 1,
+    # where its key only decrypts
+    ctx = client_ctx("1.3")
+    now = time.time()
+    late = (int(now) // period) * period + period - 1.2
+    if late < now:
+        late += period
+    time.sleep(late - now)
+    _, sess = connect(ctx, ports[0][0])
+    e = int(time.time()) // period
+    time.sleep((e + 1) * period + 0.3 - time.time())
+    assert int(time.time()) // period == e + 1
+    reused, _ = connect(ctx, ports[1][0], session=sess)
+    assert reused, "a ticket of the previous period's key was refused"
+
+
 def test_redis_config_errors(env):
     bad = {
         "redis://": "not redis://HOST:PORT",
@@ -210,6 +239,15 @@ def test_redis_config_errors(env):
         "redis://h:6379 timeout=x": "timeout=TIME",
         "redis://h:6379 foo": "timeout=TIME",
     }
+    c = env.conf("server { listen 127.0.0.1:%d ssl; %s ssl_session_ticket_key redis://h:0; }"
+                 % (env.port(), env.tls("a_rsa")))
+    p = H.run([H.binary(), "-t", "-c", c], timeout=20)
+    assert p.returncode != 0 and "port must be" in p.stderr, p.stderr
+    k = env.write("k.key", os.urandom(48))
+    c = env.conf("server { listen 127.0.0.1:%d ssl; %s ssl_session_ticket_key %s; "
+                 "ssl_session_ticket_key redis://h:1; }" % (env.port(), env.tls("a_rsa"), k))
+    p = H.run([H.binary(), "-t", "-c", c], timeout=20)
+    assert p.returncode != 0 and "cannot be mixed" in p.stderr, p.stderr
     env.write("html/index.html", "x")
     for arg, msg in bad.items():
         c = env.conf("server { listen 127.0.0.1:%d ssl; %s ssl_session_cache %s; }"
