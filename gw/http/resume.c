@@ -108,8 +108,14 @@ int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
     size_t id_len;
     const char *url;
     int64_t tmo;
-    if (!gw_tls_session_remote_lookup(ssl, id, &id_len, &url, &tmo))
+    if (!gw_tls_session_remote_lookup(ssl, id, &id_len, &url, &tmo)) {
+        /* nothing offered: open the connection now, so this handshake's new session
+         * can be stored */
+        gw_redis_t *r = url ? gw_redis_get(url, &gw_worker->loop) : NULL;
+        if (r)
+            gw_redis_ready(r);
         return SSL_CLIENT_HELLO_SUCCESS;
+    }
     gw_redis_t *r = gw_redis_get(url, &gw_worker->loop);
     if (!r || !gw_redis_ready(r))
         return SSL_CLIENT_HELLO_SUCCESS; /* down or slow: a full handshake, now */

@@ -435,8 +435,10 @@ int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
                                  const char **url, int64_t *timeout_ms)
 {
     sess_conf_t *c = conf_of(ssl);
+    *url = NULL;
     if (!c || !c->remote)
         return 0;
+    *url = c->remote; /* also when returning 0: the caller may connect ahead */
     int max = (int)SSL_get_max_proto_version(ssl);
     int tls13 = offers_tls13(ssl) && (max == 0 || max >= TLS1_3_VERSION);
     const unsigned char *p;

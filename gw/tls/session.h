@@ -66,7 +66,8 @@ void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn);
  * TLS 1.3 pre_shared_key whose first identity is a stateful ticket (1..32 bytes, tickets
  * off), or a TLS 1.2 session ID (when TLS 1.3 will not be negotiated and no session
  * ticket is offered). Returns 1 and fills id (32 bytes), *id_len, *url (borrowed from the
- * configuration) and *timeout_ms; 0 when there is nothing to look up; never fails.
+ * configuration) and *timeout_ms; 0 when there is nothing to look up (*url is still set
+ * when the block has a remote cache, else NULL); never fails.
  */
 int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
                                  const char **url, int64_t *timeout_ms);
