@@ -1,6 +1,7 @@
 #include "tls/session.h"
 
 #include "core/log.h"
+#include "core/stats.h"
 #include "tls/sesscache.h"
 
 #include <errno.h>
@@ -111,8 +112,10 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
         if (big && i2d_SSL_SESSION(sess, &q) == n) {
             int64_t ttl = (int64_t)SSL_SESSION_get_time(sess) +
                           (int64_t)SSL_SESSION_get_timeout(sess) - (int64_t)time(NULL);
-            if (ttl > 0)
+            if (ttl > 0) {
                 remote_store(c->remote, id, id_len, big, (size_t)n, ttl);
+                GW_STAT_ADD(sess_stores, 1);
+            }
         }
         free(big);
         return 0;
@@ -129,7 +132,8 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
     i2d_SSL_SESSION(sess, &p);
     int64_t now = (int64_t)time(NULL);
     int64_t expire = (int64_t)SSL_SESSION_get_time(sess) + (int64_t)SSL_SESSION_get_timeout(sess);
-    gw_sesscache_store(c->zone, id, id_len, der, (size_t)n, expire, now);
+    if (gw_sesscache_store(c->zone, id, id_len, der, (size_t)n, expire, now) == 0)
+        GW_STAT_ADD(sess_stores, 1);
     return 0; /* we keep no reference */
 }
 
@@ -141,19 +145,27 @@ static SSL_SESSION *get_session(SSL *ssl, const unsigned char *id, int id_len, i
         return NULL;
     if (!c->zone) {
         prefetched_t *pf = ssl_ex_index < 0 ? NULL : SSL_get_ex_data(ssl, ssl_ex_index);
-        if (!pf || pf->id_len != (size_t)id_len || memcmp(pf->id, id, pf->id_len) != 0)
+        if (!pf || pf->id_len != (size_t)id_len || memcmp(pf->id, id, pf->id_len) != 0) {
+            if (c->remote)
+                GW_STAT_ADD(sess_misses, 1);
             return NULL;
+        }
         const unsigned char *q = pf->der;
         SSL_SESSION *sess = d2i_SSL_SESSION(NULL, &q, (long)pf->der_len);
         if (!sess)
             ERR_clear_error();
+        GW_STAT_ADD(sess_hits, sess ? 1 : 0);
+        GW_STAT_ADD(sess_misses, sess ? 0 : 1);
         return sess;
     }
     unsigned char der[GW_SESSCACHE_MAX_DER];
     int n = gw_sesscache_fetch(c->zone, id, (size_t)id_len, (int64_t)time(NULL), der,
                                sizeof(der));
-    if (n <= 0)
+    if (n <= 0) {
+        GW_STAT_ADD(sess_misses, 1);
         return NULL;
+    }
+    GW_STAT_ADD(sess_hits, 1);
     const unsigned char *p = der;
     SSL_SESSION *sess = d2i_SSL_SESSION(NULL, &p, n);
     if (!sess) {

@@ -115,7 +115,10 @@ def test_shared_cache_two_workers(env):
         assert sess is not None
         n = tries(ctx, port, sess, reuse_latest=version == "1.3")
         assert n == TRIES, "TLS %s: %d of %d resumed with the shared cache" % (version, n, TRIES)
-    per = resumed_by_worker(status(sport))
+    st = status(sport)
+    sc = st["session_cache"]
+    assert sc["hits"] >= 2 * TRIES and sc["stores"] > TRIES, sc  # 1.3: a ticket each
+    per = resumed_by_worker(st)
     assert len(per) == 2 and all(x > 0 for x in per), \
         "resumed handshakes per worker %s: the connections did not reach both workers" % per
 

@@ -136,6 +136,9 @@ def test_redis_two_instances(env, redis):
     for version in ("1.2", "1.3"):
         n = across(ports, version, 4)
         assert n == 4, "TLS %s: %d of 4 sessions resumed on the other gateway" % (version, n)
+    st, met = status(ports[1][1])
+    assert st["session_cache"]["hits"] >= 8, st["session_cache"]
+    assert "tlsgate_session_cache_hits_total " in met
     keys = redis.cmd("SELECT", "3")
     keys = redis.cmd("DBSIZE")
     assert keys.startswith(b":") and int(keys[1:]) == 0  # db 0 is empty: they use db 3
