@@ -131,14 +131,18 @@ int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
         free(lk);
         return SSL_CLIENT_HELLO_SUCCESS;
     }
-    if (gw_redis_command(r, on_get, lk, "GET " KEY_PREFIX "%b", id, id_len) != 0) {
-        lk->state = DONE; /* freed with the SSL */
-        return SSL_CLIENT_HELLO_SUCCESS;
-    }
+    /* pending before the call: a lost connection may call on_get from inside it */
     lk->in_redis = 1;
     lk->state = PENDING;
     lk->timer.cb = on_timeout;
     gw_timer_add(&gw_worker->loop, &lk->timer, tmo);
+    if (gw_redis_command(r, on_get, lk, "GET " KEY_PREFIX "%b", id, id_len) != 0) {
+        gw_timer_del(&gw_worker->loop, &lk->timer);
+        lk->in_redis = 0;
+        lk->state = DONE; /* freed with the SSL */
+        return SSL_CLIENT_HELLO_SUCCESS;
+    }
+    /* still pending, or already answered (on_get armed the wake): wait either way */
     return SSL_CLIENT_HELLO_RETRY;
 }
 

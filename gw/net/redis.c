@@ -264,5 +264,10 @@ int gw_redis_command(gw_redis_t *r, void (*cb)(void *reply, void *priv), void *p
         free(c);
         return -1;
     }
+    /* write now rather than on the next EPOLLOUT: a session stored here must reach Redis
+     * before its client, already reconnecting to another gateway, is looked up there;
+     * and a lookup saves a loop pass. A write error disconnects: the pending callbacks,
+     * this one included, then run from here with a NULL reply. */
+    redisAsyncHandleWrite(r->ac);
     return 0;
 }

@@ -34,8 +34,9 @@ int gw_redis_ready(gw_redis_t *r);
 /**
  * Send a command (hiredis printf-style format: %s, %b with a size_t length, %d ...).
  * cb(reply, priv) runs from the loop when the reply arrives, or with reply NULL when the
- * connection is lost first (hiredis calls every pending callback then). Returns 0 when
- * queued, -1 when not ready (cb is not called).
+ * connection is lost first (hiredis calls every pending callback then; this may happen
+ * inside this call, when the immediate write fails). The command is written at once when
+ * the socket takes it. Returns 0 when queued, -1 when not ready (cb is not called).
  */
 int gw_redis_command(gw_redis_t *r, void (*cb)(void *reply, void *priv), void *priv,
                      const char *fmt, ...);
