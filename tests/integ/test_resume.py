@@ -149,6 +149,28 @@ def test_tickets_auto_keys_workers_and_reload(env):
         assert reused, "TLS %s ticket not accepted after a reload" % version
 
 
+def test_auto_keys_rotate(env):
+    """Automatic keys with a 2 s period: a ticket made late in period e is accepted in
+    e + 1 by the other worker (its key only decrypts there), and all workers agree."""
+    import time
+    period = 2
+    srv, port, sport = start(env, "none", "ssl_session_timeout %ds;" % period)
+    ctx = client_ctx("1.3")
+    now = time.time()
+    late = (int(now) // period) * period + period - 0.8
+    if late < now:
+        late += period
+    time.sleep(late - now)
+    _, sess = connect(ctx, port)
+    e = int(time.time()) // period
+    time.sleep(max(0, (e + 1) * period + 0.2 - time.time()))
+    assert int(time.time()) // period == e + 1
+    n = 0
+    for _ in range(6):  # both workers (reuseport), all within the ticket's lifetime
+        n += bool(connect(ctx, port, session=sess)[0])
+    assert n == 6, "%d of 6 resumed with the previous period's key" % n
+
+
 def test_shared_zone_survives_reload(env):
     srv, port, sport = start(env, "shared:Z:64k", "ssl_session_tickets off;")
     ctx = client_ctx("1.2")
