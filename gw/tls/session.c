@@ -117,7 +117,8 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
                 GW_STAT_ADD(sess_stores, 1);
             }
         }
-        free(big);
+        if (big)
+            OPENSSL_clear_free(big, (size_t)n); /* it holds the master secret */
         return 0;
     }
     if (n <= 0 || (size_t)n > sizeof(der) || !c->zone) {
@@ -134,6 +135,7 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
     int64_t expire = (int64_t)SSL_SESSION_get_time(sess) + (int64_t)SSL_SESSION_get_timeout(sess);
     if (gw_sesscache_store(c->zone, id, id_len, der, (size_t)n, expire, now) == 0)
         GW_STAT_ADD(sess_stores, 1);
+    OPENSSL_cleanse(der, (size_t)n);
     return 0; /* we keep no reference */
 }
 
@@ -168,6 +170,7 @@ static SSL_SESSION *get_session(SSL *ssl, const unsigned char *id, int id_len, i
     GW_STAT_ADD(sess_hits, 1);
     const unsigned char *p = der;
     SSL_SESSION *sess = d2i_SSL_SESSION(NULL, &p, n);
+    OPENSSL_cleanse(der, (size_t)n);
     if (!sess) {
         ERR_clear_error();
         gw_sesscache_remove(c->zone, id, (size_t)id_len);
