@@ -19,7 +19,9 @@
 #include "core/log.h"
 #include "cycle.h"
 #include "http/conn.h"
+#include "http/resume.h"
 #include "master.h"
+#include "tls/session.h"
 #include "tls/tls.h"
 #include "version.h"
 
@@ -324,6 +326,8 @@ int main(int argc, char **argv)
     }
 
     gw_tls_set_async_callback(gw_conn_async_callback);
+    gw_tls_session_set_remote_store(gw_resume_store);
+    gw_tls_session_set_remote_keys(gw_resume_ticket_keys);
     gw_options_t opt = {0};
     char *sd = state_dir();
     if (mkdir_p(sd, 0700) != 0) {

@@ -3,11 +3,11 @@
 # Usage: scripts/deps.sh [build|test|bench]   (default: test). Idempotent.
 set -eu
 what=${1:-test}
-pkgs="build-essential cmake pkg-config libssl-dev openssl"
+pkgs="build-essential cmake pkg-config libssl-dev openssl libhiredis-dev"
 case "$what" in
   build) ;;
-  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy dpkg-dev groff-base logrotate" ;;
-  bench) pkgs="$pkgs libcmocka-dev clang curl wrk nghttp2-client python3 procps valgrind nginx-light util-linux haproxy gnuplot-nox" ;;
+  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy dpkg-dev groff-base logrotate redis-server" ;;
+  bench) pkgs="$pkgs libcmocka-dev clang curl wrk nghttp2-client python3 procps valgrind nginx-light util-linux haproxy gnuplot-nox redis-server" ;;
   *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 missing=""

@@ -277,6 +277,7 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_session_cache = GW_SESSION_CACHE_UNSET;
     s->ssl_session_cache_size = GW_UNSET_INT;
     s->ssl_session_tickets = GW_UNSET_INT;
+    s->ssl_session_timeout_ms = GW_UNSET_MS;
     s->ssl_async = GW_UNSET_INT;
     s->ssl_async_notify = GW_UNSET_INT;
     s->ssl_stapling = GW_UNSET_INT;
@@ -308,6 +309,9 @@ static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
     free(s->ssl_ciphers);
+    free(s->ssl_session_cache_name);
+    free(s->ssl_session_cache_redis);
+    strlist_free(&s->ssl_session_ticket_keys);
     for (size_t i = 0; i < s->n_conf_cmds; i++) {
         free(s->conf_cmds[i].name);
         free(s->conf_cmds[i].value);
@@ -457,8 +461,17 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     if (s->ssl_session_cache == GW_SESSION_CACHE_UNSET) {
         s->ssl_session_cache = h->ssl_session_cache;
         s->ssl_session_cache_size = h->ssl_session_cache_size;
+        s->ssl_session_cache_name = gw_conf_xstrdup(h->ssl_session_cache_name);
+        s->ssl_session_cache_bytes = h->ssl_session_cache_bytes;
+        s->ssl_session_cache_redis = gw_conf_xstrdup(h->ssl_session_cache_redis);
+        s->ssl_session_cache_redis_timeout_ms = h->ssl_session_cache_redis_timeout_ms;
     }
     INHERIT(ssl_session_tickets, GW_UNSET_INT);
+    INHERIT(ssl_session_timeout_ms, GW_UNSET_MS);
+    if (s->ssl_session_ticket_keys.n == 0) {
+        strlist_copy(&s->ssl_session_ticket_keys, &h->ssl_session_ticket_keys);
+        s->ssl_session_ticket_key_line = h->ssl_session_ticket_key_line;
+    }
     INHERIT(ssl_async, GW_UNSET_INT);
     INHERIT(ssl_async_notify, GW_UNSET_INT);
     INHERIT(ssl_stapling, GW_UNSET_INT);
@@ -686,4 +699,54 @@ gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *g
     free(buf);
     gw_errlist_clear(&local);
     return c;
+}
+
+/* ---- redis:// URLs (ssl_session_cache, ssl_session_ticket_key) ---- */
+
+int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db,
+                            char *why, size_t why_cap)
+{
+    const char *p = url;
+    if (strncmp(p, "redis://", 8) != 0) {
+        snprintf(why, why_cap, "\"%s\" is not redis://HOST:PORT[/DB]", url);
+        return -1;
+    }
+    p += 8;
+    const char *hend;
+    if (*p == '[') {
+        hend = strchr(p, ']');
+        if (!hend || hend[1] != ':') {
+            snprintf(why, why_cap, "\"%s\": bad [IPv6]:PORT", url);
+            return -1;
+        }
+        p++;
+    } else {
+        hend = strchr(p, ':');
+    }
+    if (!hend || hend == p || (size_t)(hend - p) >= cap) {
+        snprintf(why, why_cap, "\"%s\" is not redis://HOST:PORT[/DB]", url);
+        return -1;
+    }
+    memcpy(host, p, (size_t)(hend - p));
+    host[hend - p] = '\0';
+    const char *q = hend + (*hend == ']' ? 2 : 1);
+    char *end;
+    errno = 0;
+    long v = strtol(q, &end, 10);
+    if (end == q || errno || v < 1 || v > 65535 || (*end && *end != '/')) {
+        snprintf(why, why_cap, "\"%s\": the port must be 1..65535", url);
+        return -1;
+    }
+    *port = (int)v;
+    *db = 0;
+    if (*end == '/') {
+        q = end + 1;
+        v = strtol(q, &end, 10);
+        if (end == q || *end || v < 0 || v > 15) {
+            snprintf(why, why_cap, "\"%s\": the database must be 0..15", url);
+            return -1;
+        }
+        *db = (int)v;
+    }
+    return 0;
 }

@@ -41,6 +41,9 @@ enum gw_session_cache {
     GW_SESSION_CACHE_OFF = 0,  /* clients are told sessions cannot be reused */
     GW_SESSION_CACHE_NONE,     /* no cache, no promise (nginx "none") */
     GW_SESSION_CACHE_BUILTIN,  /* OpenSSL's per-process cache, size in entries */
+    GW_SESSION_CACHE_SHARED,   /* shared memory between the workers (tls/sesscache.h);
+                                  builtin may be given too (ssl_session_cache_size > 0) */
+    GW_SESSION_CACHE_REDIS,    /* redis://HOST:PORT[/DB]: a fleet's cache (net/redis.h) */
 };
 
 #define GW_UNSET_INT (-1)
@@ -106,6 +109,14 @@ typedef struct gw_srv_settings {
     int ssl_session_cache;             /* enum gw_session_cache, default NONE */
     int ssl_session_cache_size;        /* entries for builtin, default 20480 */
     int ssl_session_tickets;           /* 0/1, default 1 */
+    char *ssl_session_cache_name;      /* shared:NAME:SIZE zone name, else NULL */
+    int64_t ssl_session_cache_bytes;   /* shared:NAME:SIZE zone size in bytes */
+    int64_t ssl_session_timeout_ms;    /* default 5m (nginx) */
+    char *ssl_session_cache_redis;     /* redis://HOST:PORT[/DB], else NULL */
+    int64_t ssl_session_cache_redis_timeout_ms; /* timeout=MS, default 100 */
+    gw_strlist_t ssl_session_ticket_keys; /* ssl_session_ticket_key FILE..., absolute paths,
+                                             first encrypts; server inherits http's if none */
+    int ssl_session_ticket_key_line;   /* line of the first ssl_session_ticket_key */
     gw_conf_cmd_t *conf_cmds;          /* ssl_conf_command, in order; http's come first */
     size_t n_conf_cmds;
     gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
@@ -249,6 +260,14 @@ gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *g
 
 /** Free a config and everything it owns; NULL is accepted. */
 void gw_conf_free(gw_conf_t *conf);
+
+/**
+ * Parse "redis://HOST:PORT[/DB]" (HOST a name, an IPv4 address or [IPv6]; PORT 1..65535;
+ * DB 0..15, default 0). Returns 0 and fills host (cap bytes, NUL-terminated), *port and
+ * *db; or -1 after writing the reason to why (why_cap bytes).
+ */
+int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db,
+                            char *why, size_t why_cap);
 
 /** Write docs/config.md (Markdown) generated from the directive table to fp. Returns 0, or -1 on I/O error. */
 int gw_conf_write_docs(void *fp /* FILE * */);

@@ -20,6 +20,8 @@
 #define FIELD(base, d, type) ((type *)((char *)(base) + (d)->offset))
 
 #define SESSION_CACHE_DEFAULT_SIZE 20480
+#define SHARED_CACHE_MIN ((int64_t)32 << 10)
+#define SHARED_CACHE_MAX ((int64_t)4 << 30)
 #define LISTEN_BACKLOG_DEFAULT 511
 #define MAX_SERVER_NAME 253
 
@@ -559,8 +561,31 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
                              const gw_conf_node_t *n, void *base)
 {
     gw_srv_settings_t *s = base;
-    int mode = GW_SESSION_CACHE_UNSET;
-    int64_t size = SESSION_CACHE_DEFAULT_SIZE;
+    int mode = GW_SESSION_CACHE_UNSET, builtin = 0;
+    int64_t size = SESSION_CACHE_DEFAULT_SIZE, bytes = 0;
+    char *name = NULL;
+    if (strncmp(n->args[1], "redis://", 8) == 0) {
+        char host[256], why[300];
+        int port, db;
+        int64_t tmo = 100;
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
+                                    sizeof(why)) != 0)
+            return gw_conf_bad_value(p, n, 1, "%s", why);
+        if (n->n_args > 2) {
+            const char *a = n->args[2];
+            if (strncmp(a, "timeout=", 8) != 0 || parse_time(a + 8, &tmo) != 0 || tmo < 1 ||
+                tmo > 60000)
+                return gw_conf_bad_value(p, n, 2, "must be timeout=TIME (1ms..60s)");
+        }
+        free(s->ssl_session_cache_name);
+        s->ssl_session_cache_name = NULL;
+        free(s->ssl_session_cache_redis);
+        s->ssl_session_cache_redis = gw_conf_xstrdup(n->args[1]);
+        s->ssl_session_cache_redis_timeout_ms = tmo;
+        s->ssl_session_cache = GW_SESSION_CACHE_REDIS;
+        s->ssl_session_cache_size = 0;
+        return 0;
+    }
     for (size_t i = 1; i < n->n_args; i++) {
         const char *a = n->args[i];
         if (strcmp(a, "off") == 0 || strcmp(a, "none") == 0) {
@@ -568,25 +593,78 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
                 return gw_conf_bad_value(p, n, i, "\"%s\" must be the only argument", a);
             mode = a[0] == 'o' ? GW_SESSION_CACHE_OFF : GW_SESSION_CACHE_NONE;
         } else if (strncmp(a, "shared:", 7) == 0) {
-            return gw_conf_bad_value(p, n, i, "shared session cache is not supported yet");
+            if (name) {
+                free(name);
+                return gw_conf_bad_value(p, n, i, "shared is given twice");
+            }
+            const char *nm = a + 7, *colon = strchr(nm, ':');
+            if (!colon || colon == nm)
+                return gw_conf_bad_value(p, n, i, "must be shared:NAME:SIZE");
+            for (const char *c = nm; c < colon; c++)
+                if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+                    return gw_conf_bad_value(p, n, i,
+                                             "zone name may hold letters, digits, _ - . only");
+            if (parse_size(colon + 1, &bytes) != 0 || bytes < SHARED_CACHE_MIN ||
+                bytes > SHARED_CACHE_MAX)
+                return gw_conf_bad_value(p, n, i,
+                                         "shared cache size must be a size between 32k and 4g");
+            name = gw_conf_xstrdup(nm);
+            name[colon - nm] = '\0';
+            mode = GW_SESSION_CACHE_SHARED;
         } else if (strcmp(a, "builtin") == 0 || strncmp(a, "builtin:", 8) == 0) {
-            if (mode != GW_SESSION_CACHE_UNSET)
+            if (builtin) {
+                free(name);
                 return gw_conf_bad_value(p, n, i, "builtin is given twice");
-            mode = GW_SESSION_CACHE_BUILTIN;
+            }
+            builtin = 1;
+            if (mode != GW_SESSION_CACHE_SHARED)
+                mode = GW_SESSION_CACHE_BUILTIN;
             if (a[7] == ':') {
                 int r = parse_u64(a + 8, strlen(a + 8), &size);
-                if (r != 0 || size < 1 || size > INT_MAX)
+                if (r != 0 || size < 1 || size > INT_MAX) {
+                    free(name);
                     return gw_conf_bad_value(p, n, i,
                                              "builtin size must be a number of sessions "
                                              "between 1 and %d",
                                              INT_MAX);
+                }
             }
         } else {
-            return gw_conf_bad_value(p, n, i, "must be off, none, builtin or builtin:N");
+            free(name);
+            return gw_conf_bad_value(p, n, i, "must be off, none, builtin[:N], "
+                                     "shared:NAME:SIZE or redis://HOST:PORT[/DB]");
         }
     }
+    free(s->ssl_session_cache_name);
+    s->ssl_session_cache_name = name;
+    s->ssl_session_cache_bytes = bytes;
+    free(s->ssl_session_cache_redis);
+    s->ssl_session_cache_redis = NULL;
     s->ssl_session_cache = mode;
-    s->ssl_session_cache_size = (int)size;
+    /* with shared: 0 unless builtin was given too (both caches, as nginx allows) */
+    s->ssl_session_cache_size = mode == GW_SESSION_CACHE_SHARED && !builtin ? 0 : (int)size;
+    return 0;
+}
+
+static int set_ticket_key(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                          const gw_conf_node_t *n, void *base)
+{
+    gw_srv_settings_t *s = base;
+    if (!n->args[1][0])
+        return gw_conf_bad_value(p, n, 1, "empty path");
+    if (s->ssl_session_ticket_keys.n == 0)
+        s->ssl_session_ticket_key_line = n->line;
+    int redis = strncmp(n->args[1], "redis://", 8) == 0;
+    if (redis) {
+        char host[256], why[300];
+        int port, db;
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
+                                    sizeof(why)) != 0)
+            return gw_conf_bad_value(p, n, 1, "%s", why);
+    }
+    char **slot = gw_conf_xpush(&s->ssl_session_ticket_keys.v, &s->ssl_session_ticket_keys.n,
+                                sizeof(char *));
+    *slot = redis ? gw_conf_xstrdup(n->args[1]) : gw_conf_abs_path(p, n->args[1]);
     return 0;
 }
 
@@ -1096,10 +1174,22 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_prefer_server_ciphers", HS, 0, 1, 1, SRV(ssl_prefer_server_ciphers), set_flag, ANY,
      "`on` \\| `off`", "off", "Prefer the server's cipher order over the client's."},
     {"ssl_session_cache", HS, 0, 1, 2, SRV(ssl_session_cache), set_session_cache, ANY,
-     "`off` \\| `none` \\| `builtin`[`:`*N*]", "none",
+     "`off` \\| `none` \\| [`builtin`[`:`*N*]] [`shared:`*NAME*`:`*SIZE*] \\| "
+     "`redis://`*HOST*`:`*PORT*[`/`*DB*] [`timeout=`*TIME*]", "none",
      "TLS session cache: `off` tells clients sessions cannot be reused, `none` keeps no cache "
      "(without that promise), `builtin` is OpenSSL's per-process cache of *N* sessions "
-     "(default 20480). `shared:` is not supported yet."},
+     "(default 20480), `shared` a cache in shared memory used by all workers (zone *NAME*, "
+     "*SIZE* 32k..4g, about 3,500 sessions per megabyte, least recently used evicted first; "
+     "kept across reloads while *NAME* and *SIZE* stay the same). It serves TLS 1.2 session "
+     "IDs and, with `ssl_session_tickets off`, TLS 1.3 stateful resumption. `redis://` keeps "
+     "the same sessions in Redis for a fleet of gateways (database *DB*, default 0): the "
+     "handshake waits for the lookup without blocking the worker, at most `timeout` "
+     "(default 100ms), then goes on as a full handshake; while Redis is down or slow, "
+     "handshakes go on without it (counted in `redis_errors`). The cache mode is taken from "
+     "the default server of each listen address."},
+    {"ssl_session_timeout", HS, 0, 1, 1, SRV(ssl_session_timeout_ms), set_time, TIME1, "*TIME*",
+     "5m", "Lifetime of a session (cache entry or ticket); also the rotation period of the "
+     "automatic ticket keys."},
     {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
      "on", "Allow session resumption with TLS session tickets."},
     {"ssl_stapling", HS, 0, 1, 1, SRV(ssl_stapling), set_flag, ANY, "`on` \\| `off`", "off",
@@ -1113,6 +1203,16 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "expired (nextUpdate passed); unsuccessful, revoked or badly signed responses are warned "
      "about. A "
      "server without one inherits http's."},
+    {"ssl_session_ticket_key", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_session_ticket_keys),
+     set_ticket_key, ANY, "*FILE* \\| `redis://`*HOST*`:`*PORT*[`/`*DB*]", NULL,
+     "Key file for session tickets: 48 bytes (16 name, 16 HMAC-SHA256 secret, 16 AES-128 key) "
+     "or 80 bytes (16 name, 32 HMAC, 32 AES-256 key), nginx's format. The first key encrypts, "
+     "the others only decrypt (rotation by file order). Without one, keys derived from a "
+     "secret of the master process rotate every `ssl_session_timeout`, the same in all "
+     "workers; the previous key still decrypts for one period. `redis://` shares keys across "
+     "a fleet: for each period one gateway writes a random key (SET NX with expiry), the "
+     "others read it; the previous key still decrypts; until Redis is reached, the "
+     "automatic local keys are used. A server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "

@@ -133,6 +133,10 @@ static void read_once(const gw_stats_t *st, gw_obs_snapshot_t *out, gw_obs_worke
     for (int i = 0; i < 6; i++)
         out->responses[i] = ld(&st->responses[i]);
     out->reloads = ld(&st->reloads);
+    out->redis_errors = ld(&st->redis_errors);
+    out->sess_hits = ld(&st->sess_hits);
+    out->sess_misses = ld(&st->sess_misses);
+    out->sess_stores = ld(&st->sess_stores);
     out->worker_restarts = ld(&st->worker_restarts);
     out->active = out->reading = out->writing = out->waiting = out->paused = 0;
     out->retired_workers = ld(&st->retired.workers);
@@ -346,8 +350,11 @@ int gw_obs_format_json(const gw_obs_snapshot_t *s, gw_obuf_t *b)
                    (ull)s->handshakes, (ull)s->handshakes_failed, (ull)s->handshakes_resumed,
                    (ull)s->tls12, (ull)s->tls13);
     json_by_type(b, &s->total);
+    gw_obuf_printf(b, "},\"redis_errors\":%llu", (ull)s->redis_errors);
+    gw_obuf_printf(b, ",\"session_cache\":{\"hits\":%llu,\"misses\":%llu,\"stores\":%llu}",
+                   (ull)s->sess_hits, (ull)s->sess_misses, (ull)s->sess_stores);
     gw_obuf_printf(b,
-                   "},\"reloads\":%llu,\"worker_restarts\":%llu,\"async\":{\"paused\":%lld,"
+                   ",\"reloads\":%llu,\"worker_restarts\":%llu,\"async\":{\"paused\":%lld,"
                    "\"resumed\":%llu,\"drained\":%llu,\"want_async_job\":%llu},"
                    "\"workers_live\":%zu,\"workers_retired\":%llu,\"consistent\":%s,"
                    "\"histogram_unit\":\"us\",",
@@ -460,6 +467,15 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     prom_counter(b, "tlsgate_handshakes_failed_total", "TLS handshakes that failed or were "
                  "abandoned.", s->handshakes_failed);
     prom_counter(b, "tlsgate_reloads_total", "Successful configuration reloads.", s->reloads);
+    prom_counter(b, "tlsgate_redis_errors_total", "Redis failures (connects failed, "
+                 "connections lost, replies past the timeout): the handshakes went on "
+                 "without Redis.", s->redis_errors);
+    prom_counter(b, "tlsgate_session_cache_hits_total", "Session lookups in the shared or "
+                 "Redis session cache that found the session.", s->sess_hits);
+    prom_counter(b, "tlsgate_session_cache_misses_total", "Session lookups in the shared or "
+                 "Redis session cache that found none (or timed out).", s->sess_misses);
+    prom_counter(b, "tlsgate_session_cache_stores_total", "Sessions written to the shared or "
+                 "Redis session cache.", s->sess_stores);
     prom_counter(b, "tlsgate_worker_restarts_total", "Workers respawned after an unexpected "
                  "exit.", s->worker_restarts);
     prom_family(b, "tlsgate_workers", "gauge", "Live worker processes.");

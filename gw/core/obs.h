@@ -40,6 +40,8 @@ typedef struct gw_obs_snapshot {
     uint64_t handshakes, handshakes_failed, handshakes_resumed, tls12, tls13;
     uint64_t responses[6];
     uint64_t reloads, worker_restarts;
+    uint64_t redis_errors;      /* see gw_stats_t */
+    uint64_t sess_hits, sess_misses, sess_stores; /* see gw_stats_t */
     /* gauges: live workers only */
     int64_t active, reading, writing, waiting, paused;
     /* async job counters, observability block: retired + live */

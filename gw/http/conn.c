@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "http/resume.h"
 #include "net/listen.h"
 #include "tls/tls.h"
 #include "worker.h"
@@ -90,6 +91,8 @@ static int ssl_result(gw_conn_t *c, int ret, const char *op)
         return IO_ASYNC;
     case SSL_ERROR_WANT_ASYNC_JOB:
         return IO_ASYNC_JOB;
+    case SSL_ERROR_WANT_CLIENT_HELLO_CB:
+        return IO_AGAIN; /* a session lookup (http/resume.c) wakes it: gw_conn_hello_resume */
     case SSL_ERROR_ZERO_RETURN:
         c->read_eof = 1;
         return IO_EOF;
@@ -240,7 +243,24 @@ static long normalize_host(const char *h, size_t len, char *out, size_t cap, int
     return (long)len;
 }
 
+static int sni_switch(SSL *ssl, int *alert);
+
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg)
+{
+    int r = sni_switch(ssl, alert);
+    gw_conn_t *c = SSL_get_app_data(ssl);
+    if (r != SSL_CLIENT_HELLO_SUCCESS || !c)
+        return r;
+    return gw_resume_client_hello(c, ssl); /* ssl_session_cache redis:// */
+}
+
+void gw_conn_hello_resume(gw_conn_t *c)
+{
+    if (c->state == GW_CONN_HANDSHAKE && !c->async_paused && !c->async_retry)
+        conn_drive(c);
+}
+
+static int sni_switch(SSL *ssl, int *alert)
 {
     gw_conn_t *c = SSL_get_app_data(ssl);
     if (!c)

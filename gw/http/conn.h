@@ -132,6 +132,11 @@ int gw_conn_async_woken(void);
 /** ClientHello callback for every SSL_CTX (SNI selects the server block). */
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
 
+/** Drive c's handshake again after a ClientHello callback answered RETRY (a session
+ * lookup finished, http/resume.c); nothing when c is no longer handshaking or is paused
+ * in an async job. May free c. */
+void gw_conn_hello_resume(gw_conn_t *c);
+
 /* ---- for the handlers (gw/http/handler.c) ---- */
 
 /** Choose the response for c->req (static file, return, status page, error). */

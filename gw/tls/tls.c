@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "tls/ocsp.h"
+#include "tls/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,7 +129,11 @@ static int apply_conf_cmds(SSL_CTX *ctx, SSL *ssl, const gw_server_t *s, char *w
 
 /* A session id context that differs per server block, so that a session created under
  * one virtual server is never resumed under another (RFC 8446 §4.6.1 lets the server
- * refuse; OpenSSL checks this context on resumption). */
+ * refuse; OpenSSL checks this context on resumption). It is made of what identifies the
+ * block to a client and its policy: names, certificates (their DER, not their paths),
+ * protocols, ciphers and ssl_conf_command, and not of the file name or line, so the same
+ * block on another gateway of a fleet (sessions in Redis, shared ticket keys), or after a
+ * reload, resumes the same sessions. */
 static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -137,14 +142,28 @@ static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
     if (!m)
         return;
     EVP_DigestInit_ex(m, EVP_sha256(), NULL);
-    char where[64];
-    int wl = snprintf(where, sizeof(where), "%d", s->line);
-    EVP_DigestUpdate(m, s->file ? s->file : "", s->file ? strlen(s->file) : 0);
-    EVP_DigestUpdate(m, where, (size_t)wl);
     for (size_t i = 0; i < s->server_names.n; i++)
         EVP_DigestUpdate(m, s->server_names.v[i], strlen(s->server_names.v[i]) + 1);
-    for (size_t i = 0; i < s->srv.n_certs; i++)
-        EVP_DigestUpdate(m, s->srv.certs[i].cert, strlen(s->srv.certs[i].cert) + 1);
+    int more = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_FIRST);
+    while (more) {
+        X509 *x = SSL_CTX_get0_certificate(ctx);
+        unsigned char *der = NULL;
+        int n = x ? i2d_X509(x, &der) : -1;
+        if (n > 0)
+            EVP_DigestUpdate(m, der, (size_t)n);
+        OPENSSL_free(der);
+        more = SSL_CTX_set_current_cert(ctx, SSL_CERT_SET_NEXT);
+    }
+    ERR_clear_error();
+    char pol[64];
+    int pl = snprintf(pol, sizeof(pol), "|%u|", s->srv.ssl_protocols);
+    EVP_DigestUpdate(m, pol, (size_t)pl);
+    if (s->srv.ssl_ciphers)
+        EVP_DigestUpdate(m, s->srv.ssl_ciphers, strlen(s->srv.ssl_ciphers) + 1);
+    for (size_t i = 0; i < s->srv.n_conf_cmds; i++) {
+        EVP_DigestUpdate(m, s->srv.conf_cmds[i].name, strlen(s->srv.conf_cmds[i].name) + 1);
+        EVP_DigestUpdate(m, s->srv.conf_cmds[i].value, strlen(s->srv.conf_cmds[i].value) + 1);
+    }
     EVP_DigestFinal_ex(m, md, &mdlen);
     EVP_MD_CTX_free(m);
     SSL_CTX_set_session_id_context(ctx, md, mdlen > SSL_MAX_SID_CTX_LENGTH
@@ -236,21 +255,10 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
             goto fail;
         }
     }
-    switch (s->srv.ssl_session_cache) {
-    case GW_SESSION_CACHE_BUILTIN:
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
-        SSL_CTX_sess_set_cache_size(ctx, s->srv.ssl_session_cache_size > 0
-                                             ? s->srv.ssl_session_cache_size
-                                             : 20480);
-        break;
-    default:
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-        /* TLS 1.3 stateful tickets need the cache: without cache and tickets, send none */
-        if (s->srv.ssl_session_tickets == 0)
-            SSL_CTX_set_num_tickets(ctx, 0);
-        break;
+    if (gw_tls_session_setup(ctx, s, why, sizeof(why)) != 0) {
+        gw_errlist_add(errs, "%s:%d: %s", file, s->line, why);
+        goto fail;
     }
-    SSL_CTX_set_timeout(ctx, 300);
     set_sid_ctx(ctx, s);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (client_hello_cb)

@@ -744,12 +744,36 @@ static void test_ssl_settings(void **state)
     expect_server_error("ssl_protocols TLSv1.4;",
                         "t.conf:2: ssl_protocols: invalid value \"TLSv1.4\": must be TLSv1, "
                         "TLSv1.1, TLSv1.2 or TLSv1.3");
-    expect_server_error("ssl_session_cache shared:SSL:10m;",
-                        "t.conf:2: ssl_session_cache: invalid value \"shared:SSL:10m\": shared "
-                        "session cache is not supported yet");
-    expect_server_error("ssl_session_cache builtin:1000 shared:SSL:10m;",
-                        "t.conf:2: ssl_session_cache: invalid value \"shared:SSL:10m\": shared "
-                        "session cache is not supported yet");
+    /* issue #9: shared:NAME:SIZE, alone or with builtin; redis:// */
+    c = with_server("ssl_session_cache shared:SSL:10m;");
+    assert_int_equal(server0(c)->srv.ssl_session_cache, GW_SESSION_CACHE_SHARED);
+    assert_string_equal(server0(c)->srv.ssl_session_cache_name, "SSL");
+    assert_int_equal(server0(c)->srv.ssl_session_cache_bytes, 10 << 20);
+    assert_int_equal(server0(c)->srv.ssl_session_cache_size, 0);
+    gw_conf_free(c);
+    c = with_server("ssl_session_cache builtin:1000 shared:SSL:32k;");
+    assert_int_equal(server0(c)->srv.ssl_session_cache, GW_SESSION_CACHE_SHARED);
+    assert_int_equal(server0(c)->srv.ssl_session_cache_size, 1000);
+    assert_int_equal(server0(c)->srv.ssl_session_cache_bytes, 32 << 10);
+    gw_conf_free(c);
+    c = with_server("ssl_session_cache redis://10.0.0.1:6380/2 timeout=250ms; "
+                    "ssl_session_timeout 1h; ssl_session_ticket_key redis://[::1]:6379;");
+    assert_int_equal(server0(c)->srv.ssl_session_cache, GW_SESSION_CACHE_REDIS);
+    assert_string_equal(server0(c)->srv.ssl_session_cache_redis, "redis://10.0.0.1:6380/2");
+    assert_int_equal(server0(c)->srv.ssl_session_cache_redis_timeout_ms, 250);
+    assert_int_equal(server0(c)->srv.ssl_session_timeout_ms, 3600000);
+    assert_int_equal(server0(c)->srv.ssl_session_ticket_keys.n, 1);
+    assert_string_equal(server0(c)->srv.ssl_session_ticket_keys.v[0], "redis://[::1]:6379");
+    gw_conf_free(c);
+    expect_server_error("ssl_session_cache shared:SSL:16k;",
+                        "t.conf:2: ssl_session_cache: invalid value \"shared:SSL:16k\": shared "
+                        "cache size must be a size between 32k and 4g");
+    expect_server_error("ssl_session_cache shared:S:1m shared:T:1m;",
+                        "t.conf:2: ssl_session_cache: invalid value \"shared:T:1m\": shared is "
+                        "given twice");
+    expect_server_error("ssl_session_cache redis://h:1/99;",
+                        "t.conf:2: ssl_session_cache: invalid value \"redis://h:1/99\": "
+                        "\"redis://h:1/99\": the database must be 0..15");
     expect_server_error("ssl_session_cache builtin:0;",
                         "t.conf:2: ssl_session_cache: invalid value \"builtin:0\": builtin size "
                         "must be a number of sessions between 1 and 2147483647");
@@ -764,7 +788,7 @@ static void test_ssl_settings(void **state)
                         "given twice");
     expect_server_error("ssl_session_cache lots;",
                         "t.conf:2: ssl_session_cache: invalid value \"lots\": must be off, none, "
-                        "builtin or builtin:N");
+                        "builtin[:N], shared:NAME:SIZE or redis://HOST:PORT[/DB]");
     expect_server_error("ssl_session_tickets maybe;",
                         "t.conf:2: ssl_session_tickets: invalid value \"maybe\": must be \"on\" "
                         "or \"off\"");
