@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "net/listen.h"
+#include "proxy/proxy.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -316,6 +317,12 @@ static void on_timer(gw_timer_t *t)
         gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->peer_text);
         conn_close(c);
         return;
+    case GW_CONN_PROXY:
+        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", c->peer_text,
+               c->out_len > c->out_off ? "reading the proxied response"
+                                       : "sending the request body");
+        conn_close(c);
+        return;
     default:
         conn_close(c);
         return;
@@ -349,6 +356,11 @@ static void out_append(gw_conn_t *c, const char *s, size_t n)
     out_reserve(c, n);
     memcpy(c->out + c->out_len, s, n);
     c->out_len += n;
+}
+
+void gw_resp_append(gw_conn_t *c, const char *s, size_t n)
+{
+    out_append(c, s, n);
 }
 
 void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t content_length,
@@ -761,9 +773,10 @@ static void conn_drive(gw_conn_t *c)
                     if (c->body_chunked)
                         gw_http_chunked_init(&c->chunked);
                     route_request(c);
-                    c->state = (c->body_left || c->body_chunked) && !c->close_after
-                                   ? GW_CONN_READ_BODY
-                                   : GW_CONN_WRITE;
+                    if (c->state != GW_CONN_PROXY) /* else the proxy reads the body */
+                        c->state = (c->body_left || c->body_chunked) && !c->close_after
+                                       ? GW_CONN_READ_BODY
+                                       : GW_CONN_WRITE;
                     continue;
                 }
                 if (r < 0) {
@@ -881,6 +894,16 @@ static void conn_drive(gw_conn_t *c)
             }
             continue;
         }
+        case GW_CONN_PROXY: {
+            int r = gw_proxy_drive(c); /* 1: answered, the state is GW_CONN_WRITE now */
+            if (r == 0)
+                return;
+            if (r < 0) {
+                conn_close(c);
+                return;
+            }
+            continue;
+        }
         case GW_CONN_LINGER: {
             char buf[4096];
             for (;;) {
@@ -895,6 +918,39 @@ static void conn_drive(gw_conn_t *c)
         }
         }
     }
+}
+
+int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got)
+{
+    int r = io_read(c, buf, len, got);
+    if (r == IO_OK)
+        return GW_CONN_IO_OK;
+    if (r == IO_AGAIN || park(c, r, OP_READ))
+        return GW_CONN_IO_AGAIN;
+    return r == IO_EOF ? GW_CONN_IO_EOF : GW_CONN_IO_ERROR;
+}
+
+int gw_conn_flush(gw_conn_t *c)
+{
+    while (c->out_off < c->out_len) {
+        size_t put = 0;
+        int r = io_write(c, c->out + c->out_off, c->out_len - c->out_off, &put);
+        if (r == IO_AGAIN || park(c, r, OP_WRITE))
+            return 0;
+        if (r != IO_OK)
+            return -1;
+        c->out_off += put;
+        gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+    }
+    c->out_off = c->out_len = 0;
+    return 1;
+}
+
+void gw_conn_resume(gw_conn_t *c)
+{
+    if (c->async_paused || c->async_retry)
+        return; /* the job's wake drives it */
+    conn_drive(c);
 }
 
 static void on_event(gw_io_t *io, uint32_t events)
@@ -934,6 +990,8 @@ static void conn_free(gw_conn_t *c)
 {
     gw_worker_t *w = gw_worker;
     gw_timer_del(&w->loop, &c->timer);
+    if (c->proxy)
+        gw_proxy_conn_free(c);
     if (c->async_used)
         async_forget(c);
     set_stat(c, ST_NONE);

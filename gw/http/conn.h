@@ -22,6 +22,7 @@ enum gw_conn_state {
     GW_CONN_READ_BODY,   /* reading (discarding) a request body */
     GW_CONN_WRITE,       /* writing a response */
     GW_CONN_LINGER,      /* sent our last bytes; draining input until EOF before close */
+    GW_CONN_PROXY,       /* gw/proxy drives the request (body up, response down) */
 };
 
 struct gw_conn;
@@ -92,6 +93,8 @@ typedef struct gw_conn {
     struct gw_conn *retry_next;
     gw_async_fd_t afd[GW_CONN_MAX_ASYNC_FDS];
     int n_afd;
+
+    struct gw_proxy *proxy;  /* GW_CONN_PROXY: the proxied request (gw/proxy/proxy.c) */
 } gw_conn_t;
 
 /**
@@ -126,6 +129,35 @@ int gw_conn_async_paused(void);
 
 /** ClientHello callback for every SSL_CTX (SNI selects the server block). */
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
+
+/* ---- for the reverse proxy (gw/proxy) ---- */
+
+/** Results of gw_conn_recv(). */
+enum { GW_CONN_IO_OK = 1, GW_CONN_IO_AGAIN = 0, GW_CONN_IO_EOF = -1, GW_CONN_IO_ERROR = -2 };
+
+/**
+ * Read up to len bytes from the client (TLS or plain) into buf; *got receives the count.
+ * Returns GW_CONN_IO_OK, GW_CONN_IO_AGAIN (nothing now: also when an async TLS job paused
+ * the read, c->async_paused/async_retry then say so and no other TLS call may be made on c
+ * until the connection is driven again), GW_CONN_IO_EOF (peer closed or reset) or
+ * GW_CONN_IO_ERROR (logged).
+ */
+int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got);
+
+/**
+ * Write c->out[out_off..out_len) to the client; the buffer is emptied (offsets reset) when
+ * all of it is written. Returns 1 when all is written, 0 when the socket (or a paused async
+ * job, see gw_conn_recv) blocks, -1 on an error (the client is gone). Re-arms the client's
+ * send_timeout after each successful write.
+ */
+int gw_conn_flush(gw_conn_t *c);
+
+/** Append n bytes to c's output buffer (grown as needed; abort() on out of memory). */
+void gw_resp_append(gw_conn_t *c, const char *s, size_t n);
+
+/** Drive c's state machine now (after an upstream event was processed for it). Must not
+ * be called while dispatching a batch of epoll events (it may free c). */
+void gw_conn_resume(gw_conn_t *c);
 
 /* ---- for the handlers (gw/http/handler.c) ---- */
 
