@@ -1163,7 +1163,8 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
             if (!l->proxy_pass)
                 continue;
             const char *host = l->proxy_pass + 7;
-            size_t hl = l->proxy_uri ? (size_t)(l->proxy_uri - l->proxy_pass) - 7 : strlen(host);
+            const char *slash = strchr(host, '/');
+            size_t hl = slash ? (size_t)(slash - host) : strlen(host);
             char name[256];
             if (hl >= sizeof(name)) {
                 gw_conf_error(p, l->line, "proxy_pass", "host name too long");

@@ -555,7 +555,7 @@ static int start_attempt(gw_proxy_t *p)
         p->tries++;
         gw_upconn_t *uc = gw_upconn_get(p->up, peer, &p->post);
         if (!uc) {
-            if (p->tries < (int)n + 1)
+            if (p->tries < (int)n)
                 continue; /* nothing was sent: any method may go to the next server */
             return fail(p, 502);
         }
@@ -593,7 +593,7 @@ static int upstream_error(gw_proxy_t *p, int timeout, const char *what)
         /* nothing sent yet (connect failed): safe for any method, on each server once;
          * sent without an answer: once more, and only when repeating it is harmless */
         int nothing_sent = connecting || !p->sent_any;
-        int ok = nothing_sent ? p->tries < (int)n + 1
+        int ok = nothing_sent ? p->tries < (int)n
                               : p->idempotent && !p->body_started && p->tries < 2;
         if (ok && !(timeout && !connecting)) {
             int r = start_attempt(p);

@@ -92,6 +92,8 @@ static int peer_usable(const gw_upstream_t *up, int i, int64_t now)
 {
     const gw_upstream_server_t *s = &up->conf->servers[i];
     const gw_peer_rt_t *p = &up->peers[i];
+    if (up->conf->n_servers == 1)
+        return 1; /* nginx: a lone server is never taken out */
     return !(s->max_fails && p->fails >= s->max_fails && now - p->failed_ms < s->fail_timeout_ms);
 }
 
@@ -133,7 +135,7 @@ void gw_upstream_fail(gw_upstream_t *up, int peer)
         p->fails = 0; /* failures older than fail_timeout do not add up */
     p->fails++;
     p->failed_ms = now;
-    if (s->max_fails && p->fails == s->max_fails)
+    if (s->max_fails && p->fails == s->max_fails && up->conf->n_servers > 1)
         gw_log(GW_LOG_WARN, 0, "upstream server %s (upstream \"%s\") is down for %lld ms "
                "after %d failure(s)", s->text, up->conf->name, (long long)s->fail_timeout_ms,
                p->fails);
