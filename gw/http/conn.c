@@ -19,6 +19,7 @@
 #include "core/stats.h"
 #include "net/listen.h"
 #include "proxy/proxy.h"
+#include "proxy/stream.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -315,6 +316,11 @@ static void on_timer(gw_timer_t *t)
         return;
     case GW_CONN_WRITE:
         gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->peer_text);
+        conn_close(c);
+        return;
+    case GW_CONN_STREAM:
+        gw_log(GW_LOG_INFO, 0, "stream connection of client %s %s", c->peer_text,
+               gw_stream_timeout_text(c));
         conn_close(c);
         return;
     case GW_CONN_PROXY:
@@ -736,6 +742,8 @@ static void conn_drive(gw_conn_t *c)
                 int64_t us = gw_now_us() - c->accept_us; /* the loop pass's cached time */
                 gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
                 c->state = GW_CONN_READ_HEAD;
+                if (c->laddr->stream)
+                    gw_stream_start(c); /* sets GW_CONN_STREAM */
                 continue;
             }
             unsigned long first_err = ERR_peek_error();
@@ -904,6 +912,10 @@ static void conn_drive(gw_conn_t *c)
             }
             continue;
         }
+        case GW_CONN_STREAM:
+            if (gw_stream_drive(c) < 0)
+                conn_close(c);
+            return;
         case GW_CONN_LINGER: {
             char buf[4096];
             for (;;) {
@@ -944,6 +956,27 @@ int gw_conn_flush(gw_conn_t *c)
     }
     c->out_off = c->out_len = 0;
     return 1;
+}
+
+int gw_conn_close_notify(gw_conn_t *c)
+{
+    if (!c->ssl)
+        return shutdown(c->fd, SHUT_WR) == 0 || errno == ENOTCONN ? 1 : -1;
+    ERR_clear_error();
+    int r = SSL_shutdown(c->ssl);
+    if (r >= 0) {
+        ERR_clear_error();
+        return 1;
+    }
+    int e = SSL_get_error(c->ssl, r);
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_ASYNC || e == SSL_ERROR_WANT_ASYNC_JOB) {
+        park(c, e == SSL_ERROR_WANT_ASYNC ? IO_ASYNC : IO_ASYNC_JOB, OP_SHUTDOWN);
+        return 0;
+    }
+    if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+        return 0;
+    return -1;
 }
 
 void gw_conn_resume(gw_conn_t *c)
@@ -992,6 +1025,8 @@ static void conn_free(gw_conn_t *c)
     gw_timer_del(&w->loop, &c->timer);
     if (c->proxy)
         gw_proxy_conn_free(c);
+    if (c->stream)
+        gw_stream_conn_free(c);
     if (c->async_used)
         async_forget(c);
     set_stat(c, ST_NONE);
@@ -1067,6 +1102,8 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         c->state = GW_CONN_HANDSHAKE;
     } else {
         c->state = GW_CONN_READ_HEAD;
+        if (laddr->stream)
+            gw_stream_start(c);
     }
     if (gw_loop_add(&w->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) != 0) {
         gw_log(GW_LOG_ALERT, errno, "epoll_ctl(ADD) failed");

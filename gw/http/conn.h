@@ -23,6 +23,7 @@ enum gw_conn_state {
     GW_CONN_WRITE,       /* writing a response */
     GW_CONN_LINGER,      /* sent our last bytes; draining input until EOF before close */
     GW_CONN_PROXY,       /* gw/proxy drives the request (body up, response down) */
+    GW_CONN_STREAM,      /* a stream server's connection: bytes relayed (gw/proxy/stream.c) */
 };
 
 struct gw_conn;
@@ -95,6 +96,7 @@ typedef struct gw_conn {
     int n_afd;
 
     struct gw_proxy *proxy;  /* GW_CONN_PROXY: the proxied request (gw/proxy/proxy.c) */
+    struct gw_stream *stream; /* GW_CONN_STREAM: the relay (gw/proxy/stream.c) */
 } gw_conn_t;
 
 /**
@@ -151,6 +153,13 @@ int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got);
  * send_timeout after each successful write.
  */
 int gw_conn_flush(gw_conn_t *c);
+
+/**
+ * Send TLS close_notify once (RFC 8446 §6.1; a half-close: reading goes on). Returns 1
+ * when sent (or nothing to send: plain TCP gets shutdown(SHUT_WR)), 0 when an async job
+ * paused it (call again once driven), -1 on an error.
+ */
+int gw_conn_close_notify(gw_conn_t *c);
 
 /** Append n bytes to c's output buffer (grown as needed; abort() on out of memory). */
 void gw_resp_append(gw_conn_t *c, const char *s, size_t n);
