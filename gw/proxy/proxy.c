@@ -219,8 +219,9 @@ int gw_proxy_parse_response(const char *buf, size_t len, int *status, int *minor
             while (list_elem(v, vl, &p2, &e, &el)) {
                 unsigned long long x = 0;
                 for (size_t i = 0; i < el; i++) {
-                    if (e[i] < '0' || e[i] > '9' || x > (0x7fffffffffffffffULL - 9) / 10)
-                        return -1;
+                    if (e[i] < '0' || e[i] > '9' ||
+                        x > (0x7fffffffffffffffULL - (unsigned)(e[i] - '0')) / 10)
+                        return -1; /* lengths up to 2^63-1, as the request parser's */
                     x = x * 10 + (unsigned)(e[i] - '0');
                 }
                 if ((*has_cl && x != *cl))
