@@ -47,6 +47,8 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+[ -n "${BENCH_KEEP:-}" ] && trap "for p in \"\${PIDS[@]}\"; do kill -9 -- -\$p 2>/dev/null; done; echo kept \$T" EXIT
+chmod 755 "$T" # nginx workers (another user when started as root) read the file
 cp "$TLSGATE_BIN" "$T/tlsgate"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -95,6 +97,7 @@ EOF
 setsid taskset -c 1 "$NGINX_BIN" -p "$T/be" -c "$T/be/nginx.conf" & PIDS+=($!)
 setsid taskset -c 0 "$NGINX_BIN" -p "$T/ng" -c "$T/ng/nginx.conf" & PIDS+=($!)
 setsid taskset -c 0 "$T/tlsgate" -p "$T/tg" -c "$T/tg/tlsgate.conf" & PIDS+=($!)
+disown -a # killed at exit: no job notices
 wait_port "$BE_PORT"; wait_port "$NG_PORT"; wait_port "$TG_PORT"
 sleep 0.3
 NG_MASTER=${PIDS[1]}; TG_MASTER=${PIDS[2]}

@@ -6,7 +6,7 @@ what=${1:-test}
 pkgs="build-essential cmake pkg-config libssl-dev openssl"
 case "$what" in
   build) ;;
-  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy" ;;
+  test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy nginx-light" ;;
   bench) pkgs="$pkgs libcmocka-dev clang curl wrk nghttp2-client python3 procps valgrind nginx-light util-linux haproxy gnuplot-nox" ;;
   *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
