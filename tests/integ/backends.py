@@ -4,6 +4,7 @@ Backend: a threaded HTTP/1.1 origin on 127.0.0.1:<random>, keep-alive, that reco
 connection and request (head fields, body length and SHA-256, read streaming so 100 MB
 bodies cost no memory) and answers by path:
   /echo...        200, JSON of the request as the backend saw it
+  /stallbody...   as /echo, but the body is read only after 1.5 s
   /big?n=N        N bytes of a fixed pattern, Content-Length
   /chunked?n=N    the same pattern, chunked (random chunk sizes)
   /eof?n=N        the same pattern, HTTP/1.0-style: no length, ends with the close
@@ -157,6 +158,8 @@ class Backend:
         hd = {}
         for k, v in headers:
             hd.setdefault(k, []).append(v)
+        if "/stallbody" in target:
+            time.sleep(1.5)  # the body waits: the proxy must stop reading the client
         h = hashlib.sha256()
         length = 0
         te = hd.get("transfer-encoding")

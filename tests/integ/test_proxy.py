@@ -210,6 +210,60 @@ def test_big_bodies_both_ways(env):
         b.close()
 
 
+def _rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1])
+    return 0
+
+
+def test_backpressure_both_ways(env):
+    """A stalled reader on either side stops the other side: the worker's memory does not
+    grow with the body (48 MB pending each way, at most a few buffers held)."""
+    N = 48 * 1024 * 1024  # far above what the kernel's socket buffers hold
+    b = be.Backend()
+    try:
+        port = simple(env, b)
+        worker = env.servers[0].workers()[0]
+        one(env, port, req("/warm"))
+        base = _rss_kb(worker)
+        # upload to a backend that does not read for 1.5 s
+        with env.tls_socket(port, timeout=60) as s:
+            s.sendall(req("/stallbody/echo", "PUT", extra="Content-Length: %d\r\n" % N))
+            box = {}
+            t = threading.Thread(target=lambda: box.update(sha=_stream_upload(s, N, False)))
+            t.start()
+            time.sleep(1.0)
+            up_rss = _rss_kb(worker)
+            t.join(60)
+            r, rest = h.read_response(s, timeout=60)
+            seen = json.loads(r.body)
+            assert seen["body_len"] == N and seen["body_sha"] == box["sha"], seen
+            # download to a client that does not read for 1 s
+            s.sendall(req("/big?n=%d" % N))
+            time.sleep(1.0)
+            down_rss = _rss_kb(worker)
+            got, hsh, buf = 0, hashlib.sha256(), rest
+            while b"\r\n\r\n" not in buf:
+                buf += s.recv(65536)
+            buf = buf.split(b"\r\n\r\n", 1)[1]
+            hsh.update(buf)
+            got = len(buf)
+            while got < N:
+                d = s.recv(1 << 20)
+                assert d
+                hsh.update(d)
+                got += len(d)
+            assert hsh.hexdigest() == be.pattern_sha(N)
+        print("worker RSS growth: upload %d KiB, download %d KiB" % (up_rss - base,
+                                                                     down_rss - base))
+        for what, rss in (("upload", up_rss), ("download", down_rss)):
+            assert rss - base < 16 * 1024, "%s: worker RSS grew by %d KiB" % (what, rss - base)
+    finally:
+        b.close()
+
+
 def test_chunked_upload_and_download(env):
     b = be.Backend()
     try:
