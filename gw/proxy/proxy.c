@@ -36,6 +36,8 @@ typedef struct gw_proxy {
     int is_head;
     int client_minor;
     int from_up;           /* driven because of an upstream event or timer */
+    int probe_client;      /* look for a client abort (not before the client's next event) */
+    int up_again;          /* the upstream said EAGAIN and no event came since: no read */
     /* request */
     char *head;            /* the request head we send (kept for a retry) */
     size_t head_len;
@@ -483,16 +485,44 @@ static void on_posted(gw_posted_t *pp)
     gw_conn_resume(p->c);
 }
 
+/* Freed proxy states with their buffers, reused by the next requests: a request costs no
+ * malloc/free of ~100 KiB (which glibc would trim and grow back with brk every time). */
+#define CACHE_MAX 16
+static gw_proxy_t *cache[CACHE_MAX];
+static int n_cache;
+
 static void proxy_free(gw_proxy_t *p)
 {
     gw_unpost(&p->post);
     if (p->uc)
         gw_upconn_release(p->uc, 0);
     free(p->head);
+    p->head = NULL;
+    p->c->proxy = NULL;
+    if (n_cache < CACHE_MAX && p->uout_cap == UOUT_MIN + 64) {
+        cache[n_cache++] = p;
+        return;
+    }
     free(p->uout);
     free(p->uin);
-    p->c->proxy = NULL;
     free(p);
+}
+
+static gw_proxy_t *proxy_alloc(void)
+{
+    if (n_cache) {
+        gw_proxy_t *p = cache[--n_cache];
+        char *uout = p->uout, *uin = p->uin;
+        memset(p, 0, sizeof(*p));
+        p->uout = uout;
+        p->uin = uin;
+        p->uout_cap = UOUT_MIN + 64;
+        return p;
+    }
+    gw_proxy_t *p = calloc(1, sizeof(*p));
+    if (!p)
+        abort();
+    return p;
 }
 
 void gw_proxy_conn_free(gw_conn_t *c)
@@ -567,6 +597,7 @@ static int start_attempt(gw_proxy_t *p)
         p->got_byte = 0;
         p->uin_len = 0;
         p->rs = RS_HEAD;
+        p->up_again = 1; /* nothing to read before the request: an event will say */
         gw_upconn_timer(uc, uc->state == GW_UP_CONNECTING ? connect_timeout(p)
                                                           : ls(p)->proxy_send_timeout_ms);
         return 0;
@@ -855,9 +886,7 @@ void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, si
         gw_resp_error(c, 405);
         return;
     }
-    gw_proxy_t *p = calloc(1, sizeof(*p));
-    if (!p)
-        abort();
+    gw_proxy_t *p = proxy_alloc();
     p->post.run = on_posted;
     p->c = c;
     p->loc = loc;
@@ -875,9 +904,14 @@ void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, si
     if (p->body_chunked)
         gw_http_chunked_init(&p->chunked);
     build_head(p, norm, norm_len);
-    p->uout_cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
-    p->uout = malloc(p->uout_cap);
-    p->uin = malloc(UIN_CAP);
+    size_t cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
+    if (cap != p->uout_cap) {
+        free(p->uout);
+        p->uout = malloc(cap);
+        p->uout_cap = cap;
+    }
+    if (!p->uin)
+        p->uin = malloc(UIN_CAP);
     if (!p->uout || !p->uin)
         abort();
     /* the head is copied: give its room in c->in to the body (as READ_BODY does) */
@@ -974,8 +1008,10 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         break;
     }
 
-    /* response: down, while the client keeps up */
-    while (p->rs != RS_DONE && c->out_len - c->out_off < OUT_HIGH) {
+    /* response: down, while the client keeps up. Edge-triggered epoll reports every
+     * arrival, so after an EAGAIN the socket is read again only after an event; a read
+     * stopped by a full client buffer goes on when the client drained it. */
+    while (p->rs != RS_DONE && !p->up_again && c->out_len - c->out_off < OUT_HIGH) {
         ssize_t n = recv(uc->fd, p->uin + p->uin_len, UIN_CAP - p->uin_len, 0);
         if (n > 0) {
             p->got_byte = 1;
@@ -989,8 +1025,10 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
             }
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            p->up_again = errno == EAGAIN;
             break;
+        }
         if (n == 0 && p->rs == RS_EOF) {
             if (p->chunk_out)
                 gw_resp_append(c, "0\r\n\r\n", 5);
@@ -1031,7 +1069,7 @@ client:
     }
     if (c->async_paused || c->async_retry)
         return 0;
-    if (!from_up && p->body_done && c->in_len < c->in_cap) {
+    if (!from_up && p->probe_client && p->body_done && c->in_len < c->in_cap) {
         size_t got = 0;
         int r = gw_conn_recv(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
         if (r == GW_CONN_IO_OK) {
@@ -1050,6 +1088,18 @@ int gw_proxy_drive(gw_conn_t *c)
     gw_proxy_t *p = c->proxy;
     int from_up = p->from_up;
     p->from_up = 0;
+    if (from_up || (p->uc && p->uc->events)) {
+        p->up_again = 0; /* an upstream event: its socket may be read again */
+        if (p->uc && p->uc->state != GW_UP_CONNECTING)
+            p->uc->events = 0;
+    }
+    /* The first drive comes straight from the head just parsed: a client event (more
+     * bytes, EOF) is edge-triggered and will drive us again, so no read is needed to see
+     * an abort until then. */
+    int first = !p->probe_client;
+    p->probe_client = 1;
+    if (first)
+        from_up = 1;
     for (;;) {
         int progress = 0;
         int r = pass(p, &progress, from_up);

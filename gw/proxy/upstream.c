@@ -179,7 +179,15 @@ static void uc_event(gw_io_t *io, uint32_t events)
     if (!uc->state)
         return; /* closed earlier in this batch */
     if (uc->state == GW_UP_IDLE) {
-        /* an idle connection has nothing to say: EOF, reset or stray bytes all end it */
+        /* an idle connection has nothing to say: EOF, reset or stray bytes all end it
+         * (EPOLLOUT alone is the send buffer draining, and edge-triggered EPOLLIN may
+         * report bytes already read: look before closing) */
+        if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            return;
+        char b;
+        ssize_t n = recv(uc->fd, &b, 1, MSG_PEEK);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
         pool_unlink(uc);
         uc_close(uc);
         return;
