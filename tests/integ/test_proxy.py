@@ -131,7 +131,7 @@ def test_proxy_set_header_and_uri(env):
 def test_keepalive_reuse(env):
     b = be.Backend()
     try:
-        port = simple(env, b, keepalive=4)
+        port = simple(env, b, keepalive=8)
         with env.tls_socket(port) as s:
             rest = b""
             for i in range(20):
@@ -141,6 +141,26 @@ def test_keepalive_reuse(env):
         for i in range(5):
             assert one(env, port, req("/m%d" % i)).status == 200
         assert b.conns == 1, "25 sequential requests used %d upstream connections" % b.conns
+        # 8 clients at once, 40 requests each: at most 8 upstream connections, reused
+        errors = []
+
+        def client(k):
+            try:
+                with env.tls_socket(port) as s:
+                    rest = b""
+                    for i in range(40):
+                        s.sendall(req("/c%d-%d" % (k, i)))
+                        r, rest = h.read_response(s, rest)
+                        assert r.status == 200, r
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+        ts = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(30)
+        assert not errors, errors
+        assert b.conns <= 9, "320 concurrent requests used %d upstream connections" % b.conns
     finally:
         b.close()
 
