@@ -1059,6 +1059,8 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
 
 client:
     /* client: queued output down, and a look for an abort while the upstream works */
+    if (c->async_paused || c->async_retry)
+        return 0; /* a paused TLS job: no other SSL call until its wake drives us */
     if (c->out_len > c->out_off) {
         size_t before = c->out_len - c->out_off;
         int r = gw_conn_flush(c);
