@@ -398,6 +398,26 @@ def test_upstream_slow_504(env):
         b.close()
 
 
+def test_send_timeout_504(env):
+    b = be.Backend()
+    N = 48 * 1024 * 1024  # more than every socket buffer on the way holds
+    try:
+        port = simple(env, b, "proxy_send_timeout 300ms;")
+        with env.tls_socket(port, timeout=20) as s:
+            t0 = time.monotonic()
+            s.sendall(req("/stallbody/echo", "PUT", extra="Content-Length: %d\r\n" % N))
+            try:  # blocks once the upstream stops reading; the lingering close drains it
+                _stream_upload(s, N, False)
+            except OSError:
+                pass
+            r, _ = h.read_response(s, timeout=5)
+            dt = time.monotonic() - t0
+            assert r.status == 504 and dt < 6, (r, dt)
+            assert r.headers.get("connection") == "close", r.headers
+    finally:
+        b.close()
+
+
 def test_connect_timeout_504(env):
     # a listener whose accept queue is full: SYNs go unanswered
     ls = socket.socket()
