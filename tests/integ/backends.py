@@ -254,7 +254,8 @@ class Backend:
 
 
 class EchoServer:
-    """TCP echo; after the client's half-close it sends "bye" and closes its side."""
+    """TCP echo; after the client's half-close it sends "bye" and closes its side; on
+    "quit" it sends "bye" and closes first."""
 
     def __init__(self):
         self.ls = socket.socket()
@@ -287,6 +288,9 @@ class EchoServer:
                 if not d:
                     s.sendall(b"bye")
                     s.shutdown(socket.SHUT_WR)
+                    break
+                if d == b"quit":  # the server ends first
+                    s.sendall(b"bye")
                     break
                 s.sendall(d)
         except OSError:

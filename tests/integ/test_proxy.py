@@ -546,6 +546,45 @@ def test_smuggling_400_and_close(env):
         b.close()
 
 
+# ------------------------------------------------------------------------------ config
+
+
+def test_config_errors(env):
+    bad = [
+        ("location / { proxy_pass https://127.0.0.1:1; }", "TLS to the upstream"),
+        ("location / { proxy_pass 127.0.0.1:1; }", "must be http://"),
+        ("location / { proxy_pass http://nowhere; }", "host names are not supported"),
+        ("location / { proxy_pass http://$host; }", "variables are not supported"),
+        ("location / { proxy_set_header Connection x; proxy_pass http://127.0.0.1:1; }",
+         "hop-by-hop"),
+        ("location / { proxy_read_timeout 0; proxy_pass http://127.0.0.1:1; }", "at least"),
+    ]
+    ups = [
+        ("upstream u { }", "no servers"),
+        ("upstream u { server 127.0.0.1:1 backup; }", "only backup"),
+        ("upstream u { server 127.0.0.1:1 weight=0; }", "invalid value"),
+        ("upstream u { server 127.0.0.1:1 down; }", "unsupported server parameter"),
+        ("upstream u { server 127.0.0.1; keepalive 0; }", "between 1 and"),
+        ("upstream u { server 127.0.0.1:1; } upstream u { server 127.0.0.1:2; }",
+         "duplicate upstream"),
+        ("upstream u { server 0.0.0.0:1; }", "not an address to connect to"),
+        ("upstream u { zone x 1m; server 127.0.0.1:1; }", "unknown directive in upstream"),
+    ]
+    cases = [("server { listen 127.0.0.1:1; %s }" % b, w) for b, w in bad] + \
+            [("%s server { listen 127.0.0.1:1; }" % b, w) for b, w in ups]
+    for body, want in cases:
+        conf = env.conf(body, name="bad.conf")
+        p = h.run([h.binary(), "-t", "-c", conf])
+        assert p.returncode != 0 and want in p.stderr, (body, p.stderr)
+    good = env.conf("""upstream u { server 127.0.0.1:1 weight=3 max_fails=0 fail_timeout=1s;
+                      server [::1]:2 backup; keepalive 4; keepalive_timeout 5s;
+                      keepalive_requests 10; }
+                      server { listen 127.0.0.1:1; proxy_read_timeout 1s;
+                               location / { proxy_pass http://u/x; } }""", name="good.conf")
+    p = h.run([h.binary(), "-t", "-c", good])
+    assert p.returncode == 0, p.stderr
+
+
 # ------------------------------------------------------------------------------ nginx
 
 

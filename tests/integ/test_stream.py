@@ -63,6 +63,24 @@ def test_tls_echo(env):
         e.close()
 
 
+def test_upstream_closes_first_tls(env):
+    """The upstream's EOF reaches a TLS client as close_notify after the last bytes."""
+    e = be.EchoServer()
+    try:
+        port = env.port()
+        start(env, """
+    server { listen 127.0.0.1:%d ssl; %s proxy_pass 127.0.0.1:%d; }
+""" % (port, env.tls("a_rsa"), e.port))
+        with env.tls_socket(port) as s:
+            s.sendall(b"hello")
+            assert recv_until(s, 5) == b"hello"
+            s.sendall(b"quit")
+            data, eof = h.recv_all(s, 5)
+            assert data == b"bye" and eof, (data, eof)
+    finally:
+        e.close()
+
+
 def test_plain_half_close(env):
     e = be.EchoServer()
     try:
