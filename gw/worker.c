@@ -289,6 +289,8 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
          * without blocking; a pass that finds none does one batch of that work below. */
         if (idle_left > 0 && wait_ms != 0 && !w.shutting_down && gw_conn_async_paused() == 0)
             wait_ms = 0;
+        if (gw_proxy_pending())
+            wait_ms = 0; /* a relay yielded after a long run: it goes on after the events */
         int nev = gw_loop_once(&w.loop, wait_ms);
         if (nev > 0) {
             if (metrics_hook)

@@ -1102,7 +1102,7 @@ int gw_proxy_drive(gw_conn_t *c)
     p->probe_client = 1;
     if (first)
         from_up = 1;
-    for (;;) {
+    for (int passes = 0;; passes++) {
         int progress = 0;
         int r = pass(p, &progress, from_up);
         if (r != 0)
@@ -1112,6 +1112,10 @@ int gw_proxy_drive(gw_conn_t *c)
         if (!progress)
             break;
         from_up = 1; /* the client was looked at once in this drive */
+        if (passes == GW_PROXY_MAX_PASSES) {
+            gw_post(&p->post); /* yield: go on after the loop's next events */
+            break;
+        }
     }
     /* waiting: the client's timer runs only while we wait for the client */
     int want_client = c->out_len > c->out_off || (!p->body_done && p->head_queued &&

@@ -116,7 +116,11 @@ int gw_stream_drive(gw_conn_t *c)
     gw_stream_t *s = c->stream;
     if (s->tries < 0)
         return -1;
-    for (;;) {
+    for (int passes = 0;; passes++) {
+        if (passes == GW_PROXY_MAX_PASSES) {
+            gw_post(&s->post); /* yield: go on after the loop's next events */
+            return 0;
+        }
         int progress = 0;
         gw_upconn_t *uc = s->uc;
         if (uc->timed_out) {

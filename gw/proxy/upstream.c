@@ -16,6 +16,7 @@
 /* ---- posted work ---- */
 
 static gw_posted_t *post_head, *post_tail;
+static size_t n_posted;
 static gw_upconn_t *graveyard; /* closed connections, freed after the pass */
 
 void gw_post(gw_posted_t *p)
@@ -23,6 +24,7 @@ void gw_post(gw_posted_t *p)
     if (p->queued)
         return;
     p->queued = 1;
+    n_posted++;
     p->next = NULL;
     p->prev = post_tail;
     if (post_tail)
@@ -45,12 +47,19 @@ void gw_unpost(gw_posted_t *p)
     else
         post_tail = p->prev;
     p->queued = 0;
+    n_posted--;
     p->next = p->prev = NULL;
+}
+
+int gw_proxy_pending(void)
+{
+    return post_head != NULL;
 }
 
 void gw_proxy_process(void)
 {
-    while (post_head) {
+    size_t n = n_posted;
+    while (n-- && post_head) {
         gw_posted_t *p = post_head;
         gw_unpost(p);
         p->run(p);

@@ -29,9 +29,17 @@ typedef struct gw_posted {
 void gw_post(gw_posted_t *p);
 /** Remove p from the queue if queued (its owner is being freed). */
 void gw_unpost(gw_posted_t *p);
-/** Run every posted item, also those posted meanwhile. Called by the worker after each
- * loop pass. */
+/** Run the items posted before this call (those posted meanwhile wait for the next
+ * pass, so that a relay that yields cannot starve the loop). Called by the worker after
+ * each loop pass. */
 void gw_proxy_process(void);
+
+/** Are items posted? (Then the worker's next epoll wait must not block.) */
+int gw_proxy_pending(void);
+
+/** Passes over both directions one drive makes before it yields (posts itself): a relay
+ * between two fast peers would otherwise keep the worker from its other connections. */
+#define GW_PROXY_MAX_PASSES 32
 
 typedef struct gw_peer_rt {
     int current_weight;  /* smooth WRR state */
