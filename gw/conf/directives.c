@@ -1216,10 +1216,16 @@ static int set_proxy_header(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_c
             return gw_conf_bad_value(p, n, 2, "control character in a header value");
     static const char *const hop[] = {"connection", "keep-alive", "transfer-encoding", "te",
                                       "upgrade", "content-length", "trailer", "proxy-connection"};
-    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-        if (strcasecmp(name, hop[i]) == 0)
-            return gw_conf_bad_value(p, n, 1, "framing and hop-by-hop fields are set by the "
-                                              "proxy itself");
+    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
+        if (strcasecmp(name, hop[i]) != 0)
+            continue;
+        /* nginx configs say `proxy_set_header Connection "";` for keep-alive: what it
+         * asks (no such field upstream) is what we do anyway */
+        if (!n->args[2][0])
+            return 0;
+        return gw_conf_bad_value(p, n, 1, "framing and hop-by-hop fields are set by the "
+                                          "proxy itself");
+    }
     gw_conf_cmd_t *kv = gw_conf_xpush(&l->proxy_headers, &l->n_proxy_headers, sizeof(*kv));
     kv->name = gw_conf_xstrdup(name);
     kv->value = gw_conf_xstrdup(n->args[2]);
@@ -1509,7 +1515,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "60s", "Longest wait between two writes to the upstream server."},
     {"proxy_set_header", HSL, GW_DIR_MULTI, 2, 2, LOC(proxy_headers), set_proxy_header, ANY,
      "*NAME* *VALUE*", NULL,
-     "Set a request header field sent upstream; an empty *VALUE* removes it. *VALUE* may use "
+     "Set a request header field sent upstream; an empty *VALUE* removes it (`Connection \"\"` "
+     "is accepted as in nginx configs: hop-by-hop fields are never passed). *VALUE* may use "
      "`$host`, `$http_host`, `$remote_addr`, `$scheme`, `$proxy_host`, `$request_uri` and "
      "`$proxy_add_x_forwarded_for`. Without any at a level, the enclosing level's apply; "
      "without any at all: `Host $proxy_host`, `X-Real-IP $remote_addr`, `X-Forwarded-For "

@@ -480,6 +480,24 @@ def test_client_abort_cancels_upstream(env):
         b.close()
 
 
+def test_client_abort_mid_upload(env):
+    b = be.Backend()
+    try:
+        port = simple(env, b)
+        s = env.tls_socket(port)
+        s.sendall(req("/echo", "PUT", extra="Content-Length: 10000000\r\n") + b"x" * 100000)
+        time.sleep(0.3)
+        s.close()
+        # the upstream connection is closed, not reused with half a body in it
+        assert be.wait_for(lambda: b.conns == 1, 3)
+        r = one(env, port, req("/after"))
+        assert r.status == 200 and r.body == b"ok /after", r
+        assert b.conns == 2, "a connection with half a body was reused (%d)" % b.conns
+        assert [q["target"] for q in b.requests] == ["/after"], b.requests
+    finally:
+        b.close()
+
+
 def test_round_robin_health_backup(env):
     b1, b2, bk = be.Backend(), be.Backend(), be.Backend()
     dead = dead_port()
@@ -580,7 +598,9 @@ def test_config_errors(env):
                       server [::1]:2 backup; keepalive 4; keepalive_timeout 5s;
                       keepalive_requests 10; }
                       server { listen 127.0.0.1:1; proxy_read_timeout 1s;
-                               location / { proxy_pass http://u/x; } }""", name="good.conf")
+                               location / { proxy_pass http://u/x;
+                                            proxy_set_header Connection ""; } }""",
+                    name="good.conf")
     p = h.run([h.binary(), "-t", "-c", good])
     assert p.returncode == 0, p.stderr
 
