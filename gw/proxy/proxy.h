@@ -39,17 +39,4 @@ int gw_proxy_drive(struct gw_conn *c);
  * closed, never pooled) and free the proxy state. */
 void gw_proxy_conn_free(struct gw_conn *c);
 
-/**
- * Parse an upstream response head (RFC 9112 §4, §2): status line and fields, up to the
- * empty line, in buf[0..len). Returns the head length (> 0), 0 when incomplete, -1 when
- * malformed (bad status line, obs-fold, bare CR, a field without ':', conflicting
- * Content-Length, a Transfer-Encoding whose final coding is not chunked together with
- * Content-Length). On success: *status, *minor (HTTP/1.<minor>), *has_cl and *cl (the
- * Content-Length), *chunked (0: no Transfer-Encoding, 1: final coding chunked, 2: another
- * final coding: the body ends with the connection, RFC 9112 §6.3), *conn_close
- * (Connection: close, or HTTP/1.0 without keep-alive). Exposed for tests.
- */
-int gw_proxy_parse_response(const char *buf, size_t len, int *status, int *minor, int *has_cl,
-                            unsigned long long *cl, int *chunked, int *conn_close);
-
 #endif

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/proxy.h"
+#include "proxy/response.h"
 
 static int status, minor, has_cl, chunked, conn_close;
 static unsigned long long cl;
