@@ -682,9 +682,12 @@ static int pull_body(gw_proxy_t *p)
         gw_timer_add(&gw_worker->loop, &c->timer, c->vs->conf->srv.send_timeout_ms);
     }
     p->body_started = 1;
+    /* c->in may be larger than uout (large_client_header_buffers): take what fits, with
+     * room for a chunk's framing; the rest waits in c->in */
+    size_t room = p->uout_cap - p->uout_len - 32;
     if (p->body_chunked) {
         int64_t max = c->vs->conf->srv.client_max_body_size;
-        size_t len = c->in_len, used = 0;
+        size_t len = c->in_len < room ? c->in_len : room, used = 0;
         int r = gw_http_chunked_decode(&p->chunked, c->in, &len, &used,
                                        max > 0 ? (uint64_t)max : 0);
         if (r < 0)
@@ -707,6 +710,8 @@ static int pull_body(gw_proxy_t *p)
         return 1;
     }
     size_t take = c->in_len < p->body_left ? c->in_len : (size_t)p->body_left;
+    if (take > room)
+        take = room;
     memcpy(p->uout + p->uout_len, c->in, take);
     p->uout_len += take;
     memmove(c->in, c->in + take, c->in_len - take);

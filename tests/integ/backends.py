@@ -63,7 +63,7 @@ class _Conn:
 
     def line(self):
         while b"\n" not in self.buf:
-            if len(self.buf) > 65536:
+            if len(self.buf) > (1 << 20):
                 raise ValueError("line too long")
             self.fill()
         ln, self.buf = self.buf.split(b"\n", 1)

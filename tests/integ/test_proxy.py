@@ -329,6 +329,24 @@ def test_chunked_upload_and_download(env):
         b.close()
 
 
+def test_large_head_then_body(env):
+    """A head that grew the client buffer past the upstream buffer (large header buffers),
+    then a body arriving in big reads: forwarded intact."""
+    b = be.Backend()
+    try:
+        port = simple(env, b, server_extra="large_client_header_buffers 4 256k;")
+        n = 3 * 1024 * 1024
+        with env.tls_socket(port, timeout=30) as s:
+            s.sendall(req("/echo", "PUT", extra="X-Big: %s\r\nContent-Length: %d\r\n" %
+                          ("a" * 200000, n)) + be.pattern_bytes(n))
+            r, _ = h.read_response(s, timeout=30)
+        seen = json.loads(r.body)
+        assert seen["body_len"] == n and seen["body_sha"] == be.pattern_sha(n), seen
+        assert len(seen["headers"]["x-big"][0]) == 200000
+    finally:
+        b.close()
+
+
 def test_client_max_body_size(env):
     b = be.Backend()
     try:
