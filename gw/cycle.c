@@ -43,11 +43,14 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
     c->conf = conf;
     size_t nerr = errs->n;
     gw_http_conf_t *h = &conf->http;
-    c->n_vservers = h->n_servers;
-    c->vservers = calloc(h->n_servers ? h->n_servers : 1, sizeof(gw_vserver_t));
+    gw_stream_conf_t *st = &conf->stream;
+    c->n_vservers = h->n_servers + st->n_servers;
+    c->vservers = calloc(c->n_vservers ? c->n_vservers : 1, sizeof(gw_vserver_t));
     size_t total_listens = 0;
     for (size_t i = 0; i < h->n_servers; i++)
         total_listens += h->servers[i].n_listens;
+    for (size_t i = 0; i < st->n_servers; i++)
+        total_listens += st->servers[i].server.n_listens;
     c->laddrs = calloc(total_listens ? total_listens : 1, sizeof(gw_laddr_t));
     if (!c->vservers || !c->laddrs)
         abort();
@@ -85,6 +88,40 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
             /* the first server of an address is its default unless one says default_server */
             if (l->default_server || !la->default_server)
                 la->default_server = vs;
+        }
+    }
+    /* stream servers (TCP proxy): an address of their own each */
+    for (size_t i = 0; i < st->n_servers; i++) {
+        gw_server_t *s = &st->servers[i].server;
+        gw_vserver_t *vs = &c->vservers[h->n_servers + i];
+        vs->conf = s;
+        vs->index = h->n_servers + i;
+        vs->access_log_fd = -1;
+        vs->stream = &st->servers[i];
+        if (s->srv.n_certs)
+            vs->ssl_ctx = gw_tls_ctx_new(s, client_hello_cb, errs);
+        for (size_t j = 0; j < s->n_listens; j++) {
+            gw_listen_t *l = &s->listens[j];
+            int dup = 0;
+            for (size_t k = 0; k < c->n_laddrs; k++)
+                if (same_addr(c->laddrs[k].listen, l))
+                    dup = 1;
+            if (dup) {
+                gw_errlist_add(errs, "%s:%d: listen: %s is already used by another server",
+                               s->file, l->line, l->text);
+                continue;
+            }
+            gw_laddr_t *la = &c->laddrs[c->n_laddrs++];
+            la->listen = l;
+            snprintf(la->key, sizeof(la->key), "%s%s", l->text, l->reuseport ? "/rp" : "");
+            la->ssl = l->ssl;
+            la->stream = vs->stream;
+            la->servers = malloc(sizeof(*la->servers));
+            if (!la->servers)
+                abort();
+            la->servers[0] = vs;
+            la->n_servers = 1;
+            la->default_server = vs;
         }
     }
     for (size_t k = 0; k < c->n_laddrs; k++) {

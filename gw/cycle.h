@@ -16,6 +16,7 @@ typedef struct gw_vserver {
     SSL_CTX *ssl_ctx;   /* NULL when the block has no certificate */
     int access_log_fd;  /* -1 = off */
     size_t index;
+    gw_stream_server_t *stream; /* a stream { server } block (TCP proxy), else NULL */
 } gw_vserver_t;
 
 /** One distinct listen address and the server blocks that listen on it. */
@@ -26,6 +27,7 @@ typedef struct gw_laddr {
     size_t n_servers;
     gw_vserver_t *default_server;   /* default_server, else the first */
     char key[96];                   /* "ADDR:PORT" + "/rp" when reuseport: socket identity */
+    gw_stream_server_t *stream;     /* a stream server's address (its only server) */
 } gw_laddr_t;
 
 typedef struct gw_log_file {

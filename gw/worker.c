@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/conn.h"
+#include "proxy/upstream.h"
 #include "tls/accel.h"
 #include "tlsgate/prov.h"
 
@@ -154,6 +155,7 @@ static void begin_graceful_stop(void)
         w->listeners[i].fd = -1;
     }
     gw_conn_shutdown_all(1);
+    gw_upstream_close_idle();
 }
 
 static void set_affinity(const gw_conf_t *conf, int index)
@@ -289,6 +291,8 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             wait_ms = 0;
         if (gw_conn_async_woken()) /* woken by this thread: resume them without waiting */
             wait_ms = 0;
+        if (gw_proxy_pending())
+            wait_ms = 0; /* a relay yielded after a long run: it goes on after the events */
         int nev = gw_loop_once(&w.loop, wait_ms);
         if (nev > 0) {
             if (metrics_hook)
@@ -304,6 +308,7 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
         }
         gw_conn_async_process();
+        gw_proxy_process(); /* upstream events of the batch (gw/proxy/upstream.h) */
         /* nothing was ready and no job waits: the loop would block, the CPU is ours */
         if (idle_left > 0 && nev == 0 && !w.shutting_down && gw_conn_async_paused() == 0) {
             idle_left = gw_accel_idle();

@@ -18,6 +18,8 @@ check 'gw/conf/*.c gw/conf/*.h' 'openssl/|core/|net/|tls/|http/|cycle|worker|mas
       'conf/ is libc only (its tests and fuzz target compile it alone)'
 check 'gw/http/parser.c gw/http/parser.h' 'openssl/|core/|net/|tls/|conf/|cycle|worker|master' \
       'the HTTP parser is libc only'
+check 'gw/proxy/response.c gw/proxy/response.h' 'openssl/|core/|net/|tls/|http/|conf/|cycle|worker|master' \
+      'the upstream response parser is libc only (its fuzz target compiles it alone)'
 check 'gw/core/*.c gw/core/*.h' 'net/|tls/|http/|cycle|worker|master' 'core/ is the bottom layer'
 check 'gw/net/*.c gw/net/*.h' 'tls/|http/|cycle|worker|master' 'net/ sits below tls/ and http/'
 check 'gw/tls/*.c gw/tls/*.h' 'net/|http/|cycle|worker|master' 'tls/ sits below http/'

@@ -286,6 +286,9 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
 void gw_conf_loc_init(gw_loc_settings_t *l)
 {
     memset(l, 0, sizeof(*l));
+    l->proxy_connect_timeout_ms = GW_UNSET_MS;
+    l->proxy_read_timeout_ms = GW_UNSET_MS;
+    l->proxy_send_timeout_ms = GW_UNSET_MS;
 }
 
 static void strlist_free(gw_strlist_t *l)
@@ -330,6 +333,41 @@ static void loc_free(gw_loc_settings_t *l)
 {
     free(l->root);
     strlist_free(&l->index);
+    for (size_t i = 0; i < l->n_proxy_headers; i++) {
+        free(l->proxy_headers[i].name);
+        free(l->proxy_headers[i].value);
+    }
+    free(l->proxy_headers);
+}
+
+static void upstreams_free(gw_upstream_conf_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < v[i].n_servers; j++)
+            free(v[i].servers[j].text);
+        free(v[i].servers);
+        free(v[i].name);
+    }
+    free(v);
+}
+
+static void server_free(gw_server_t *s)
+{
+    for (size_t j = 0; j < s->n_listens; j++)
+        free(s->listens[j].text);
+    free(s->listens);
+    strlist_free(&s->server_names);
+    srv_free(&s->srv);
+    loc_free(&s->loc);
+    for (size_t j = 0; j < s->n_locations; j++) {
+        gw_location_t *l = &s->locations[j];
+        free(l->path);
+        loc_free(&l->loc);
+        free(l->return_text);
+        free(l->proxy_pass);
+        free(l->proxy_uri);
+    }
+    free(s->locations);
 }
 
 void gw_conf_free(gw_conf_t *conf)
@@ -357,22 +395,13 @@ void gw_conf_free(gw_conf_t *conf)
     free(conf->ssl_engine_lines);
     srv_free(&conf->http.srv);
     loc_free(&conf->http.loc);
-    for (size_t i = 0; i < conf->http.n_servers; i++) {
-        gw_server_t *s = &conf->http.servers[i];
-        for (size_t j = 0; j < s->n_listens; j++)
-            free(s->listens[j].text);
-        free(s->listens);
-        strlist_free(&s->server_names);
-        srv_free(&s->srv);
-        loc_free(&s->loc);
-        for (size_t j = 0; j < s->n_locations; j++) {
-            gw_location_t *l = &s->locations[j];
-            free(l->path);
-            loc_free(&l->loc);
-            free(l->return_text);
-        }
-        free(s->locations);
-    }
+    for (size_t i = 0; i < conf->http.n_servers; i++)
+        server_free(&conf->http.servers[i]);
+    upstreams_free(conf->http.upstreams, conf->http.n_upstreams);
+    for (size_t i = 0; i < conf->stream.n_servers; i++)
+        server_free(&conf->stream.servers[i].server);
+    free(conf->stream.servers);
+    upstreams_free(conf->stream.upstreams, conf->stream.n_upstreams);
     free(conf->http.servers);
     strlist_free(&conf->files);
     free(conf);
@@ -508,6 +537,17 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
         s->root = gw_conf_xstrdup(h->root);
     if (s->index.n == 0)
         strlist_copy(&s->index, &h->index);
+    INHERIT(proxy_connect_timeout_ms, GW_UNSET_MS);
+    INHERIT(proxy_read_timeout_ms, GW_UNSET_MS);
+    INHERIT(proxy_send_timeout_ms, GW_UNSET_MS);
+    if (!s->proxy_headers_set && h->n_proxy_headers) {
+        s->proxy_headers = gw_conf_xcalloc(h->n_proxy_headers, sizeof(*s->proxy_headers));
+        for (size_t i = 0; i < h->n_proxy_headers; i++) {
+            s->proxy_headers[i].name = gw_conf_xstrdup(h->proxy_headers[i].name);
+            s->proxy_headers[i].value = gw_conf_xstrdup(h->proxy_headers[i].value);
+        }
+        s->n_proxy_headers = h->n_proxy_headers;
+    }
 }
 
 #undef INHERIT
@@ -531,14 +571,31 @@ static void merge(gw_conf_parser_t *p, const char *state_dir)
         for (size_t j = 0; j < s->n_locations; j++)
             merge_loc(&s->locations[j].loc, &s->loc);
     }
+    /* stream servers: the table's ssl_ defaults (as merged into http), not http's
+     * certificates or ssl_conf_commands */
+    gw_srv_settings_t dflt = c->http.srv;
+    dflt.n_certs = 0;
+    dflt.n_conf_cmds = 0;
+    for (size_t i = 0; i < c->stream.n_servers; i++) {
+        gw_server_t *s = &c->stream.servers[i].server;
+        merge_srv(&s->srv, &dflt);
+        merge_loc(&s->loc, &c->http.loc);
+        if (s->server_names.n == 0) {
+            char **slot = gw_conf_xpush(&s->server_names.v, &s->server_names.n, sizeof(char *));
+            *slot = gw_conf_xstrdup("");
+        }
+    }
 }
 
 /* Checks that need the whole, merged configuration. */
+void gw_conf_resolve_proxy(gw_conf_parser_t *p); /* directives.c */
+
 static void validate(gw_conf_parser_t *p)
 {
     gw_conf_t *c = p->conf;
     if (p->syntax_errors || !c->http_present)
         return;
+    gw_conf_resolve_proxy(p);
     if (c->http.n_servers == 0 && !p->saw_server)
         error_at(p, p->http_file, p->http_line, "http", "no server block defined");
     int http_cert = p->http_saw_cert;

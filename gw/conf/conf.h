@@ -133,6 +133,14 @@ typedef struct gw_srv_settings {
 typedef struct gw_loc_settings {
     char *root;         /* absolute path, default "<prefix>/html" */
     gw_strlist_t index; /* default {"index.html"}; n == 0 means unset */
+    /* reverse proxy (gw/proxy, docs/proxy.md) */
+    int64_t proxy_connect_timeout_ms; /* default 60s */
+    int64_t proxy_read_timeout_ms;    /* default 60s: between two reads from the upstream */
+    int64_t proxy_send_timeout_ms;    /* default 60s: between two writes to the upstream */
+    gw_conf_cmd_t *proxy_headers;     /* proxy_set_header NAME VALUE, in order; inherited
+                                         as a whole by a level that sets none (nginx) */
+    size_t n_proxy_headers;
+    int proxy_headers_set;            /* proxy_set_header given at this level */
 } gw_loc_settings_t;
 
 enum gw_loc_match {
@@ -149,6 +157,9 @@ typedef struct gw_location {
     int stub_status;     /* 1: serve the status page here */
     int status_json;     /* 1: serve the JSON status (`status;`) here */
     int metrics;         /* 1: serve Prometheus metrics (`metrics;`) here */
+    char *proxy_pass;    /* proxy_pass URL as given, NULL = none */
+    int proxy_upstream;  /* index in http.upstreams (resolved after parsing) */
+    char *proxy_uri;     /* the URI part of the URL ("/x/"), NULL = pass the request's */
     const char *file;    /* where the block starts, for messages */
     int line;
 } gw_location_t;
@@ -178,11 +189,54 @@ typedef struct gw_server {
     int line;
 } gw_server_t;
 
+/** `server ADDR:PORT [weight=N] [max_fails=N] [fail_timeout=TIME] [backup]` (upstream) */
+typedef struct gw_upstream_server {
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char *text;              /* "127.0.0.1:8080" */
+    int weight;              /* default 1 */
+    int max_fails;           /* default 1; 0 = never marked down */
+    int64_t fail_timeout_ms; /* default 10s */
+    int backup;
+    int line;
+} gw_upstream_server_t;
+
+/** `upstream NAME { server ...; keepalive N; ... }`, or the implicit one of a
+ * `proxy_pass http://ADDR:PORT` (keepalive 0, as nginx). */
+typedef struct gw_upstream_conf {
+    char *name;
+    gw_upstream_server_t *servers;
+    size_t n_servers;
+    int keepalive;                /* idle connections cached per worker; 0 = none */
+    int keepalive_requests;       /* requests per upstream connection, default 1000 */
+    int64_t keepalive_timeout_ms; /* idle connection lifetime, default 60s */
+    int implicit;
+    const char *file;
+    int line;
+} gw_upstream_conf_t;
+
+/** `stream { server { listen ADDR:PORT ssl; proxy_pass ...; } }` (TCP termination) */
+typedef struct gw_stream_server {
+    gw_server_t server;           /* listens and ssl_* settings (no locations) */
+    int upstream;                 /* index in stream.upstreams */
+    int64_t proxy_timeout_ms;     /* default 10m: idle time between two transfers */
+    int64_t proxy_connect_timeout_ms; /* default 60s */
+} gw_stream_server_t;
+
+typedef struct gw_stream_conf {
+    gw_upstream_conf_t *upstreams;
+    size_t n_upstreams;
+    gw_stream_server_t *servers;
+    size_t n_servers;
+} gw_stream_conf_t;
+
 typedef struct gw_http_conf {
     gw_srv_settings_t srv;
     gw_loc_settings_t loc;
     gw_server_t *servers;
     size_t n_servers;
+    gw_upstream_conf_t *upstreams; /* upstream blocks, then implicit ones */
+    size_t n_upstreams;
 } gw_http_conf_t;
 
 typedef struct gw_conf {
@@ -209,6 +263,7 @@ typedef struct gw_conf {
     int ssl_async_jobs;          /* async job pool size per worker; 0 = OpenSSL's default */
     int http_present;            /* 1 when an http block was given */
     gw_http_conf_t http;
+    gw_stream_conf_t stream;     /* stream block (n_servers == 0 when absent) */
     /* string storage owned by the config (file names referenced by file fields) */
     gw_strlist_t files;
 } gw_conf_t;

@@ -1054,6 +1054,396 @@ static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc,
     return 0;
 }
 
+/* ---- reverse proxy and stream (gw/proxy) ---- */
+
+/* Address "ADDR:PORT" or "[IPv6]:PORT" of an upstream server or a proxy_pass; the port is
+ * required unless dflt_port > 0. 0, or -1 after reporting. */
+static int parse_peer_addr(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi,
+                           const char *a, int dflt_port, struct sockaddr_storage *ss,
+                           socklen_t *len, char **text)
+{
+    char buf[128];
+    const char *colon = a[0] == '[' ? strstr(a, "]:") : strrchr(a, ':');
+    if (!colon) {
+        if (dflt_port <= 0)
+            return gw_conf_bad_value(p, n, argi, "a port is required (ADDR:PORT)");
+        snprintf(buf, sizeof(buf), a[0] == '[' ? "%s:%d" : "%s:%d", a, dflt_port);
+        a = buf;
+    }
+    if (strlen(a) > 100 || a[0] == ':' || a[0] == '*')
+        return gw_conf_bad_value(p, n, argi, "invalid address (ADDR:PORT)");
+    gw_conf_node_t fake = *n;
+    char *args[2] = {n->args[0], (char *)a};
+    fake.args = args;
+    fake.n_args = 2;
+    gw_listen_t l = {0};
+    if (parse_listen_addr(p, &fake, &l) != 0)
+        return -1;
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)&l.addr;
+    if (l.addr.ss_family == AF_INET && sin->sin_addr.s_addr == htonl(INADDR_ANY)) {
+        free(l.text);
+        return gw_conf_bad_value(p, n, argi, "0.0.0.0 is not an address to connect to");
+    }
+    *ss = l.addr;
+    *len = l.addrlen;
+    *text = l.text;
+    return 0;
+}
+
+static int find_upstream(const gw_upstream_conf_t *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* upstream NAME { server ADDR:PORT [weight=N] [max_fails=N] [fail_timeout=T] [backup];
+ * keepalive N; keepalive_requests N; keepalive_timeout T; } into *v. */
+static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstream_conf_t **v,
+                          size_t *nv)
+{
+    const char *name = n->args[1];
+    if (!name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789._-") != strlen(name))
+        return gw_conf_bad_value(p, n, 1, "an upstream name is letters, digits, \".\", \"_\" "
+                                          "and \"-\"");
+    int dup = find_upstream(*v, *nv, name);
+    if (dup >= 0) {
+        gw_conf_error(p, n->line, n->args[0], "duplicate upstream \"%s\" (line %d)", name,
+                      (*v)[dup].line);
+        return -1;
+    }
+    gw_upstream_conf_t u = {.name = gw_conf_xstrdup(name), .keepalive = 0,
+                            .keepalive_requests = 1000, .keepalive_timeout_ms = 60000,
+                            .file = p->file, .line = n->line};
+    int bad = 0, saw_ka = 0;
+    for (size_t i = 0; i < n->n_children; i++) {
+        const gw_conf_node_t *ch = &n->children[i];
+        const char *key = ch->args[0];
+        if (ch->has_block) {
+            gw_conf_error(p, ch->line, key, "directive does not take a block");
+            bad = 1;
+            continue;
+        }
+        if (strcmp(key, "server") == 0) {
+            if (ch->n_args < 2) {
+                gw_conf_error(p, ch->line, key, "invalid number of arguments");
+                bad = 1;
+                continue;
+            }
+            gw_upstream_server_t s = {.weight = 1, .max_fails = 1, .fail_timeout_ms = 10000,
+                                      .line = ch->line};
+            if (parse_peer_addr(p, ch, 1, ch->args[1], 80, &s.addr, &s.addrlen, &s.text) != 0) {
+                bad = 1;
+                continue;
+            }
+            for (size_t k = 2; k < ch->n_args; k++) {
+                const char *a = ch->args[k];
+                int64_t val = 0;
+                int err = 0;
+                if (strncmp(a, "weight=", 7) == 0) {
+                    err = parse_u64(a + 7, strlen(a + 7), &val) != 0 || val < 1 || val > 1000;
+                    s.weight = (int)val;
+                } else if (strncmp(a, "max_fails=", 10) == 0) {
+                    err = parse_u64(a + 10, strlen(a + 10), &val) != 0 || val > 1000000;
+                    s.max_fails = (int)val;
+                } else if (strncmp(a, "fail_timeout=", 13) == 0) {
+                    err = parse_time(a + 13, &val) != 0 || val > INT32_MAX;
+                    s.fail_timeout_ms = val;
+                } else if (strcmp(a, "backup") == 0) {
+                    s.backup = 1;
+                } else {
+                    gw_conf_bad_value(p, ch, k, "unsupported server parameter (weight=, "
+                                                "max_fails=, fail_timeout=, backup)");
+                    err = -1;
+                }
+                if (err > 0)
+                    gw_conf_bad_value(p, ch, k, "invalid value (weight 1-1000, max_fails "
+                                                "0-1000000, fail_timeout a time)");
+                if (err)
+                    bad = 1;
+            }
+            gw_upstream_server_t *slot = gw_conf_xpush(&u.servers, &u.n_servers, sizeof(*slot));
+            *slot = s;
+        } else if (strcmp(key, "keepalive") == 0 || strcmp(key, "keepalive_requests") == 0 ||
+                   strcmp(key, "keepalive_timeout") == 0) {
+            int64_t val;
+            if (ch->n_args != 2) {
+                gw_conf_error(p, ch->line, key, "invalid number of arguments");
+                bad = 1;
+            } else if (key[9] == '_' && key[10] == 't') {
+                if (parse_time(ch->args[1], &val) != 0 || val < 1 || val > INT32_MAX) {
+                    gw_conf_bad_value(p, ch, 1, "not a time (e.g. 60s)");
+                    bad = 1;
+                } else {
+                    u.keepalive_timeout_ms = val;
+                }
+            } else if (parse_u64(ch->args[1], strlen(ch->args[1]), &val) != 0 || val < 1 ||
+                       val > 1000000) {
+                gw_conf_bad_value(p, ch, 1, "must be between 1 and 1000000");
+                bad = 1;
+            } else if (key[9] == '_') {
+                u.keepalive_requests = (int)val;
+            } else {
+                u.keepalive = (int)val;
+                saw_ka++;
+            }
+        } else {
+            gw_conf_error(p, ch->line, key, "unknown directive in upstream (server, keepalive, "
+                                            "keepalive_requests, keepalive_timeout)");
+            bad = 1;
+        }
+    }
+    if (saw_ka > 1) {
+        gw_conf_error(p, n->line, n->args[0], "keepalive is duplicate");
+        bad = 1;
+    }
+    size_t primary = 0;
+    for (size_t i = 0; i < u.n_servers; i++)
+        primary += !u.servers[i].backup;
+    if (!bad && primary == 0) {
+        gw_conf_error(p, n->line, n->args[0], "no servers are inside upstream \"%s\"%s", name,
+                      u.n_servers ? " (only backup ones)" : "");
+        bad = 1;
+    }
+    gw_upstream_conf_t *slot = gw_conf_xpush(v, nv, sizeof(*slot));
+    *slot = u;
+    return bad ? -1 : 0;
+}
+
+static int set_upstream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                        const gw_conf_node_t *n, void *base)
+{
+    return parse_upstream(p, n, &p->conf->http.upstreams, &p->conf->http.n_upstreams);
+}
+
+/* proxy_pass http://ADDR:PORT[/URI] | http://NAME[/URI]: the target is resolved against
+ * the upstream blocks after parsing (they may come later), see gw_conf_resolve_proxy(). */
+static int set_proxy_pass(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                          const gw_conf_node_t *n, void *base)
+{
+    gw_location_t *l = base;
+    const char *a = n->args[1];
+    if (strncmp(a, "https://", 8) == 0)
+        return gw_conf_bad_value(p, n, 1, "TLS to the upstream is not supported (http:// only)");
+    if (strncmp(a, "http://", 7) != 0 || !a[7] || a[7] == '/')
+        return gw_conf_bad_value(p, n, 1, "must be http://ADDR:PORT[/URI] or http://NAME[/URI]");
+    if (strchr(a, '$'))
+        return gw_conf_bad_value(p, n, 1, "variables are not supported in proxy_pass");
+    const char *slash = strchr(a + 7, '/');
+    for (const char *q = slash ? slash : ""; *q; q++)
+        if ((unsigned char)*q <= ' ' || *q == 0x7f)
+            return gw_conf_bad_value(p, n, 1, "the URI has a control character or space");
+    replace_str(&l->proxy_pass, gw_conf_xstrdup(a));
+    replace_str(&l->proxy_uri, slash ? gw_conf_xstrdup(slash) : NULL);
+    l->proxy_upstream = -1;
+    return 0;
+}
+
+/* Find (or create, for ADDR:PORT) the upstream of every proxy_pass. */
+void gw_conf_resolve_proxy(gw_conf_parser_t *p);
+void gw_conf_resolve_proxy(gw_conf_parser_t *p)
+{
+    gw_http_conf_t *h = &p->conf->http;
+    for (size_t i = 0; i < h->n_servers; i++) {
+        gw_server_t *s = &h->servers[i];
+        for (size_t j = 0; j < s->n_locations; j++) {
+            gw_location_t *l = &s->locations[j];
+            if (!l->proxy_pass)
+                continue;
+            const char *host = l->proxy_pass + 7;
+            const char *slash = strchr(host, '/');
+            size_t hl = slash ? (size_t)(slash - host) : strlen(host);
+            char name[256];
+            if (hl >= sizeof(name)) {
+                gw_conf_error(p, l->line, "proxy_pass", "host name too long");
+                continue;
+            }
+            memcpy(name, host, hl);
+            name[hl] = '\0';
+            int idx = find_upstream(h->upstreams, h->n_upstreams, name);
+            if (idx < 0) {
+                gw_upstream_server_t us = {.weight = 1, .max_fails = 1, .fail_timeout_ms = 10000,
+                                           .line = l->line};
+                char *args[2] = {"proxy_pass", name};
+                gw_conf_node_t fake = {.args = args, .n_args = 2, .line = l->line};
+                const char *saved = p->file;
+                p->file = l->file;
+                int r = parse_peer_addr(p, &fake, 1, name, 80, &us.addr, &us.addrlen, &us.text);
+                p->file = saved;
+                if (r != 0)
+                    continue;
+                gw_upstream_conf_t *u = gw_conf_xpush(&h->upstreams, &h->n_upstreams, sizeof(*u));
+                memset(u, 0, sizeof(*u));
+                u->name = gw_conf_xstrdup(name);
+                u->keepalive_requests = 1000;
+                u->keepalive_timeout_ms = 60000;
+                u->implicit = 1;
+                u->file = l->file;
+                u->line = l->line;
+                u->servers = gw_conf_xcalloc(1, sizeof(*u->servers));
+                u->servers[0] = us;
+                u->n_servers = 1;
+                idx = (int)h->n_upstreams - 1;
+            }
+            l->proxy_upstream = idx;
+        }
+    }
+}
+
+/* proxy_set_header NAME VALUE: an empty VALUE removes the field */
+static int set_proxy_header(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                            const gw_conf_node_t *n, void *base)
+{
+    gw_loc_settings_t *l = base;
+    const char *name = n->args[1];
+    if (!name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789!#$%&'*+-.^_`|~") != strlen(name))
+        return gw_conf_bad_value(p, n, 1, "not a header field name");
+    for (const char *v = n->args[2]; *v; v++)
+        if (((unsigned char)*v < ' ' && *v != '\t') || *v == 0x7f)
+            return gw_conf_bad_value(p, n, 2, "control character in a header value");
+    static const char *const hop[] = {"connection", "keep-alive", "transfer-encoding", "te",
+                                      "upgrade", "content-length", "trailer", "proxy-connection"};
+    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
+        if (strcasecmp(name, hop[i]) != 0)
+            continue;
+        /* nginx configs say `proxy_set_header Connection "";` for keep-alive: what it
+         * asks (no such field upstream) is what we do anyway */
+        if (!n->args[2][0])
+            return 0;
+        return gw_conf_bad_value(p, n, 1, "framing and hop-by-hop fields are set by the "
+                                          "proxy itself");
+    }
+    gw_conf_cmd_t *kv = gw_conf_xpush(&l->proxy_headers, &l->n_proxy_headers, sizeof(*kv));
+    kv->name = gw_conf_xstrdup(name);
+    kv->value = gw_conf_xstrdup(n->args[2]);
+    l->proxy_headers_set = 1;
+    return 0;
+}
+
+/* stream { upstream NAME { ... } server { listen ADDR:PORT [ssl]; proxy_pass ADDR:PORT|NAME;
+ * proxy_timeout T; proxy_connect_timeout T; ssl_...; } } */
+static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                      const gw_conf_node_t *n, void *base)
+{
+    gw_stream_conf_t *st = &p->conf->stream;
+    static const char *const allowed[] = {"listen", "ssl_certificate", "ssl_certificate_key",
+                                          "ssl_protocols", "ssl_ciphers", "ssl_conf_command",
+                                          "ssl_prefer_server_ciphers", "ssl_session_cache",
+                                          "ssl_session_tickets", "ssl_async", "ssl_async_notify"};
+    /* upstreams first: a server may name one defined after it */
+    for (size_t i = 0; i < n->n_children; i++) {
+        const gw_conf_node_t *ch = &n->children[i];
+        if (strcmp(ch->args[0], "upstream") == 0) {
+            if (!ch->has_block || ch->n_args != 2)
+                gw_conf_error(p, ch->line, "upstream", "expected \"upstream NAME { ... }\"");
+            else
+                parse_upstream(p, ch, &st->upstreams, &st->n_upstreams);
+        } else if (strcmp(ch->args[0], "server") != 0) {
+            gw_conf_error(p, ch->line, ch->args[0], "directive is not allowed in stream "
+                                                    "(upstream, server)");
+        }
+    }
+    for (size_t i = 0; i < n->n_children; i++) {
+        const gw_conf_node_t *ch = &n->children[i];
+        if (strcmp(ch->args[0], "server") != 0)
+            continue;
+        if (!ch->has_block || ch->n_args != 1) {
+            gw_conf_error(p, ch->line, "server", "expected \"server { ... }\"");
+            continue;
+        }
+        gw_stream_server_t *ss = gw_conf_xpush(&st->servers, &st->n_servers, sizeof(*ss));
+        memset(ss, 0, sizeof(*ss));
+        gw_server_t *s = &ss->server;
+        gw_conf_srv_init(&s->srv);
+        gw_conf_loc_init(&s->loc);
+        s->file = p->file;
+        s->line = ch->line;
+        ss->upstream = -1;
+        ss->proxy_timeout_ms = 600000;
+        ss->proxy_connect_timeout_ms = 60000;
+        unsigned char seen[GW_CONF_MAX_DIRECTIVES] = {0};
+        gw_conf_scope_t in = {.ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s,
+                              .seen = seen};
+        int saw_pass = 0, saw_to = 0, saw_cto = 0;
+        for (size_t k = 0; k < ch->n_children; k++) {
+            const gw_conf_node_t *g = &ch->children[k];
+            const char *key = g->args[0];
+            int64_t *tp = NULL;
+            if (strcmp(key, "proxy_pass") == 0) {
+                if (g->has_block || g->n_args != 2 || saw_pass++) {
+                    gw_conf_error(p, g->line, key, saw_pass > 1 ? "directive is duplicate"
+                                                                : "invalid number of arguments");
+                    continue;
+                }
+                int idx = find_upstream(st->upstreams, st->n_upstreams, g->args[1]);
+                if (idx < 0) {
+                    gw_upstream_server_t us = {.weight = 1, .max_fails = 1,
+                                               .fail_timeout_ms = 10000, .line = g->line};
+                    if (!strchr(g->args[1], ':')) {
+                        gw_conf_bad_value(p, g, 1, "no upstream of this name (or ADDR:PORT)");
+                        continue;
+                    }
+                    if (parse_peer_addr(p, g, 1, g->args[1], 0, &us.addr, &us.addrlen,
+                                        &us.text) != 0)
+                        continue;
+                    gw_upstream_conf_t *u =
+                        gw_conf_xpush(&st->upstreams, &st->n_upstreams, sizeof(*u));
+                    memset(u, 0, sizeof(*u));
+                    u->name = gw_conf_xstrdup(g->args[1]);
+                    u->implicit = 1;
+                    u->file = p->file;
+                    u->line = g->line;
+                    u->servers = gw_conf_xcalloc(1, sizeof(*u->servers));
+                    u->servers[0] = us;
+                    u->n_servers = 1;
+                    idx = (int)st->n_upstreams - 1;
+                }
+                ss->upstream = idx;
+                continue;
+            }
+            if (strcmp(key, "proxy_timeout") == 0)
+                tp = saw_to++ ? NULL : &ss->proxy_timeout_ms;
+            else if (strcmp(key, "proxy_connect_timeout") == 0)
+                tp = saw_cto++ ? NULL : &ss->proxy_connect_timeout_ms;
+            if (tp || saw_to > 1 || saw_cto > 1) {
+                int64_t val;
+                if (!tp || g->has_block || g->n_args != 2)
+                    gw_conf_error(p, g->line, key, !tp ? "directive is duplicate"
+                                                       : "invalid number of arguments");
+                else if (parse_time(g->args[1], &val) != 0 || val < 1 || val > INT32_MAX)
+                    gw_conf_bad_value(p, g, 1, "not a time (e.g. 500ms, 75s, 10m)");
+                else
+                    *tp = val;
+                continue;
+            }
+            size_t a;
+            for (a = 0; a < sizeof(allowed) / sizeof(allowed[0]); a++)
+                if (strcmp(key, allowed[a]) == 0)
+                    break;
+            if (a == sizeof(allowed) / sizeof(allowed[0])) {
+                gw_conf_error(p, g->line, key, "directive is not allowed in a stream server");
+                continue;
+            }
+            gw_conf_node_t one = {.n_children = 1, .children = (gw_conf_node_t *)g};
+            gw_conf_walk(p, &in, &one);
+        }
+        gw_conf_check_certs(p, &s->srv);
+        if (!has_child(ch, "listen") && !p->syntax_errors)
+            gw_conf_error(p, ch->line, "server", "no listen directive defined");
+        if (!saw_pass && !p->syntax_errors)
+            gw_conf_error(p, ch->line, "server", "no proxy_pass defined");
+        for (size_t k = 0; k < s->n_listens; k++)
+            if (s->listens[k].ssl && s->srv.n_certs == 0 && !has_child(ch, "ssl_certificate"))
+                gw_conf_error(p, s->listens[k].line, "listen",
+                              "no ssl_certificate defined for the listen %s ssl",
+                              s->listens[k].text);
+    }
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define M GW_CTX_MAIN
@@ -1115,6 +1505,11 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "(default: OpenSSL's, unbounded)."},
     {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
      "Connection processing settings."},
+    {"stream", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_stream, ANY, "`{ ... }`", NULL,
+     "TLS termination for raw TCP (nginx's stream module): `upstream NAME { ... }` blocks as "
+     "in http, and `server { listen ADDR:PORT [ssl]; proxy_pass ADDR:PORT|NAME; "
+     "proxy_timeout TIME; proxy_connect_timeout TIME; ssl_...; }` (timeouts 10m and 60s; the "
+     "ssl_ directives of an http server apply). See docs/proxy.md."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
      "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
     /* events */
@@ -1226,7 +1621,34 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Directory files are served from (the request path is appended to it)."},
     {"index", HSL, GW_DIR_MULTI, 1, -1, LOC(index), set_strlist, ANY, "*FILE*...", "index.html",
      "Files tried, in order, for a request ending with `/`."},
+    {"upstream", H, GW_DIR_BLOCK | GW_DIR_MULTI, 1, 1, NOFIELD, set_upstream, ANY,
+     "*NAME* `{ ... }`", NULL,
+     "A group of backends for `proxy_pass http://NAME`: `server ADDR:PORT [weight=N] "
+     "[max_fails=N] [fail_timeout=TIME] [backup];` (defaults 1, 1, 10s; smooth weighted round "
+     "robin; a server with max_fails failures within fail_timeout is skipped for fail_timeout; "
+     "backup servers only when every primary one is down), `keepalive N;` (idle connections "
+     "kept per worker, default none), `keepalive_requests N;` (1000), `keepalive_timeout TIME;` "
+     "(60s)."},
+    {"proxy_connect_timeout", HSL, 0, 1, 1, LOC(proxy_connect_timeout_ms), set_time, TIME1,
+     "*TIME*", "60s", "Time to establish a connection with an upstream server (then 504)."},
+    {"proxy_read_timeout", HSL, 0, 1, 1, LOC(proxy_read_timeout_ms), set_time, TIME1, "*TIME*",
+     "60s", "Longest wait between two reads from the upstream server (then 504, or the "
+     "connection is cut when the response has begun)."},
+    {"proxy_send_timeout", HSL, 0, 1, 1, LOC(proxy_send_timeout_ms), set_time, TIME1, "*TIME*",
+     "60s", "Longest wait between two writes to the upstream server."},
+    {"proxy_set_header", HSL, GW_DIR_MULTI, 2, 2, LOC(proxy_headers), set_proxy_header, ANY,
+     "*NAME* *VALUE*", NULL,
+     "Set a request header field sent upstream; an empty *VALUE* removes it (`Connection \"\"` "
+     "is accepted as in nginx configs: hop-by-hop fields are never passed). *VALUE* may use "
+     "`$host`, `$http_host`, `$remote_addr`, `$scheme`, `$proxy_host`, `$request_uri` and "
+     "`$proxy_add_x_forwarded_for`. Without any at a level, the enclosing level's apply; "
+     "without any at all: `Host $proxy_host`, `X-Real-IP $remote_addr`, `X-Forwarded-For "
+     "$proxy_add_x_forwarded_for`, `X-Forwarded-Proto $scheme`."},
     /* location */
+    {"proxy_pass", L, 0, 1, 1, LOCATION(proxy_pass), set_proxy_pass, ANY,
+     "`http://`*ADDR*:*PORT*[*URI*] \\| `http://`*NAME*[*URI*]", NULL,
+     "Pass requests to an upstream server over HTTP/1.1 (see docs/proxy.md). With a *URI*, the "
+     "part of the request path matching the location is replaced by it (nginx)."},
     {"return", L, 0, 1, 2, LOCATION(return_code), set_return, ANY,
      "*CODE* [*TEXT* \\| *URL*] \\| *URL*", NULL,
      "Answer with *CODE* (200-599) and *TEXT* as body, redirect to *URL* (301, 302, 303, 307, "

@@ -19,6 +19,8 @@
 #include "core/stats.h"
 #include "http/resume.h"
 #include "net/listen.h"
+#include "proxy/proxy.h"
+#include "proxy/stream.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -336,6 +338,17 @@ static void on_timer(gw_timer_t *t)
         gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->peer_text);
         conn_close(c);
         return;
+    case GW_CONN_STREAM:
+        gw_log(GW_LOG_INFO, 0, "stream connection of client %s %s", c->peer_text,
+               gw_stream_timeout_text(c));
+        conn_close(c);
+        return;
+    case GW_CONN_PROXY:
+        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", c->peer_text,
+               c->out_len > c->out_off ? "reading the proxied response"
+                                       : "sending the request body");
+        conn_close(c);
+        return;
     default:
         conn_close(c);
         return;
@@ -369,6 +382,11 @@ static void out_append(gw_conn_t *c, const char *s, size_t n)
     out_reserve(c, n);
     memcpy(c->out + c->out_len, s, n);
     c->out_len += n;
+}
+
+void gw_resp_append(gw_conn_t *c, const char *s, size_t n)
+{
+    out_append(c, s, n);
 }
 
 void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t content_length,
@@ -744,6 +762,8 @@ static void conn_drive(gw_conn_t *c)
                 int64_t us = gw_now_us() - c->accept_us; /* the loop pass's cached time */
                 gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
                 c->state = GW_CONN_READ_HEAD;
+                if (c->laddr->stream)
+                    gw_stream_start(c); /* sets GW_CONN_STREAM */
                 continue;
             }
             unsigned long first_err = ERR_peek_error();
@@ -781,9 +801,10 @@ static void conn_drive(gw_conn_t *c)
                     if (c->body_chunked)
                         gw_http_chunked_init(&c->chunked);
                     route_request(c);
-                    c->state = (c->body_left || c->body_chunked) && !c->close_after
-                                   ? GW_CONN_READ_BODY
-                                   : GW_CONN_WRITE;
+                    if (c->state != GW_CONN_PROXY) /* else the proxy reads the body */
+                        c->state = (c->body_left || c->body_chunked) && !c->close_after
+                                       ? GW_CONN_READ_BODY
+                                       : GW_CONN_WRITE;
                     continue;
                 }
                 if (r < 0) {
@@ -901,6 +922,20 @@ static void conn_drive(gw_conn_t *c)
             }
             continue;
         }
+        case GW_CONN_PROXY: {
+            int r = gw_proxy_drive(c); /* 1: answered, the state is GW_CONN_WRITE now */
+            if (r == 0)
+                return;
+            if (r < 0) {
+                conn_close(c);
+                return;
+            }
+            continue;
+        }
+        case GW_CONN_STREAM:
+            if (gw_stream_drive(c) < 0)
+                conn_close(c);
+            return;
         case GW_CONN_LINGER: {
             char buf[4096];
             for (;;) {
@@ -915,6 +950,60 @@ static void conn_drive(gw_conn_t *c)
         }
         }
     }
+}
+
+int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got)
+{
+    int r = io_read(c, buf, len, got);
+    if (r == IO_OK)
+        return GW_CONN_IO_OK;
+    if (r == IO_AGAIN || park(c, r, OP_READ))
+        return GW_CONN_IO_AGAIN;
+    return r == IO_EOF ? GW_CONN_IO_EOF : GW_CONN_IO_ERROR;
+}
+
+int gw_conn_flush(gw_conn_t *c)
+{
+    while (c->out_off < c->out_len) {
+        size_t put = 0;
+        int r = io_write(c, c->out + c->out_off, c->out_len - c->out_off, &put);
+        if (r == IO_AGAIN || park(c, r, OP_WRITE))
+            return 0;
+        if (r != IO_OK)
+            return -1;
+        c->out_off += put;
+        gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
+    }
+    c->out_off = c->out_len = 0;
+    return 1;
+}
+
+int gw_conn_close_notify(gw_conn_t *c)
+{
+    if (!c->ssl)
+        return shutdown(c->fd, SHUT_WR) == 0 || errno == ENOTCONN ? 1 : -1;
+    ERR_clear_error();
+    int r = SSL_shutdown(c->ssl);
+    if (r >= 0) {
+        ERR_clear_error();
+        return 1;
+    }
+    int e = SSL_get_error(c->ssl, r);
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_ASYNC || e == SSL_ERROR_WANT_ASYNC_JOB) {
+        park(c, e == SSL_ERROR_WANT_ASYNC ? IO_ASYNC : IO_ASYNC_JOB, OP_SHUTDOWN);
+        return 0;
+    }
+    if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+        return 0;
+    return -1;
+}
+
+void gw_conn_resume(gw_conn_t *c)
+{
+    if (c->async_paused || c->async_retry)
+        return; /* the job's wake drives it */
+    conn_drive(c);
 }
 
 static void on_event(gw_io_t *io, uint32_t events)
@@ -954,6 +1043,10 @@ static void conn_free(gw_conn_t *c)
 {
     gw_worker_t *w = gw_worker;
     gw_timer_del(&w->loop, &c->timer);
+    if (c->proxy)
+        gw_proxy_conn_free(c);
+    if (c->stream)
+        gw_stream_conn_free(c);
     if (c->async_used)
         async_forget(c);
     set_stat(c, ST_NONE);
@@ -1028,6 +1121,8 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         c->state = GW_CONN_HANDSHAKE;
     } else {
         c->state = GW_CONN_READ_HEAD;
+        if (laddr->stream)
+            gw_stream_start(c);
     }
     if (gw_loop_add(&w->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) != 0) {
         gw_log(GW_LOG_ALERT, errno, "epoll_ctl(ADD) failed");

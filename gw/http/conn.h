@@ -22,6 +22,8 @@ enum gw_conn_state {
     GW_CONN_READ_BODY,   /* reading (discarding) a request body */
     GW_CONN_WRITE,       /* writing a response */
     GW_CONN_LINGER,      /* sent our last bytes; draining input until EOF before close */
+    GW_CONN_PROXY,       /* gw/proxy drives the request (body up, response down) */
+    GW_CONN_STREAM,      /* a stream server's connection: bytes relayed (gw/proxy/stream.c) */
 };
 
 struct gw_conn;
@@ -92,6 +94,9 @@ typedef struct gw_conn {
     struct gw_conn *retry_next;
     gw_async_fd_t afd[GW_CONN_MAX_ASYNC_FDS];
     int n_afd;
+
+    struct gw_proxy *proxy;  /* GW_CONN_PROXY: the proxied request (gw/proxy/proxy.c) */
+    struct gw_stream *stream; /* GW_CONN_STREAM: the relay (gw/proxy/stream.c) */
 } gw_conn_t;
 
 /**
@@ -136,6 +141,42 @@ int gw_conn_client_hello(SSL *ssl, int *alert, void *arg);
  * lookup finished, http/resume.c); nothing when c is no longer handshaking or is paused
  * in an async job. May free c. */
 void gw_conn_hello_resume(gw_conn_t *c);
+
+/* ---- for the reverse proxy (gw/proxy) ---- */
+
+/** Results of gw_conn_recv(). */
+enum { GW_CONN_IO_OK = 1, GW_CONN_IO_AGAIN = 0, GW_CONN_IO_EOF = -1, GW_CONN_IO_ERROR = -2 };
+
+/**
+ * Read up to len bytes from the client (TLS or plain) into buf; *got receives the count.
+ * Returns GW_CONN_IO_OK, GW_CONN_IO_AGAIN (nothing now: also when an async TLS job paused
+ * the read, c->async_paused/async_retry then say so and no other TLS call may be made on c
+ * until the connection is driven again), GW_CONN_IO_EOF (peer closed or reset) or
+ * GW_CONN_IO_ERROR (logged).
+ */
+int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got);
+
+/**
+ * Write c->out[out_off..out_len) to the client; the buffer is emptied (offsets reset) when
+ * all of it is written. Returns 1 when all is written, 0 when the socket (or a paused async
+ * job, see gw_conn_recv) blocks, -1 on an error (the client is gone). Re-arms the client's
+ * send_timeout after each successful write.
+ */
+int gw_conn_flush(gw_conn_t *c);
+
+/**
+ * Send TLS close_notify once (RFC 8446 §6.1; a half-close: reading goes on). Returns 1
+ * when sent (or nothing to send: plain TCP gets shutdown(SHUT_WR)), 0 when an async job
+ * paused it (call again once driven), -1 on an error.
+ */
+int gw_conn_close_notify(gw_conn_t *c);
+
+/** Append n bytes to c's output buffer (grown as needed; abort() on out of memory). */
+void gw_resp_append(gw_conn_t *c, const char *s, size_t n);
+
+/** Drive c's state machine now (after an upstream event was processed for it). Must not
+ * be called while dispatching a batch of epoll events (it may free c). */
+void gw_conn_resume(gw_conn_t *c);
 
 /* ---- for the handlers (gw/http/handler.c) ---- */
 

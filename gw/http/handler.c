@@ -16,6 +16,7 @@
 #include "core/obs.h"
 #include "core/stats.h"
 #include "http/conn.h"
+#include "proxy/proxy.h"
 #include "worker.h"
 
 static const struct {
@@ -421,6 +422,10 @@ void gw_http_handle(gw_conn_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
+    if (l && l->proxy_pass) {
+        gw_proxy_start(c, l, norm, (size_t)nl);
+        return;
+    }
     if (l && l->return_code) {
         handle_return(c, l);
         return;

@@ -369,7 +369,9 @@ static int parse_transfer_encoding(const char *v, size_t n, struct fields *f)
             f->te_chunked = 1;
         } else {
             /* Another coding, possibly before chunked (§6.1 requires chunked last). We
-             * decode none of them: 501, per §6.1 "SHOULD respond with 501". */
+             * decode none of them. §6.1 suggests 501, but a gateway that cannot frame the
+             * body cannot be sure where the next request starts: like a malformed
+             * coding it is a possible smuggling vector, so 400 and close. */
             f->te_other = 1;
         }
     }
@@ -638,7 +640,7 @@ int gw_http_parse_request(const char *buf, size_t len, const gw_http_limits_t *l
         if (req->has_content_length)
             return -400;
         if (f.te_other)
-            return -501;
+            return -400;
         req->chunked = 1;
     }
     /* RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with keep-alive. */

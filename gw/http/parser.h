@@ -99,10 +99,11 @@ typedef struct gw_http_request {
  *        -400 syntax error (request line, field syntax, whitespace before ':',
  *             obs-fold, control characters, missing Host in HTTP/1.1, more than one
  *             Host, both Content-Length and Transfer-Encoding, conflicting,
- *             malformed or empty Content-Length, malformed Transfer-Encoding),
+ *             malformed or empty Content-Length, a malformed Transfer-Encoding or one
+ *             with a coding other than a single final "chunked": every form that could
+ *             let two parsers disagree on where the body ends, RFC 9112 §11.2),
  *        -414 request line longer than limits->max_request_line,
  *        -431 a field line, the number of fields, or the whole head over the limits,
- *        -501 a Transfer-Encoding other than "chunked" (RFC 9112 §6.1),
  *        -505 an HTTP major version other than 1 (HTTP/1.x, x > 1, is handled as 1.1,
  *             RFC 9110 §2.5; version 0.9 is refused).
  */

@@ -1,0 +1,42 @@
+/*
+ * The HTTP reverse proxy (`proxy_pass`), as nginx's ngx_http_proxy_module with
+ * `proxy_http_version 1.1` and `proxy_request_buffering off` / `proxy_buffering off`:
+ * the request head is rewritten (hop-by-hop fields dropped, proxy_set_header applied,
+ * one framing of ours), the body is streamed up and the response streamed down through
+ * bounded buffers, each side waiting for the other (back-pressure both ways), never
+ * holding a whole body. See docs/proxy.md.
+ */
+#ifndef GW_PROXY_PROXY_H
+#define GW_PROXY_PROXY_H
+
+#include <stddef.h>
+
+#include "conf/conf.h"
+
+struct gw_conn;
+
+/**
+ * Take over the request c->req of client c (its head was parsed; c->in holds the head
+ * followed by any body bytes already received) for location loc, whose proxy_pass is
+ * set. norm/norm_len: the normalised request path the location matched (used when
+ * proxy_pass has a URI). Sets c->state to GW_CONN_PROXY; on an error that needs no
+ * upstream (none usable) an error response is queued instead and the state is left for
+ * the caller (GW_CONN_WRITE).
+ */
+void gw_proxy_start(struct gw_conn *c, const gw_location_t *loc, const char *norm,
+                    size_t norm_len);
+
+/**
+ * Make progress on c's proxied request: connect, send the head and the body, read and
+ * forward the response, in both directions until each blocks. Returns 0 to wait for an
+ * event, 1 when the response has been queued completely (c->state is GW_CONN_WRITE and
+ * the proxy state is gone), -1 when the client connection must be closed (client gone,
+ * or the upstream failed after the response head was forwarded).
+ */
+int gw_proxy_drive(struct gw_conn *c);
+
+/** Client c is being freed: cancel its upstream request (the upstream connection is
+ * closed, never pooled) and free the proxy state. */
+void gw_proxy_conn_free(struct gw_conn *c);
+
+#endif

@@ -1,0 +1,221 @@
+#include "proxy/stream.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/log.h"
+#include "http/conn.h"
+#include "proxy/upstream.h"
+#include "worker.h"
+
+#define UP_BUF (64 * 1024)   /* client bytes waiting for the upstream */
+#define DOWN_HIGH (64 * 1024) /* upstream bytes waiting for the client */
+
+typedef struct gw_stream {
+    gw_posted_t post;
+    gw_conn_t *c;
+    const gw_stream_server_t *conf;
+    gw_upstream_t *up;
+    gw_upconn_t *uc;
+    int peer, tries;
+    char *buf;                /* client -> upstream */
+    size_t len, off;
+    int client_eof;           /* the client ended its direction */
+    int up_shut;              /* ... and the upstream was told (SHUT_WR) */
+    int up_eof;               /* the upstream ended its direction */
+    int client_shut;          /* ... and the client was told (close_notify / SHUT_WR) */
+} gw_stream_t;
+
+static void on_posted(gw_posted_t *pp)
+{
+    gw_stream_t *s = (gw_stream_t *)((char *)pp - offsetof(gw_stream_t, post));
+    gw_conn_resume(s->c);
+}
+
+const char *gw_stream_timeout_text(const gw_conn_t *c)
+{
+    return "timed out (proxy_timeout: no data either way)";
+}
+
+static void idle_timer(gw_stream_t *s)
+{
+    gw_timer_add(&gw_worker->loop, &s->c->timer, s->conf->proxy_timeout_ms);
+}
+
+/* Connect to the next usable server. 0, or -1 when none is left. */
+static int start_connect(gw_stream_t *s)
+{
+    size_t n = s->up->conf->n_servers;
+    while (s->tries < (int)n) {
+        int peer = gw_upstream_pick(s->up, s->peer);
+        if (peer < 0)
+            break;
+        s->peer = peer;
+        s->tries++;
+        gw_upconn_t *uc = gw_upconn_get(s->up, peer, &s->post);
+        if (!uc)
+            continue;
+        s->uc = uc;
+        gw_upconn_timer(uc, uc->state == GW_UP_CONNECTING ? s->conf->proxy_connect_timeout_ms
+                                                          : 0);
+        return 0;
+    }
+    gw_log(GW_LOG_ERROR, 0, "stream client %s: no upstream server of \"%s\" could be reached",
+           s->c->peer_text, s->up->conf->name);
+    return -1;
+}
+
+void gw_stream_start(gw_conn_t *c)
+{
+    gw_stream_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        abort();
+    s->post.run = on_posted;
+    s->c = c;
+    s->conf = c->laddr->stream;
+    s->up = gw_upstream_get(1, s->conf->upstream);
+    s->peer = -1;
+    s->buf = malloc(UP_BUF);
+    if (!s->buf)
+        abort();
+    c->stream = s;
+    c->state = GW_CONN_STREAM;
+    c->keep_alive = 0;
+    idle_timer(s);
+    if (start_connect(s) != 0)
+        s->tries = -1; /* the first drive closes */
+}
+
+void gw_stream_conn_free(gw_conn_t *c)
+{
+    gw_stream_t *s = c->stream;
+    gw_unpost(&s->post);
+    if (s->uc)
+        gw_upconn_release(s->uc, 0);
+    free(s->buf);
+    free(s);
+    c->stream = NULL;
+}
+
+/* The connect failed or timed out: the next server, or give up. */
+static int connect_failed(gw_stream_t *s, const char *what)
+{
+    gw_log(GW_LOG_ERROR, what[0] == 't' ? 0 : errno, "stream upstream %s %s (client %s)",
+           s->up->conf->servers[s->peer].text, what, s->c->peer_text);
+    gw_upstream_fail(s->up, s->peer);
+    gw_upconn_release(s->uc, 0);
+    s->uc = NULL;
+    return start_connect(s);
+}
+
+int gw_stream_drive(gw_conn_t *c)
+{
+    gw_stream_t *s = c->stream;
+    if (s->tries < 0)
+        return -1;
+    for (int passes = 0;; passes++) {
+        if (passes == GW_PROXY_MAX_PASSES) {
+            gw_post(&s->post); /* yield: go on after the loop's next events */
+            return 0;
+        }
+        int progress = 0;
+        gw_upconn_t *uc = s->uc;
+        if (uc->timed_out) {
+            uc->timed_out = 0;
+            if (connect_failed(s, "timed out connecting") != 0)
+                return -1;
+            continue;
+        }
+        if (uc->state == GW_UP_CONNECTING) {
+            int r = gw_upconn_connected(uc);
+            if (r < 0) {
+                if (connect_failed(s, "refused or failed the connection") != 0)
+                    return -1;
+                continue;
+            }
+            if (r == 0)
+                return 0;
+            gw_upconn_timer(uc, 0);
+            gw_upstream_ok(s->up, s->peer);
+        }
+        /* client -> upstream */
+        while (!s->up_shut) {
+            if (s->off == s->len) {
+                s->off = s->len = 0;
+                if (s->client_eof) {
+                    shutdown(uc->fd, SHUT_WR); /* pass the half-close on */
+                    s->up_shut = 1;
+                    break;
+                }
+                size_t got = 0;
+                int r = gw_conn_recv(c, s->buf, UP_BUF, &got);
+                if (r == GW_CONN_IO_AGAIN) {
+                    if (c->async_paused || c->async_retry)
+                        return 0;
+                    break;
+                }
+                if (r != GW_CONN_IO_OK) {
+                    s->client_eof = 1;
+                    progress = 1;
+                    continue;
+                }
+                s->len = got;
+                progress = 1;
+            }
+            ssize_t n = send(uc->fd, s->buf + s->off, s->len - s->off, MSG_NOSIGNAL);
+            if (n > 0) {
+                s->off += (size_t)n;
+                progress = 1;
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                break;
+            return -1; /* the upstream reset: nothing more can be relayed */
+        }
+        /* upstream -> client */
+        while (!s->up_eof && c->out_len - c->out_off < DOWN_HIGH) {
+            char tmp[16384];
+            ssize_t n = recv(uc->fd, tmp, sizeof(tmp), 0);
+            if (n > 0) {
+                gw_resp_append(c, tmp, (size_t)n);
+                c->bytes_sent += (uint64_t)n;
+                progress = 1;
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                break;
+            if (n < 0 && errno != ECONNRESET)
+                return -1;
+            s->up_eof = 1;
+            progress = 1;
+        }
+        if (c->out_len > c->out_off) {
+            size_t before = c->out_len - c->out_off;
+            int r = gw_conn_flush(c);
+            if (r < 0)
+                return -1;
+            if (c->out_len - c->out_off != before)
+                progress = 1;
+            if (c->async_paused || c->async_retry)
+                return 0;
+        }
+        if (s->up_eof && !s->client_shut && c->out_len == c->out_off) {
+            int r = gw_conn_close_notify(c);
+            if (r < 0)
+                return -1;
+            if (r == 0)
+                return 0;
+            s->client_shut = 1;
+            progress = 1;
+        }
+        if (s->client_shut && s->up_shut)
+            return -1; /* both directions ended */
+        if (progress)
+            idle_timer(s);
+        else
+            return 0;
+    }
+}
