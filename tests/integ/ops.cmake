@@ -24,4 +24,5 @@ add_test(NAME bench_soak_smoke COMMAND bash ${CMAKE_SOURCE_DIR}/bench/soak.sh)
 set_tests_properties(bench_soak_smoke PROPERTIES
                      TIMEOUT 120
                      LABELS bench
+                     RUN_SERIAL TRUE # a load generator: never beside timing-sensitive tests
                      ENVIRONMENT "TLSGATE_BIN=$<TARGET_FILE:tlsgate>;SOAK_SECONDS=8;SOAK_RELOAD=2;SOAK_CONNS=4")
