@@ -26,7 +26,7 @@
 #include "version.h"
 
 #define DEFAULT_PREFIX "/etc/tlsgate"
-#define DEFAULT_CONF "conf/tlsgate.conf"
+#define DEFAULT_CONF "tlsgate.conf" /* /etc/tlsgate/tlsgate.conf, where the package puts it */
 
 static void usage(FILE *f)
 {

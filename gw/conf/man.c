@@ -183,7 +183,7 @@ static void write_tlsgate8(FILE *f, const char *version)
           "batches RSA, ECDSA P\\-256 and X25519 operations of concurrent handshakes on CPUs "
           "with AVX\\-512 IFMA.\n"
           ".PP\n"
-          "Without \\fB\\-c\\fR and without \\fIPREFIX\\fR/conf/tlsgate.conf, tlsgate serves "
+          "Without \\fB\\-c\\fR and without \\fIPREFIX\\fR/tlsgate.conf, tlsgate serves "
           "an embedded default on https://127.0.0.1:8443/ with self\\-signed certificates "
           "created in the state directory.\n"
           ".SH OPTIONS\n"

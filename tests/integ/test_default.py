@@ -38,8 +38,8 @@ def port_free():
 def start(env):
     if not port_free() or h.port_accepts(PORT):
         h.skip("port 8443 is taken: the embedded default cannot be tested here")
-    if os.path.exists("/etc/tlsgate/conf/tlsgate.conf"):
-        h.skip("/etc/tlsgate/conf/tlsgate.conf exists: tlsgate would not use its default")
+    if os.path.exists("/etc/tlsgate/tlsgate.conf"):
+        h.skip("/etc/tlsgate/tlsgate.conf exists: tlsgate would not use its default")
     cwd = env.path("cwd")
     os.makedirs(cwd, exist_ok=True)
     srv = env.start(None, cwd=cwd, log="")
