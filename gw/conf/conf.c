@@ -279,6 +279,9 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_session_tickets = GW_UNSET_INT;
     s->ssl_async = GW_UNSET_INT;
     s->ssl_async_notify = GW_UNSET_INT;
+    s->ssl_handshake_timeout_ms = GW_UNSET_MS;
+    s->limit_conn_per_ip = GW_UNSET_INT;
+    s->ssl_reject_handshake = GW_UNSET_INT;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -459,6 +462,9 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_session_tickets, GW_UNSET_INT);
     INHERIT(ssl_async, GW_UNSET_INT);
     INHERIT(ssl_async_notify, GW_UNSET_INT);
+    INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
+    INHERIT(limit_conn_per_ip, GW_UNSET_INT);
+    INHERIT(ssl_reject_handshake, GW_UNSET_INT);
     if (h->n_conf_cmds > 0) {
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;
@@ -527,8 +533,8 @@ static void validate(gw_conf_parser_t *p)
     for (size_t i = 0; i < c->http.n_servers; i++) {
         const gw_server_t *s = &c->http.servers[i];
         int saw = http_cert || (i < p->n_srv_saw_cert && p->srv_saw_cert[i]);
-        if (s->srv.n_certs > 0 || saw)
-            continue;
+        if (s->srv.n_certs > 0 || saw || s->srv.ssl_reject_handshake == 1)
+            continue; /* a server that rejects every handshake needs no certificate */
         for (size_t j = 0; j < s->n_listens; j++) {
             const gw_listen_t *l = &s->listens[j];
             if (l->ssl)

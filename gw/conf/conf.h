@@ -110,6 +110,9 @@ typedef struct gw_srv_settings {
     size_t n_conf_cmds;
     gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
     size_t n_certs;
+    int64_t ssl_handshake_timeout_ms;  /* default 10s: absolute, from accept */
+    int limit_conn_per_ip;             /* 0 = off (default); per worker, checked at accept */
+    int ssl_reject_handshake;          /* 0/1, default 0: unrecognized_name alert */
 } gw_srv_settings_t;
 
 /**

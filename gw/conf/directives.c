@@ -1066,6 +1066,22 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "field must fit in one *SIZE* buffer."},
     {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
      "Largest request body accepted; `0` means no limit."},
+    {"ssl_handshake_timeout", HS, 0, 1, 1, SRV(ssl_handshake_timeout_ms), set_time, TIME1,
+     "*TIME*", "10s",
+     "Absolute deadline for the TLS handshake, counted from the accept whatever the client "
+     "trickles; the connection is closed when it passes. `client_header_timeout`, also counted "
+     "from the accept, still bounds the handshake plus the first request head. Taken from the "
+     "listen address's default server (the timer starts before SNI is known)."},
+    {"limit_conn_per_ip", HS, 0, 1, 1, SRV(limit_conn_per_ip), set_int, 0, 1048576, "*N*", "0",
+     "Most connections one client address may hold open in each worker process; `0` means no "
+     "limit. Checked at the accept with the listen address's default server's value (before "
+     "SNI): a connection over the limit is closed at once, without a TLS alert, and logged at "
+     "`warn`. IPv4-mapped IPv6 addresses count as their IPv4 address."},
+    {"ssl_reject_handshake", HS, 0, 1, 1, SRV(ssl_reject_handshake), set_flag, ANY,
+     "`on` \\| `off`", "off",
+     "Reject TLS handshakes that select this server (no SNI or an unknown name reaching the "
+     "default server, or a name of this server) with the `unrecognized_name` alert, as nginx; "
+     "such a server needs no certificate."},
     {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, TIME1, "*TIME*", "60s",
      "Close the connection when the client accepts no data for this long."},
     {"ssl_certificate", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*", NULL,

@@ -174,7 +174,7 @@ def certs():
 
 
 class Server:
-    def __init__(self, env, conf, args, extra_env, cwd, log, pidfile):
+    def __init__(self, env, conf, args, extra_env, cwd, log, pidfile, preexec=None):
         self.env = env
         self.conf = conf
         self.log = log
@@ -188,7 +188,7 @@ class Server:
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.out,
                                      stderr=subprocess.STDOUT, env=e, cwd=cwd or env.dir,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=preexec)
         self.pid = self.proc.pid
         env.servers.append(self)
 
@@ -309,8 +309,11 @@ class Env:
     }""" % (http_extra, port, self.tls(*certs), self.html, server_extra, locations),
                          main=main, name=name)
 
-    def start(self, conf, args=(), env=None, cwd=None, port=None, log=None, pidfile=None):
-        s = Server(self, conf, args, env, cwd, log or self.log, pidfile or self.pidfile)
+    def start(self, conf, args=(), env=None, cwd=None, port=None, log=None, pidfile=None,
+              preexec=None):
+        """Start tlsgate; preexec runs in the child before exec (e.g. setrlimit)."""
+        s = Server(self, conf, args, env, cwd, log or self.log, pidfile or self.pidfile,
+                   preexec)
         if port:
             s.wait_port(port)
         return s

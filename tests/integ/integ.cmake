@@ -8,7 +8,8 @@ if(NOT Python3_Interpreter_FOUND)
   message(WARNING "python3 not found: the integration tests (integ_*) are not registered")
   return()
 endif()
-foreach(_integ static tls edge config load reload default process options regress provider metrics)
+foreach(_integ static tls edge config load reload default process options regress provider metrics
+               hostile)
   add_test(NAME integ_${_integ}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
                    $<TARGET_FILE:tlsgate>)
