@@ -123,6 +123,7 @@ void gw_cycle_free(gw_cycle_t *c)
         free(c->logs[i].path);
     }
     free(c->logs);
+    gw_privs_dispose(&c->privs);
     free(c->laddrs);
     free(c->vservers);
     gw_conf_free(c->conf);

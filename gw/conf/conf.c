@@ -310,6 +310,7 @@ static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
     free(s->ssl_ciphers);
+    free(s->ssl_password_file);
     for (size_t i = 0; i < s->n_conf_cmds; i++) {
         free(s->conf_cmds[i].name);
         free(s->conf_cmds[i].value);
@@ -350,6 +351,8 @@ void gw_conf_free(gw_conf_t *conf)
     }
     free(conf->providers);
     free(conf->ssl_propquery);
+    strlist_free(&conf->user);
+    free(conf->working_directory);
     strlist_free(&conf->ssl_engines);
     free(conf->ssl_engine_lines);
     srv_free(&conf->http.srv);
@@ -465,6 +468,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
     INHERIT(limit_conn_per_ip, GW_UNSET_INT);
     INHERIT(ssl_reject_handshake, GW_UNSET_INT);
+    if (!s->ssl_password_file)
+        s->ssl_password_file = gw_conf_xstrdup(h->ssl_password_file);
     if (h->n_conf_cmds > 0) {
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;
@@ -561,6 +566,7 @@ static void init_main(gw_conf_t *c)
     c->worker_shutdown_timeout_ms = GW_UNSET_MS;
     c->error_log_level = GW_UNSET_INT;
     c->worker_connections = GW_UNSET_INT;
+    c->ssl_secure_heap = GW_UNSET_SIZE;
     gw_conf_srv_init(&c->http.srv);
     gw_conf_loc_init(&c->http.loc);
 }

@@ -35,6 +35,9 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 
 FILE_TIMEOUT = 110  # seconds: a whole test file never runs longer (CTest TIMEOUT is 120)
 BAD_LOG = re.compile(r"\[(crit|alert|emerg)\]")
+# Run as root (CI), tlsgate refuses a configuration without `user`: the tests keep root
+# workers deliberately (their files live in 0700 temporary directories).
+USER_LINE = "user root;\n" if os.geteuid() == 0 else ""
 
 
 class SkipTest(Exception):
@@ -279,8 +282,8 @@ class Env:
         return free_port()
 
     def main_conf(self, main=""):
-        return ("error_log %s info;\npid %s;\n%s\nevents { worker_connections 512; }\n" %
-                (self.log, self.pidfile, main))
+        return ("%serror_log %s info;\npid %s;\n%s\nevents { worker_connections 512; }\n" %
+                (USER_LINE, self.log, self.pidfile, main))
 
     def tls(self, *names):
         """ssl_certificate/_key lines for the given cert names (a_rsa, a_ec, b_rsa)."""
