@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conf/conf.h"
+#include "core/privs.h"
 #include "cycle.h"
 #include "http/conn.h"
 #include "master.h"
@@ -267,6 +268,10 @@ int main(int argc, char **argv)
 {
     const char *conf_arg = NULL, *prefix_arg = NULL, *globals = NULL, *sig = NULL;
     int test = 0;
+    /* first OpenSSL call: freed OpenSSL memory is zeroed while keys are read */
+    if (gw_privs_mem_init() != 0)
+        fprintf(stderr, "tlsgate: [warn] CRYPTO_set_mem_functions failed: freed OpenSSL "
+                        "memory is not cleared\n");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **want = NULL;

@@ -1030,8 +1030,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "nginx, which falls back to `nobody`); `user root;` keeps root workers deliberately. Ignored "
      "with a warning when the master is not root."},
     {"working_directory", M, 0, 1, 1, MAIN(working_directory), set_path, ANY, "*DIR*", NULL,
-     "Current directory of the worker processes (where a core dump is written); workers that "
-     "changed credentials are then made dumpable again (`PR_SET_DUMPABLE`), as nginx."},
+     "Current directory of the worker processes (where a core dump is written). With it the "
+     "workers may dump core (`PR_SET_DUMPABLE` 1, also after `user` switched them, as nginx); "
+     "without it they are made non-dumpable. Key memory is left out of dumps (`ssl_secure_heap`, "
+     "docs/security.md)."},
     {"ssl_secure_heap", M, 0, 1, 1, MAIN(ssl_secure_heap), set_size, 0, 1073741824, "*SIZE*", "8m",
      "Size of OpenSSL's secure heap (`CRYPTO_secure_malloc_init`, rounded up to a power of two; "
      "`0` = off): private keys, session ticket keys and the provider's keys and pools live there, "

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <grp.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ int gw_privs_check(const gw_conf_t *conf, gw_privs_t *out, gw_errlist_t *errs)
                 gw_warn_add("%s: user: the \"user\" directive makes sense only if the master "
                             "runs as root: ignored", file);
             else if (out->uid == 0)
-                gw_warn_add("%s: user: the workers run as root (\"user %s\")", file, u);
+                gw_log(GW_LOG_NOTICE, 0, "the workers run as root (\"user %s\")", u);
             out->drop = root && out->uid != 0;
             out->user = strdup(u);
             if (!out->user)
@@ -85,6 +86,7 @@ void gw_privs_dispose(gw_privs_t *p)
 
 void gw_privs_worker_init(const gw_conf_t *conf, const gw_privs_t *p)
 {
+    gw_privs_mem_clearing(0); /* no key files are parsed here (see privs.h) */
     if (p->drop) {
         /* order matters: groups and gid while still root, the uid last */
         if (initgroups(p->user, p->gid) != 0) {
@@ -107,15 +109,20 @@ void gw_privs_worker_init(const gw_conf_t *conf, const gw_privs_t *p)
             exit(2);
         }
     }
+    /* Core dumps: with a working directory the operator asked for them (nginx makes a
+     * worker that changed credentials dumpable again then); key memory is left out by
+     * the secure heap (MADV_DONTDUMP), except what OpenSSL keeps in its ordinary heap
+     * (docs/security.md). Without one, a worker never dumps core (nor can it be traced
+     * by its own uid): not even OpenSSL's caches can leak through a dump. */
+    int dumpable = 0;
     if (conf->working_directory) {
         if (chdir(conf->working_directory) != 0)
             gw_log(GW_LOG_ALERT, errno, "chdir(\"%s\") failed", conf->working_directory);
-        /* the kernel made a worker that changed credentials non-dumpable; with a working
-         * directory the operator asked for core dumps (nginx does the same). Key memory
-         * is excluded from them by the secure heap (MADV_DONTDUMP). */
-        else if (p->drop && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0)
-            gw_log(GW_LOG_ALERT, errno, "prctl(PR_SET_DUMPABLE) failed");
+        else
+            dumpable = 1;
     }
+    if (prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) != 0)
+        gw_log(GW_LOG_ALERT, errno, "prctl(PR_SET_DUMPABLE, %d) failed", dumpable);
 }
 
 void gw_privs_chown_file(const gw_privs_t *p, const char *path)
@@ -178,4 +185,52 @@ size_t gw_warn_flush(int to_stderr, int to_log)
     }
     gw_errlist_clear(&warns);
     return n;
+}
+
+static int clear_on_free = 1;
+
+static void *mem_malloc(size_t n, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    return malloc(n);
+}
+
+static void mem_free(void *p, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    if (p && clear_on_free)
+        explicit_bzero(p, malloc_usable_size(p));
+    free(p);
+}
+
+static void *mem_realloc(void *p, size_t n, const char *file, int line)
+{
+    if (!p || !clear_on_free)
+        return realloc(p, n);
+    if (n == 0) {
+        mem_free(p, file, line);
+        return NULL;
+    }
+    /* never let realloc move the old bytes away uncleared */
+    size_t old = malloc_usable_size(p);
+    if (n <= old)
+        return p;
+    void *q = malloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old);
+    mem_free(p, file, line);
+    return q;
+}
+
+int gw_privs_mem_init(void)
+{
+    return CRYPTO_set_mem_functions(mem_malloc, mem_realloc, mem_free) ? 0 : -1;
+}
+
+void gw_privs_mem_clearing(int on)
+{
+    clear_on_free = on;
 }

@@ -5,8 +5,9 @@
  *   USER/GROUP right after fork (setgroups via initgroups, setgid, setuid; checked: root
  *   cannot be regained). Root without `user` is refused (gw_privs_check), so workers never
  *   keep root by accident; `user root;` says it is meant.
- * - `working_directory`: the workers' cwd; with it, workers that changed credentials are
- *   made dumpable again (the kernel clears "dumpable" on setuid), as nginx does.
+ * - `working_directory`: the workers' cwd; with it, workers are dumpable (also after
+ *   setuid, which clears "dumpable"), as nginx does; without it they are made
+ *   non-dumpable (PR_SET_DUMPABLE 0): no core dump at all.
  * - `ssl_secure_heap`: OpenSSL's secure heap (CRYPTO_secure_malloc_init: an mmap'd arena
  *   that OpenSSL marks MADV_DONTDUMP and mlocks when allowed), set up before any key is
  *   read, so private keys, ticket keys and the provider's key copies are not in core dumps.
@@ -44,8 +45,9 @@ void gw_privs_dispose(gw_privs_t *p);
 
 /**
  * In a new worker, before it serves: switch to p's credentials (initgroups, setgid,
- * setuid; then check that setuid(0) fails), change to conf->working_directory and, with
- * one, make the process dumpable again. A failed switch logs at emerg and exits the
+ * setuid; then check that setuid(0) fails), change to conf->working_directory and make
+ * the process dumpable exactly when it has one; stop clearing freed OpenSSL memory
+ * (gw_privs_mem_clearing). A failed switch logs at emerg and exits the
  * process with status 2: a worker never runs with other credentials than configured.
  */
 void gw_privs_worker_init(const gw_conf_t *conf, const gw_privs_t *p);
@@ -65,6 +67,21 @@ void gw_privs_chown_file(const gw_privs_t *p, const char *path);
  * logs that the first size stays (the arena cannot be resized while keys live in it).
  */
 int gw_privs_secure_heap(int64_t size);
+
+/**
+ * Route OpenSSL's ordinary allocations (CRYPTO_malloc/realloc/free) through functions
+ * that, while clearing is on, zero every block before it is freed or moved
+ * (malloc_usable_size bytes): OpenSSL parses a key file through ASN.1 structures in the
+ * ordinary heap and frees some of them without cleansing (e.g. the EC private key's
+ * OCTET STRING), which would leave key bytes in freed heap memory that a core dump (or a
+ * forked worker) carries. Must be the first OpenSSL call of the process (returns -1 when
+ * OpenSSL already allocated). Clearing starts on.
+ */
+int gw_privs_mem_init(void);
+
+/** Turn clearing of freed OpenSSL blocks on or off (workers turn it off: they parse no
+ * key files, and their own secrets are cleansed by OpenSSL or in the secure heap). */
+void gw_privs_mem_clearing(int on);
 
 /**
  * Warnings found while a configuration is loaded (a key file readable by others, `user`
