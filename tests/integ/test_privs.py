@@ -345,7 +345,8 @@ def test_core_dump_has_no_key(env):
         for _ in range(5):
             assert get_who(env, port) == (200, b"a")
         os.kill(w, signal.SIGSEGV)
-        h.wait_until(lambda: "core dumped" in srv.log_text(), 20, what="the worker's core dump")
+        h.wait_until(lambda: "process %d exited on signal 11 (core dumped)" % w in srv.log_text(),
+                     20, what="the worker's core dump")
         cores = [f for f in os.listdir(wd) if f.startswith("core")]
         assert cores, "no core file in %s: %r" % (wd, os.listdir(wd))
         with open(os.path.join(wd, cores[0]), "rb") as f:
