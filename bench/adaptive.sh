@@ -301,6 +301,7 @@ write_conf() { # name case port status-port dir
         provider_conf "$name"
         echo "error_log $d/error.log;"
         echo "pid $d/tlsgate.pid;"
+        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
         echo "events { worker_connections 4096; }"
         echo "http {"
         echo "    access_log off;"

@@ -51,6 +51,7 @@ worker_processes 1;
 worker_cpu_affinity 01;
 error_log $TMP/error.log;
 pid $TMP/t.pid;
+user root;
 events { worker_connections 4096; }
 http {
     access_log off;

@@ -84,6 +84,8 @@ write_conf() { # kind dir port
     {
         # as root, nginx's worker runs as root too: callgrind_control (vgdb) must reach it
         [[ $kind == nginx ]] && { echo "daemon off;"; echo "master_process on;"; [[ $(id -u) == 0 ]] && echo "user root;"; }
+        # as root: tlsgate refuses to keep root in its workers unless told (docs/security.md)
+        [[ $kind != nginx && $(id -u) == 0 ]] && echo "user root;"
         echo "worker_processes 1;"
         if [[ $kind == tlsgate-prov ]]; then
             echo "ssl_provider tlsgate;"

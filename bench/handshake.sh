@@ -268,6 +268,7 @@ write_conf() { # name case port dir
         fi
         echo "error_log $d/error.log;"
         echo "pid $d/$name.pid;"
+        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
         echo "events { worker_connections 4096; }"
         echo "http {"
         echo "    access_log off;"

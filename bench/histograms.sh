@@ -108,6 +108,7 @@ ssl_provider tlsgate;
 ssl_propquery "?provider=tlsgate";
 error_log $TMP/error.log;
 pid $TMP/tlsgate.pid;
+user root;
 events { worker_connections 4096; }
 http {
     access_log off;

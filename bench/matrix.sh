@@ -365,6 +365,7 @@ write_conf() { # name case port dir
         fi
         echo "error_log $d/error.log;"
         echo "pid $d/server.pid;"
+        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
         echo "events { worker_connections 8192; }"
         echo "http {"
         echo "    access_log off;"

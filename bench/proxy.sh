@@ -85,6 +85,7 @@ http { access_log off; keepalive_requests 1000000;
                         proxy_set_header Connection ""; } } }
 EOF
 cat > "$T/tg/tlsgate.conf" <<EOF
+$( [ "$(id -u)" = 0 ] && echo "user root;" )
 worker_processes 1; error_log $T/tg/error.log; pid $T/tg/tlsgate.pid;
 events { worker_connections 1024; }
 http { keepalive_requests 1000000;

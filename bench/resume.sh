@@ -121,6 +121,7 @@ EOF
         taskset -c 0 "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/logs/nginx.err" &
     else
         cat >"$TMP/tlsgate.conf" <<EOF
+$( [ "$(id -u)" = 0 ] && echo "user root;" )
 worker_processes 1; worker_cpu_affinity 01; pid $TMP/tlsgate.pid;
 error_log $TMP/logs/tlsgate.err error;
 events { worker_connections 1024; }

@@ -68,7 +68,10 @@ prov=""
 ssl_propquery "?provider=tlsgate";'
 async=""
 [ "$PROVIDER" = 1 ] && async="ssl_async on;"
+user_line=""
+[ "$(id -u)" = 0 ] && user_line="user root;  # as root: workers stay root deliberately (tlsgate refuses otherwise)"
 cat > "$T/tlsgate.conf" <<CONF
+$user_line
 worker_processes $WORKERS;
 error_log $T/error.log notice;
 pid $T/tlsgate.pid;

@@ -61,7 +61,9 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
         vs->conf = s;
         vs->index = i;
         vs->access_log_fd = s->srv.access_log ? open_log(c, s->srv.access_log, errs) : -1;
-        if (s->srv.n_certs)
+        /* a certificate-less ssl_reject_handshake server still needs a context: as an
+         * address's default server it starts every handshake (SNI may switch away) */
+        if (s->srv.n_certs || s->srv.ssl_reject_handshake == 1)
             vs->ssl_ctx = gw_tls_ctx_new(s, client_hello_cb, errs);
         for (size_t j = 0; j < s->n_listens; j++) {
             gw_listen_t *l = &s->listens[j];
@@ -129,7 +131,8 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
         if (!la->ssl)
             continue;
         for (size_t j = 0; j < la->n_servers; j++) {
-            if (!la->servers[j]->ssl_ctx && la->servers[j]->conf->srv.n_certs == 0) {
+            if (!la->servers[j]->ssl_ctx && la->servers[j]->conf->srv.n_certs == 0 &&
+                la->servers[j]->conf->srv.ssl_reject_handshake != 1) {
                 gw_errlist_add(errs, "%s:%d: listen: no \"ssl_certificate\" is defined for "
                                "the ssl listen %s",
                                la->servers[j]->conf->file, la->servers[j]->conf->line,
@@ -157,6 +160,7 @@ void gw_cycle_free(gw_cycle_t *c)
         free(c->logs[i].path);
     }
     free(c->logs);
+    gw_privs_dispose(&c->privs);
     free(c->laddrs);
     free(c->vservers);
     gw_conf_free(c->conf);

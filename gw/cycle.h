@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 
 #include "conf/conf.h"
+#include "core/privs.h"
 
 typedef struct gw_vserver {
     gw_server_t *conf;
@@ -43,6 +44,7 @@ typedef struct gw_cycle {
     size_t n_laddrs;
     gw_log_file_t *logs;
     size_t n_logs;
+    gw_privs_t privs;   /* the workers' credentials (`user`), set by gw_build_cycle */
 } gw_cycle_t;
 
 /**

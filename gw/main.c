@@ -17,6 +17,7 @@
 #include "buildinfo.h"
 #include "conf/conf.h"
 #include "core/log.h"
+#include "core/privs.h"
 #include "cycle.h"
 #include "http/conn.h"
 #include "http/resume.h"
@@ -173,6 +174,7 @@ gw_conf_t *gw_options_load(const gw_options_t *opt, gw_errlist_t *errs)
     int n = asprintf(&text,
                      "# tlsgate's embedded default configuration\n"
                      "worker_processes 1;\n"
+                     "%s"
                      "error_log stderr notice;\n"
                      "pid \"%s/tlsgate.pid\";\n"
                      "events { worker_connections 1024; }\n"
@@ -189,7 +191,9 @@ gw_conf_t *gw_options_load(const gw_options_t *opt, gw_errlist_t *errs)
                      "        location = /status { stub_status; }\n"
                      "    }\n"
                      "}\n",
-                     d, d, d, d, d, d);
+                     /* a try-out on localhost whose files live in the invoking
+                      * user's state directory: started as root, it says "root" */
+                     geteuid() == 0 ? "user root;\n" : "", d, d, d, d, d, d);
     if (n < 0)
         return NULL;
     gw_conf_t *c = gw_conf_parse("<embedded>", text, (size_t)n, opt->prefix, opt->globals, d, errs);
@@ -273,6 +277,7 @@ static int test_config(const gw_options_t *opt)
     const char *name = opt->conf_file ? opt->conf_file : "<embedded>";
     gw_cycle_t *c = gw_build_cycle(opt, &errs);
     int ok = c && errs.n == 0;
+    gw_warn_flush(1, 0);
     for (size_t i = 0; i < errs.n; i++)
         fprintf(stderr, "tlsgate: [emerg] %s\n", errs.v[i]);
     gw_errlist_clear(&errs);
@@ -290,6 +295,10 @@ int main(int argc, char **argv)
 {
     const char *conf_arg = NULL, *prefix_arg = NULL, *globals = NULL, *sig = NULL;
     int test = 0, version = 0;
+    /* first OpenSSL call: freed OpenSSL memory is zeroed while keys are read */
+    if (gw_privs_mem_init() != 0)
+        fprintf(stderr, "tlsgate: [warn] CRYPTO_set_mem_functions failed: freed OpenSSL "
+                        "memory is not cleared\n");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **want = NULL;

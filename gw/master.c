@@ -367,7 +367,15 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
     gw_conf_t *conf = gw_options_load(opt, errs);
     if (!conf)
         return NULL;
+    /* before any key is read: keys and ticket keys go to memory left out of core dumps */
+    gw_privs_secure_heap(conf->ssl_secure_heap);
+    gw_privs_t privs;
+    if (gw_privs_check(conf, &privs, errs) != 0) {
+        gw_conf_free(conf);
+        return NULL;
+    }
     if (gw_accel_load(conf, errs) != 0) {
+        gw_privs_dispose(&privs);
         gw_conf_free(conf);
         return NULL;
     }
@@ -389,6 +397,10 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
         gw_errlist_add(errs, "%s: pid: cannot write \"%s\": %s", conf->conf_file, conf->pid,
                        strerror(errno));
     gw_cycle_t *c = gw_cycle_new(conf, gw_conn_client_hello, errs);
+    if (c)
+        c->privs = privs;
+    else
+        gw_privs_dispose(&privs);
     if (c && c->n_laddrs == 0) {
         gw_errlist_add(errs, "%s: no \"listen\" in any server: nothing to serve",
                        c->conf->conf_file);
@@ -396,6 +408,15 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
         return NULL;
     }
     return c;
+}
+
+/* ---- logs the workers reopen belong to their user (`user`) ---- */
+
+static void chown_logs(const gw_cycle_t *c)
+{
+    gw_privs_chown_file(&c->privs, c->conf->error_log);
+    for (size_t i = 0; i < c->n_logs; i++)
+        gw_privs_chown_file(&c->privs, c->logs[i].path);
 }
 
 /* ---- reload ---- */
@@ -406,6 +427,7 @@ static void reload(const gw_options_t *opt)
     gw_errlist_t errs = {0};
     gw_cycle_t *nc = gw_build_cycle(opt, &errs);
     if (!nc || errs.n) {
+        gw_warn_flush(0, 1);
         for (size_t i = 0; i < errs.n; i++)
             gw_log(GW_LOG_EMERG, 0, "%s", errs.v[i]);
         gw_log(GW_LOG_ERROR, 0, "reload failed: the old configuration keeps running");
@@ -424,6 +446,8 @@ static void reload(const gw_options_t *opt)
             gw_log(GW_LOG_ALERT, errno, "cannot open the new error log \"%s\"",
                    nc->conf->error_log);
     }
+    gw_warn_flush(0, 1);
+    chown_logs(nc);
     gw_cycle_t *old = cycle;
     cycle = nc;
     generation++;
@@ -476,6 +500,7 @@ int gw_master_run(const gw_options_t *opt)
     gw_log_open("stderr", GW_LOG_WARN); /* until the configured log: start-up warnings */
     cycle = gw_build_cycle(opt, &errs);
     if (!cycle || errs.n) {
+        gw_warn_flush(1, 0);
         for (size_t i = 0; i < errs.n; i++)
             fprintf(stderr, "tlsgate: [emerg] %s\n", errs.v[i]);
         gw_errlist_clear(&errs);
@@ -487,6 +512,9 @@ int gw_master_run(const gw_options_t *opt)
                 cycle->conf->error_log, strerror(errno));
         return 1;
     }
+    /* warnings (key file modes, `user`): on the terminal and in the log, as nginx */
+    gw_warn_flush(strcmp(cycle->conf->error_log, "stderr") != 0, 1);
+    chown_logs(cycle);
     if (bind_sockets(cycle, 1) != 0)
         return 1;
     if (cycle->conf->daemon)
@@ -575,6 +603,7 @@ int gw_master_run(const gw_options_t *opt)
             if (gw_log_reopen() != 0)
                 gw_log(GW_LOG_ALERT, errno, "cannot reopen the error log");
             gw_cycle_reopen_logs(cycle);
+            chown_logs(cycle);
             signal_workers(SIGUSR1, 0);
         }
         if (sig_alrm) {

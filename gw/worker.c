@@ -224,6 +224,8 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
                    (long long)cycle->conf->worker_rlimit_nofile);
     }
     set_affinity(cycle->conf, index);
+    /* after setrlimit (raising needs root), before anything is served */
+    gw_privs_worker_init(cycle->conf, &cycle->privs);
     gw_clock_update();
 
     if (gw_loop_init(&w.loop) != 0) {

@@ -38,7 +38,9 @@ static TG_KEY *key_wrap(TG_PROV *prov, enum tg_kt kt, void *inner)
 
     if (inner == NULL)
         return NULL;
-    k = OPENSSL_zalloc(sizeof(*k));
+    /* the secure heap when the application set one up (tlsgate: ssl_secure_heap): the
+     * key's private half (priv) lives here, left out of core dumps */
+    k = OPENSSL_secure_zalloc(sizeof(*k));
     if (k == NULL) {
         TG_DFLT(tg_dflt_keymgmt[kt], OSSL_FUNC_KEYMGMT_FREE, OSSL_FUNC_keymgmt_free_fn *)(inner);
         return NULL;
@@ -58,7 +60,7 @@ static void acc_clear(TG_KEY *k)
 
     if (r->key != NULL) {
         mb8_rsa_key_dispose(r->key);
-        OPENSSL_free(r->key);
+        OPENSSL_secure_free(r->key);
     }
     BN_free(r->n);
     BN_free(r->e);
@@ -89,7 +91,7 @@ static void key_free(void *keydata)
     TG_DFLT(tg_dflt_keymgmt[k->kt], OSSL_FUNC_KEYMGMT_FREE, OSSL_FUNC_keymgmt_free_fn *)(k->inner);
     pthread_mutex_destroy(&k->rsa.blind_lock);
     pthread_mutex_destroy(&k->acc_lock);
-    OPENSSL_free(k);
+    OPENSSL_secure_clear_free(k, sizeof(*k));
 }
 
 /* The key changed (import, set_params): the cached form is recomputed on next use. */
@@ -206,7 +208,7 @@ static int acc_rsa(TG_KEY *k, struct exported *x)
     len = (size_t)bits / 8;
     half = len / 2;
     buf = OPENSSL_secure_zalloc(len + 5 * half + 4);
-    r->key = OPENSSL_zalloc(mb8_rsa_key_size((unsigned)bits));
+    r->key = OPENSSL_secure_zalloc(mb8_rsa_key_size((unsigned)bits)); /* CRT secrets */
     if (buf == NULL || r->key == NULL)
         goto done;
     {

@@ -56,7 +56,7 @@ static void pools_clear_locked(void)
         struct tg_pool *p = &pools[i];
 
         if (p->e != NULL)
-            OPENSSL_clear_free(p->e, (size_t)p->cap * TG_POOL_ENTRY);
+            OPENSSL_secure_clear_free(p->e, (size_t)p->cap * TG_POOL_ENTRY);
         p->e = NULL;
         p->n = p->cap = 0;
         p->filled = 0;
@@ -197,7 +197,8 @@ unsigned tg_pool_idle(TG_PROV *prov, void *scratch)
         if (!atomic_load(&p->wanted))
             continue;
         if (p->e == NULL) {
-            p->e = OPENSSL_zalloc((size_t)cap * TG_POOL_ENTRY);
+            /* secret scalars: the secure heap when there is one (out of core dumps) */
+            p->e = OPENSSL_secure_zalloc((size_t)cap * TG_POOL_ENTRY);
             if (p->e == NULL)
                 continue;
             p->cap = cap;

@@ -17,6 +17,7 @@ for t in dpkg dpkg-deb dpkg-shlibdeps curl openssl python3; do
     command -v $t >/dev/null || { echo "SKIPPED: $t not found"; exit 77; }
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-dist.XXXXXX")
+chmod 755 "$T" # the packaged config runs the workers as www-data: they must reach the scratch root
 pid=""
 cleanup() {
     [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 0.3

@@ -281,6 +281,9 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_async = GW_UNSET_INT;
     s->ssl_async_notify = GW_UNSET_INT;
     s->ssl_stapling = GW_UNSET_INT;
+    s->ssl_handshake_timeout_ms = GW_UNSET_MS;
+    s->limit_conn_per_ip = GW_UNSET_INT;
+    s->ssl_reject_handshake = GW_UNSET_INT;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -315,6 +318,7 @@ static void srv_free(gw_srv_settings_t *s)
     free(s->ssl_session_cache_name);
     free(s->ssl_session_cache_redis);
     strlist_free(&s->ssl_session_ticket_keys);
+    free(s->ssl_password_file);
     for (size_t i = 0; i < s->n_conf_cmds; i++) {
         free(s->conf_cmds[i].name);
         free(s->conf_cmds[i].value);
@@ -391,6 +395,8 @@ void gw_conf_free(gw_conf_t *conf)
     }
     free(conf->providers);
     free(conf->ssl_propquery);
+    strlist_free(&conf->user);
+    free(conf->working_directory);
     strlist_free(&conf->ssl_engines);
     free(conf->ssl_engine_lines);
     srv_free(&conf->http.srv);
@@ -506,6 +512,11 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_stapling, GW_UNSET_INT);
     if (s->ssl_stapling_files.n == 0)
         strlist_copy(&s->ssl_stapling_files, &h->ssl_stapling_files);
+    INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
+    INHERIT(limit_conn_per_ip, GW_UNSET_INT);
+    INHERIT(ssl_reject_handshake, GW_UNSET_INT);
+    if (!s->ssl_password_file)
+        s->ssl_password_file = gw_conf_xstrdup(h->ssl_password_file);
     if (h->n_conf_cmds > 0) {
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;
@@ -602,8 +613,8 @@ static void validate(gw_conf_parser_t *p)
     for (size_t i = 0; i < c->http.n_servers; i++) {
         const gw_server_t *s = &c->http.servers[i];
         int saw = http_cert || (i < p->n_srv_saw_cert && p->srv_saw_cert[i]);
-        if (s->srv.n_certs > 0 || saw)
-            continue;
+        if (s->srv.n_certs > 0 || saw || s->srv.ssl_reject_handshake == 1)
+            continue; /* a server that rejects every handshake needs no certificate */
         for (size_t j = 0; j < s->n_listens; j++) {
             const gw_listen_t *l = &s->listens[j];
             if (l->ssl)
@@ -630,6 +641,7 @@ static void init_main(gw_conf_t *c)
     c->worker_shutdown_timeout_ms = GW_UNSET_MS;
     c->error_log_level = GW_UNSET_INT;
     c->worker_connections = GW_UNSET_INT;
+    c->ssl_secure_heap = GW_UNSET_SIZE;
     gw_conf_srv_init(&c->http.srv);
     gw_conf_loc_init(&c->http.loc);
 }

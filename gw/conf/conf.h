@@ -124,6 +124,10 @@ typedef struct gw_srv_settings {
     int ssl_stapling;                  /* 0/1, default 0 (tls/ocsp.h) */
     gw_strlist_t ssl_stapling_files;   /* absolute paths of DER OCSP responses; a server
                                           inherits http's only if it has none */
+    int64_t ssl_handshake_timeout_ms;  /* default 10s: absolute, from accept */
+    int limit_conn_per_ip;             /* 0 = off (default); per worker, checked at accept */
+    int ssl_reject_handshake;          /* 0/1, default 0: unrecognized_name alert */
+    char *ssl_password_file;           /* passphrases for encrypted keys, one a line; NULL */
 } gw_srv_settings_t;
 
 /**
@@ -262,6 +266,9 @@ typedef struct gw_conf {
     int *ssl_engine_lines;       /* line of each ssl_engine, for messages */
     int ssl_async_jobs;          /* async job pool size per worker; 0 = OpenSSL's default */
     int http_present;            /* 1 when an http block was given */
+    gw_strlist_t user;           /* `user USER [GROUP]`: n = 0 (not given), 1 or 2 */
+    char *working_directory;     /* absolute; NULL = leave the workers' cwd alone */
+    int64_t ssl_secure_heap;     /* bytes of OpenSSL's secure heap (keys); 0 = off; 8m */
     gw_http_conf_t http;
     gw_stream_conf_t stream;     /* stream block (n_servers == 0 when absent) */
     /* string storage owned by the config (file names referenced by file fields) */

@@ -1503,6 +1503,22 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_async_jobs", M, 0, 1, 1, MAIN(ssl_async_jobs), set_int, 1, 1048576, "*N*", NULL,
      "Size of each worker's async job pool; when all are in use a handshake waits for one "
      "(default: OpenSSL's, unbounded)."},
+    {"user", M, 0, 1, 2, MAIN(user), set_strlist, ANY, "*USER* [*GROUP*]", NULL,
+     "Credentials of the worker processes when the master runs as root (it binds and reads "
+     "keys first): `setgroups` (*USER*'s groups), `setgid`, `setuid`. *GROUP* defaults to "
+     "*USER*'s primary group. Started as root without `user`, tlsgate refuses to run (unlike "
+     "nginx, which falls back to `nobody`); `user root;` keeps root workers deliberately. Ignored "
+     "with a warning when the master is not root."},
+    {"working_directory", M, 0, 1, 1, MAIN(working_directory), set_path, ANY, "*DIR*", NULL,
+     "Current directory of the worker processes (where a core dump is written). With it the "
+     "workers may dump core (`PR_SET_DUMPABLE` 1, also after `user` switched them, as nginx); "
+     "without it they are made non-dumpable. Key memory is left out of dumps (`ssl_secure_heap`, "
+     "docs/security.md)."},
+    {"ssl_secure_heap", M, 0, 1, 1, MAIN(ssl_secure_heap), set_size, 0, 1073741824, "*SIZE*", "8m",
+     "Size of OpenSSL's secure heap (`CRYPTO_secure_malloc_init`, rounded up to a power of two; "
+     "`0` = off): private keys, session ticket keys and the provider's keys and pools live there, "
+     "in memory excluded from core dumps (`MADV_DONTDUMP`) and locked when allowed. Full, it "
+     "fails new key operations: size it for the concurrent handshakes of a worker."},
     {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
      "Connection processing settings."},
     {"stream", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_stream, ANY, "`{ ... }`", NULL,
@@ -1551,6 +1567,25 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "field must fit in one *SIZE* buffer."},
     {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
      "Largest request body accepted; `0` means no limit."},
+    {"ssl_handshake_timeout", HS, 0, 1, 1, SRV(ssl_handshake_timeout_ms), set_time, TIME1,
+     "*TIME*", "10s",
+     "Absolute deadline for the TLS handshake, counted from the accept whatever the client "
+     "trickles; the connection is closed when it passes. `client_header_timeout`, also counted "
+     "from the accept, still bounds the handshake plus the first request head. Taken from the "
+     "listen address's default server (the timer starts before SNI is known)."},
+    {"limit_conn_per_ip", HS, 0, 1, 1, SRV(limit_conn_per_ip), set_int, 0, 1048576, "*N*", "0",
+     "Most connections one client address may hold open in each worker process; `0` means no "
+     "limit. Checked at the accept with the listen address's default server's value (before "
+     "SNI): a connection over the limit is closed at once, without a TLS alert, and logged at "
+     "`warn`. IPv4-mapped IPv6 addresses count as their IPv4 address."},
+    {"ssl_reject_handshake", HS, 0, 1, 1, SRV(ssl_reject_handshake), set_flag, ANY,
+     "`on` \\| `off`", "off",
+     "Reject TLS handshakes that select this server (no SNI or an unknown name reaching the "
+     "default server, or a name of this server) with the `unrecognized_name` alert, as nginx; "
+     "such a server needs no certificate."},
+    {"ssl_password_file", HS, 0, 1, 1, SRV(ssl_password_file), set_path, ANY, "*FILE*", NULL,
+     "Passphrases for encrypted PEM keys, one a line, tried in order for each key (nginx). "
+     "Without it an encrypted key is an error (never a terminal prompt)."},
     {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, TIME1, "*TIME*", "60s",
      "Close the connection when the client accepts no data for this long."},
     {"ssl_certificate", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*", NULL,

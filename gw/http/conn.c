@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/resume.h"
+#include "net/limits.h"
 #include "net/listen.h"
 #include "proxy/proxy.h"
 #include "proxy/stream.h"
@@ -246,6 +247,19 @@ static long normalize_host(const char *h, size_t len, char *out, size_t cap, int
 }
 
 static int sni_switch(SSL *ssl, int *alert);
+/* The server block is chosen: `ssl_reject_handshake on` in it ends the handshake with
+ * the unrecognized_name alert (RFC 6066 §3 "the server MAY abort the handshake": nginx's
+ * ssl_reject_handshake), before any certificate could be shown. */
+static int reject_or_go(gw_conn_t *c, int *alert)
+{
+    if (c->vs->conf->srv.ssl_reject_handshake == 1) {
+        gw_log(GW_LOG_INFO, 0, "client %s: handshake rejected (ssl_reject_handshake) for %s",
+               c->peer_text, c->sni_present ? "its server_name" : "a ClientHello without SNI");
+        *alert = SSL_AD_UNRECOGNIZED_NAME;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
 
 int gw_conn_client_hello(SSL *ssl, int *alert, void *arg)
 {
@@ -275,15 +289,15 @@ static int sni_switch(SSL *ssl, int *alert)
         return SSL_CLIENT_HELLO_ERROR;
     }
     if (r == 0)
-        return SSL_CLIENT_HELLO_SUCCESS; /* no SNI: the default server */
+        return reject_or_go(c, alert); /* no SNI: the default server */
     c->sni_present = 1;
     char host[256];
     long hl = normalize_host((const char *)name, len, host, sizeof(host), 0);
     if (hl < 0)
-        return SSL_CLIENT_HELLO_SUCCESS; /* unusable name: the default server, as nginx */
+        return reject_or_go(c, alert); /* unusable name: the default server, as nginx */
     gw_vserver_t *vs = find_server(c->laddr, host, (size_t)hl);
     if (!vs)
-        return SSL_CLIENT_HELLO_SUCCESS;
+        return reject_or_go(c, alert);
     c->sni_matched = 1;
     if (vs != c->vs && vs->ssl_ctx) {
         if (!gw_tls_switch(ssl, vs->ssl_ctx, vs->conf)) {
@@ -293,7 +307,7 @@ static int sni_switch(SSL *ssl, int *alert)
     }
     if (vs->ssl_ctx)
         c->vs = vs;
-    return SSL_CLIENT_HELLO_SUCCESS;
+    return reject_or_go(c, alert);
 }
 
 /* ---- timers ---- */
@@ -762,8 +776,14 @@ static void conn_drive(gw_conn_t *c)
                 int64_t us = gw_now_us() - c->accept_us; /* the loop pass's cached time */
                 gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
                 c->state = GW_CONN_READ_HEAD;
+                if (c->timer.idx && c->timer.when < c->header_deadline_ms) {
+                    /* the ssl_handshake_timeout ran: the head's deadline is still the
+                     * one counted from the accept, whatever the handshake took */
+                    int64_t left = c->header_deadline_ms - gw_now_ms();
+                    gw_timer_add(&gw_worker->loop, &c->timer, left > 0 ? left : 0);
+                }
                 if (c->laddr->stream)
-                    gw_stream_start(c); /* sets GW_CONN_STREAM */
+                    gw_stream_start(c); /* sets GW_CONN_STREAM and its own timeouts */
                 continue;
             }
             unsigned long first_err = ERR_peek_error();
@@ -1056,6 +1076,8 @@ static void conn_free(gw_conn_t *c)
         SSL_free(c->ssl);
     c->ssl = NULL;
     close(c->fd);
+    gw_limit_conn_release(c->ipc);
+    c->ipc = NULL;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -1075,12 +1097,24 @@ static void conn_free(gw_conn_t *c)
 void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, socklen_t plen)
 {
     gw_worker_t *w = gw_worker;
+    gw_ipcount_t *ipc = NULL;
+    int lim = laddr->default_server->conf->srv.limit_conn_per_ip;
+    if (gw_limit_conn_take(peer, plen, lim, &ipc) == 0) {
+        char text[64];
+        gw_addr_text(peer, text, sizeof(text));
+        gw_log(GW_LOG_WARN, 0, "limiting connections of client %s to %d (limit_conn_per_ip)",
+               text, lim);
+        close(fd); /* not "handled" (nginx: handled < accepted when a limit refuses) */
+        return;
+    }
     gw_conn_t *c = calloc(1, sizeof(*c));
     if (!c) {
         gw_log(GW_LOG_ALERT, ENOMEM, "cannot allocate a connection");
+        gw_limit_conn_release(ipc);
         close(fd);
         return;
     }
+    c->ipc = ipc;
     c->io.handler = on_event;
     c->fd = fd;
     c->file_fd = -1;
@@ -1129,8 +1163,14 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         conn_close(c);
         return;
     }
-    /* client_header_timeout also bounds the handshake and the first head (nginx) */
-    gw_timer_add(&w->loop, &c->timer, s->client_header_timeout_ms);
+    /* Absolute deadlines from the accept, whatever the client trickles: the handshake
+     * (ssl_handshake_timeout) and the handshake plus the first head (client_header_timeout,
+     * as nginx); reads never re-arm them. */
+    c->header_deadline_ms = gw_now_ms() + s->client_header_timeout_ms;
+    int64_t first = s->client_header_timeout_ms;
+    if (laddr->ssl && s->ssl_handshake_timeout_ms < first)
+        first = s->ssl_handshake_timeout_ms;
+    gw_timer_add(&w->loop, &c->timer, first);
     if (w->n_conns >= w->max_conns)
         gw_worker_accepting(0);
     /* Not driven here: epoll reports the ClientHello (edge-triggered registration of a

@@ -48,6 +48,8 @@ typedef struct gw_conn {
     int sni_matched;         /* vs was chosen by a matching SNI name */
     struct gw_conn *next, *prev;
     gw_timer_t timer;
+    int64_t header_deadline_ms; /* accept + client_header_timeout (first request) */
+    struct gw_ipcount *ipc;     /* limit_conn_per_ip count (net/limits.h), or NULL */
     char peer_text[64];
 
     /* input: request heads (and discarded body bytes) */

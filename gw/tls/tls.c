@@ -1,4 +1,5 @@
 #include "tls/tls.h"
+#include "tls/keys.h"
 
 #include "core/log.h"
 #include "core/stats.h"
@@ -242,8 +243,13 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
                            p->cert_line ? p->cert_line : s->line, p->cert, why);
             goto fail;
         }
-        if (!p->key || SSL_CTX_use_PrivateKey_file(ctx, p->key, SSL_FILETYPE_PEM) != 1) {
-            gw_ssl_reason(why, sizeof(why));
+        char where[1024];
+        snprintf(where, sizeof(where), "%s:%d", file, p->key_line ? p->key_line : s->line);
+        /* read into the secure heap, ssl_password_file, mode warning: tls/keys.c */
+        if (!p->key)
+            snprintf(why, sizeof(why), "no key");
+        if (!p->key || !gw_tls_use_key_file(ctx, p->key, s->srv.ssl_password_file, where, why,
+                                            sizeof(why))) {
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: cannot load \"%s\": %s", file,
                            p->key_line ? p->key_line : s->line, p->key ? p->key : "(none)", why);
             goto fail;

@@ -5,7 +5,7 @@
  * is passed as the -g globals (up to its first NUL). Checks, besides memory safety: a
  * result is returned exactly when no error was reported, every message names a file we
  * gave it, and a returned config is merged (every server has a listen, a name, a root and
- * an index; every ssl listen has a certificate; every certificate has a key).
+ * an index; every ssl listen has a certificate or ssl_reject_handshake on; every certificate has a key).
  */
 // fuzz-sources: gw/conf/lexer.c gw/conf/conf.c gw/conf/directives.c
 #include <stdint.h>
@@ -49,7 +49,8 @@ static void check_conf(const gw_conf_t *c)
         check(s->srv.ssl_session_cache != GW_SESSION_CACHE_UNSET, "session cache merged");
         for (size_t j = 0; j < s->n_listens; j++) {
             check(s->listens[j].text != NULL, "listen text");
-            check(!s->listens[j].ssl || s->srv.n_certs > 0, "ssl listen has a certificate");
+            check(!s->listens[j].ssl || s->srv.n_certs > 0 || s->srv.ssl_reject_handshake == 1,
+                  "ssl listen has a certificate (or rejects handshakes)");
         }
         for (size_t j = 0; j < s->srv.n_certs; j++)
             check(s->srv.certs[j].cert && s->srv.certs[j].key, "certificate pairs complete");

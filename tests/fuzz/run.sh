@@ -12,8 +12,17 @@ fi
 mkdir -p build/fuzz
 for t in "${targets[@]}"; do
   srcs=$(sed -n 's|^// fuzz-sources: ||p' "tests/fuzz/$t.c")
+  libs=()
+  if grep -q '^// fuzz-link: gw' "tests/fuzz/$t.c"; then
+    # the whole gateway library, instrumented: a clang build of target gw in build/fuzz-lib
+    cmake -S . -B build/fuzz-lib -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
+    cmake --build build/fuzz-lib --target gw -j2 >/dev/null
+    libs=(build/fuzz-lib/libgw.a build/fuzz-lib/prov/libtgprov.a build/fuzz-lib/mb8/libmb8.a
+          -lssl -lcrypto -lpthread)
+  fi
   clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Igw -Ibuild/generated \
-    -o "build/fuzz/$t" "tests/fuzz/$t.c" $srcs
+    -o "build/fuzz/$t" "tests/fuzz/$t.c" $srcs "${libs[@]}"
   mkdir -p "tests/fuzz/corpus/$t"
   "build/fuzz/$t" -max_total_time="$secs" -max_len=8192 "tests/fuzz/corpus/$t"
 done

@@ -35,6 +35,9 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 
 FILE_TIMEOUT = 110  # seconds: a whole test file never runs longer (CTest TIMEOUT is 120)
 BAD_LOG = re.compile(r"\[(crit|alert|emerg)\]")
+# Run as root (CI), tlsgate refuses a configuration without `user`: the tests keep root
+# workers deliberately (their files live in 0700 temporary directories).
+USER_LINE = "user root;\n" if os.geteuid() == 0 else ""
 
 
 class SkipTest(Exception):
@@ -174,7 +177,7 @@ def certs():
 
 
 class Server:
-    def __init__(self, env, conf, args, extra_env, cwd, log, pidfile):
+    def __init__(self, env, conf, args, extra_env, cwd, log, pidfile, preexec=None):
         self.env = env
         self.conf = conf
         self.log = log
@@ -188,7 +191,7 @@ class Server:
         self.cmd = cmd
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.out,
                                      stderr=subprocess.STDOUT, env=e, cwd=cwd or env.dir,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=preexec)
         self.pid = self.proc.pid
         env.servers.append(self)
 
@@ -279,8 +282,8 @@ class Env:
         return free_port()
 
     def main_conf(self, main=""):
-        return ("error_log %s info;\npid %s;\n%s\nevents { worker_connections 512; }\n" %
-                (self.log, self.pidfile, main))
+        return ("%serror_log %s info;\npid %s;\n%s\nevents { worker_connections 512; }\n" %
+                (USER_LINE, self.log, self.pidfile, main))
 
     def tls(self, *names):
         """ssl_certificate/_key lines for the given cert names (a_rsa, a_ec, b_rsa)."""
@@ -309,8 +312,11 @@ class Env:
     }""" % (http_extra, port, self.tls(*certs), self.html, server_extra, locations),
                          main=main, name=name)
 
-    def start(self, conf, args=(), env=None, cwd=None, port=None, log=None, pidfile=None):
-        s = Server(self, conf, args, env, cwd, log or self.log, pidfile or self.pidfile)
+    def start(self, conf, args=(), env=None, cwd=None, port=None, log=None, pidfile=None,
+              preexec=None):
+        """Start tlsgate; preexec runs in the child before exec (e.g. setrlimit)."""
+        s = Server(self, conf, args, env, cwd, log or self.log, pidfile or self.pidfile,
+                   preexec)
         if port:
             s.wait_port(port)
         return s

@@ -20,7 +20,7 @@ def write_conf(env, port, server_lines, main_lines="", http_lines=""):
     """A config whose lines are known: returns (path, {marker: line number}).
 
     A line ending in '# @name' records its number under name."""
-    text = """error_log %s info;
+    text = h.USER_LINE + """error_log %s info;
 pid %s;
 %s
 events {

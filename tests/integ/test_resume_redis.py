@@ -97,7 +97,7 @@ def two_gateways(env, redis, extra="", timeout=""):
         port, sport = env.port(), env.port()
         log, pid = env.path("gw%d.log" % i), env.path("gw%d.pid" % i)
         c = env.write("gw%d.conf" % i, """
-        error_log %s info; pid %s; events { worker_connections 128; }
+        %s error_log %s info; pid %s; events { worker_connections 128; }
         http {
         ssl_session_cache redis://127.0.0.1:%d/3 %s;
         %s
@@ -105,7 +105,8 @@ def two_gateways(env, redis, extra="", timeout=""):
         server { listen 127.0.0.1:%d; location = /status { status; }
                  location = /metrics { metrics; } }
         }
-        """ % (log, pid, redis.port, timeout, extra, port, env.tls("a_rsa"), env.html, sport))
+        """ % (H.USER_LINE.strip(), log, pid, redis.port, timeout, extra, port,
+               env.tls("a_rsa"), env.html, sport))
         s = env.start(c, log=log, pidfile=pid)
         s.wait_port(port)
         s.wait_port(sport)
