@@ -9,7 +9,9 @@ instances on different ports with `ssl_session_cache redis://...`:
 - Redis killed mid-test: handshakes go on at once (full), no client error, the
   redis_errors counter in /status and /metrics rises, one log line per interval;
   Redis restarted on the same port: resumption comes back;
-- a Redis that accepts but never answers (SIGSTOP): handshakes wait at most the timeout.
+- a Redis that accepts but never answers (SIGSTOP): handshakes wait at most the timeout;
+- a Redis address whose connects hang: handshakes go on, connects given up after 1 s;
+- ssl_session_ticket_key redis://: the fleet shares ticket keys, the previous key decrypts.
 Skipped when redis-server is not installed.
 """
 import json
