@@ -19,6 +19,7 @@
 #define BACKOFF_MAX_MS 2000
 #define SLOW_MS 1000
 #define LOG_EVERY_MS 10000
+#define CONNECT_TIMEOUT_MS 1000 /* hiredis 0.14's async connect has none */
 
 enum { IDLE, CONNECTING, READY };
 
@@ -33,6 +34,7 @@ struct gw_redis {
     int fd;           /* registered with epoll, or -1 */
     uint32_t events;  /* EPOLLIN / EPOLLOUT wanted by hiredis */
     int64_t retry_at; /* monotonic ms: no connect before */
+    int64_t connect_at; /* monotonic ms: when the current connect began */
     int64_t backoff_ms;
     int64_t slow_until;
     int64_t last_log;
@@ -179,6 +181,7 @@ static void start_connect(gw_redis_t *r)
     }
     r->ac = ac;
     r->state = CONNECTING;
+    r->connect_at = gw_clock_mono_us() / 1000;
     r->fd = -1;
     r->events = 0;
     r->io.handler = on_io;
@@ -225,6 +228,15 @@ gw_redis_t *gw_redis_get(const char *url, gw_loop_t *loop)
 int gw_redis_ready(gw_redis_t *r)
 {
     int64_t now = gw_clock_mono_us() / 1000;
+    if (r->state == CONNECTING && now - r->connect_at >= CONNECT_TIMEOUT_MS) {
+        /* a host that drops SYNs: give up now rather than after the kernel's retries */
+        redisAsyncContext *ac = r->ac;
+        note_failure(r, "connect timed out");
+        schedule_retry(r); /* r->ac = NULL first: no callback of ours runs for it */
+        ac->onConnect = NULL;
+        ac->onDisconnect = NULL;
+        redisAsyncFree(ac);
+    }
     if (r->state == IDLE && now >= r->retry_at)
         start_connect(r);
     return r->state == READY && now >= r->slow_until;

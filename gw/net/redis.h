@@ -2,8 +2,8 @@
  * A worker's connection to one Redis server: hiredis's async API driven by the worker's
  * own epoll loop (an adapter like hiredis's ae/libevent ones: addRead/delRead/addWrite/
  * delWrite/cleanup map to epoll_ctl on the loop). Never blocks the loop: connecting is
- * non-blocking, a failed or lost connection is retried after a back-off (100 ms doubling
- * to 2 s), and while it is down callers are told "not ready" at once, so the handshakes
+ * non-blocking and given up after 1 s, a failed or lost connection is retried after a
+ * back-off (100 ms doubling to 2 s), and while it is down callers are told "not ready" at once, so the handshakes
  * that depend on it go on without it at full speed. Failures are counted (in the shared
  * statistics: redis_errors) and logged once per 10 s per server.
  */

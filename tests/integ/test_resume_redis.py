@@ -9,7 +9,9 @@ instances on different ports with `ssl_session_cache redis://...`:
 - Redis killed mid-test: handshakes go on at once (full), no client error, the
   redis_errors counter in /status and /metrics rises, one log line per interval;
   Redis restarted on the same port: resumption comes back;
-- a Redis that accepts but never answers (SIGSTOP): handshakes wait at most the timeout.
+- a Redis that accepts but never answers (SIGSTOP): handshakes wait at most the timeout;
+- a Redis address whose connects hang: handshakes go on, connects given up after 1 s;
+- ssl_session_ticket_key redis://: the fleet shares ticket keys, the previous key decrypts.
 Skipped when redis-server is not installed.
 """
 import json
@@ -229,6 +231,46 @@ def test_redis_ticket_keys_fleet_and_rotation(env, redis):
     assert int(time.time()) // period == e + 1
     reused, _ = connect(ctx, ports[1][0], session=sess)
     assert reused, "a ticket of the previous period's key was refused"
+
+
+def test_redis_connect_hangs(env):
+    """A Redis address whose connects never complete (a listener that never accepts, its
+    queue full: the kernel drops further SYNs): handshakes do not wait, each connect is
+    given up after 1 s and counted."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    port = lst.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(3):  # fill the accept queue (backlog 0 still queues one or two)
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        time.sleep(0.2)
+
+        class Fake:
+            pass
+        fake = Fake()
+        fake.port = port
+        srvs, ports = two_gateways(env, fake, "ssl_session_tickets off;")
+        ctx = client_ctx("1.2")
+        t0 = time.monotonic()
+        deadline = t0 + 2.6
+        n = 0
+        while time.monotonic() < deadline:
+            _, sess = connect(ctx, ports[0][0])
+            assert not connect(ctx, ports[1][0], session=sess)[0]
+            n += 1
+        assert n >= 6, "only %d handshake pairs in 2.6 s" % n
+        st, _ = status(ports[0][1])
+        assert st["redis_errors"] >= 2, st["redis_errors"]
+        assert "connect timed out" in srvs[0].log_text()
+    finally:
+        for f in fillers:
+            f.close()
+        lst.close()
 
 
 def test_redis_config_errors(env):
