@@ -1072,8 +1072,17 @@ static void conn_free(gw_conn_t *c)
     set_stat(c, ST_NONE);
     if (c->file_fd >= 0)
         close(c->file_fd);
-    if (c->ssl)
+    if (c->ssl) {
+        /* A session stays resumable however its connection ends (nginx's
+         * ngx_ssl_shutdown marks both directions shut as well): SSL_free otherwise takes
+         * a connection that sent no close_notify for a failed one and removes its session
+         * from the cache (ssl_clear_bad_session), so keep-alive clients, which close
+         * without close_notify or are closed at keepalive_timeout, never resumed. A fatal
+         * alert already made its session non-resumable inside OpenSSL. */
+        if (SSL_is_init_finished(c->ssl))
+            SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
         SSL_free(c->ssl);
+    }
     c->ssl = NULL;
     close(c->fd);
     gw_limit_conn_release(c->ipc);

@@ -123,6 +123,52 @@ def test_shared_cache_two_workers(env):
         "resumed handshakes per worker %s: the connections did not reach both workers" % per
 
 
+def keepalive_connect(ctx, port, session, how):
+    """One keep-alive request, then the connection ends by `how`: "close_notify" (the
+    client shuts TLS down), "drop" (the client closes the socket, no close_notify) or
+    "server" (the client waits for keepalive_timeout). Returns (reused, session)."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = ctx.wrap_socket(raw, server_hostname="a.test", session=session)
+    s.settimeout(5)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+    data = b""
+    while b"hello\n" not in data:
+        d = s.recv(65536)
+        assert d, data[:100]
+        data += d
+    assert data.startswith(b"HTTP/1.1 200"), data[:100]
+    reused, sess = s.session_reused, s.session
+    if how == "close_notify":
+        try:
+            s.unwrap()  # sends close_notify; the server may close without answering it
+        except (ssl.SSLError, OSError):
+            pass
+        raw.close()
+    elif how == "drop":
+        raw.close()
+    else:
+        s.settimeout(5)
+        while s.recv(65536):
+            pass  # the server closes the idle connection
+        s.close()
+    return reused, sess
+
+
+def test_shared_cache_keepalive_connections(env):
+    """Sessions of keep-alive connections resume, however the connection ended (a
+    connection closed without close_notify used to remove its session: OpenSSL's
+    SSL_free treats it as failed unless the server marks it shut, as nginx does)."""
+    srv, port, sport = start(env, "shared:SSL:1m",
+                             "ssl_session_tickets off; keepalive_timeout 1s;")
+    for version in ("1.2", "1.3"):
+        ctx = client_ctx(version)
+        for how in ("drop", "close_notify", "server"):
+            _, sess = keepalive_connect(ctx, port, None, how)
+            reused, _ = keepalive_connect(ctx, port, sess, how)
+            assert reused, "TLS %s: the session of a keep-alive connection ended by %s " \
+                           "was not resumed" % (version, how)
+
+
 def test_builtin_cache_is_per_worker(env):
     """The control: with OpenSSL's per-process cache some tries land on the other worker."""
     srv, port, sport = start(env, "builtin", "ssl_session_tickets off;")
