@@ -510,8 +510,10 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_async, GW_UNSET_INT);
     INHERIT(ssl_async_notify, GW_UNSET_INT);
     INHERIT(ssl_stapling, GW_UNSET_INT);
-    if (s->ssl_stapling_files.n == 0)
+    if (s->ssl_stapling_files.n == 0) {
         strlist_copy(&s->ssl_stapling_files, &h->ssl_stapling_files);
+        s->ssl_stapling_files_inherited = h->ssl_stapling_files.n > 0;
+    }
     INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
     INHERIT(limit_conn_per_ip, GW_UNSET_INT);
     INHERIT(ssl_reject_handshake, GW_UNSET_INT);

@@ -122,6 +122,7 @@ typedef struct gw_srv_settings {
     gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
     size_t n_certs;
     int ssl_stapling;                  /* 0/1, default 0 (tls/ocsp.h) */
+    int ssl_stapling_files_inherited;  /* 1: the files are http's, not this server's own */
     gw_strlist_t ssl_stapling_files;   /* absolute paths of DER OCSP responses; a server
                                           inherits http's only if it has none */
     int64_t ssl_handshake_timeout_ms;  /* default 10s: absolute, from accept */

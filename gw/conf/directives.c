@@ -1525,7 +1525,7 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "TLS termination for raw TCP (nginx's stream module): `upstream NAME { ... }` blocks as "
      "in http, and `server { listen ADDR:PORT [ssl]; proxy_pass ADDR:PORT|NAME; "
      "proxy_timeout TIME; proxy_connect_timeout TIME; ssl_...; }` (timeouts 10m and 60s; the "
-     "ssl_ directives of an http server apply). See docs/proxy.md."},
+     "ssl_ directives of an http server apply, except OCSP stapling). See docs/proxy.md."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
      "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
     /* events */
@@ -1632,7 +1632,9 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "goes with the certificate it is for, an error if it is for none). Not stapled while "
      "expired (nextUpdate passed); unsuccessful, revoked or badly signed responses are warned "
      "about. A "
-     "server without one inherits http's."},
+     "server without one inherits http's, and staples from them only the responses for its "
+     "own certificates. Without `ssl_stapling on` a server's own files are ignored, with a "
+     "warning."},
     {"ssl_session_ticket_key", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_session_ticket_keys),
      set_ticket_key, ANY, "*FILE* \\| `redis://`*HOST*`:`*PORT*[`/`*DB*]", NULL,
      "Key file for session tickets: 48 bytes (16 name, 16 HMAC-SHA256 secret, 16 AES-128 key) "

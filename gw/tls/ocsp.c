@@ -14,6 +14,7 @@
 #include <openssl/x509.h>
 
 #include "core/log.h"
+#include "core/privs.h"
 
 #define OCSP_FILE_MAX (1024 * 1024) /* bytes; real responses are a few KiB */
 #define FUTURE_SLACK_S 300          /* thisUpdate this far ahead is clock skew, not a bug */
@@ -198,7 +199,7 @@ static int verify_signature(OCSP_BASICRESP *bs, X509 *issuer, char *why, size_t 
 
 /* Load one file; returns 0 (added, or skipped with a warning) or -1 (error in errs). */
 static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, const char *path,
-                    const char *where, gw_errlist_t *errs)
+                    const char *where, int inherited, gw_errlist_t *errs)
 {
     char why[512];
     unsigned char *der = NULL;
@@ -307,7 +308,14 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, cons
             matched++;
         }
     }
-    if (rc == 0 && !matched) {
+    if (rc == 0 && !matched && inherited) {
+        /* http-level files serve every server: each takes the responses for its own
+         * certificates (nginx staples its one file whatever the certificate) */
+        gw_log(GW_LOG_INFO, 0,
+               "%s: ssl_stapling_file: \"%s\" (from http) is for none of this server's "
+               "certificates: not stapled here",
+               where, path);
+    } else if (rc == 0 && !matched) {
         gw_errlist_add(errs,
                        "%s: ssl_stapling_file: \"%s\": the OCSP response is for none of "
                        "the server's certificates",
@@ -324,8 +332,11 @@ int gw_ocsp_ctx_setup(SSL_CTX *ctx, const gw_server_t *s, gw_errlist_t *errs)
 {
     char where[4200];
     snprintf(where, sizeof(where), "%s:%d", s->file ? s->file : "<config>", s->line);
-    if (s->srv.ssl_stapling != 1)
+    if (s->srv.ssl_stapling != 1) {
+        if (s->srv.ssl_stapling_files.n && !s->srv.ssl_stapling_files_inherited)
+            gw_warn_add("%s: ssl_stapling_file is ignored without \"ssl_stapling on\"", where);
         return 0;
+    }
     if (s->srv.ssl_stapling_files.n == 0) {
         gw_log(GW_LOG_WARN, 0,
                "%s: ssl_stapling: no \"ssl_stapling_file\" given: OCSP "
@@ -347,7 +358,8 @@ int gw_ocsp_ctx_setup(SSL_CTX *ctx, const gw_server_t *s, gw_errlist_t *errs)
         abort();
     int rc = 0;
     for (size_t i = 0; i < s->srv.ssl_stapling_files.n; i++)
-        if (load_one(st, certs, n_certs, s->srv.ssl_stapling_files.v[i], where, errs) != 0)
+        if (load_one(st, certs, n_certs, s->srv.ssl_stapling_files.v[i], where,
+                     s->srv.ssl_stapling_files_inherited, errs) != 0)
             rc = -1;
     if (rc != 0 || !SSL_CTX_set_ex_data(ctx, ctx_index, st)) {
         if (rc == 0)

@@ -153,6 +153,40 @@ def test_not_asked_off_and_inherited(env):
     assert "Cipher is" in p.stdout and "CertificateStatus" not in p.stdout, p.stdout
 
 
+def test_http_level_file_and_other_servers(env):
+    """An http-level ssl_stapling_file goes with every server: one whose certificates the
+    response is not for staples nothing (no error, as nginx accepts it), the one it is
+    for staples it. A server's own file without ssl_stapling on is warned about."""
+    pki = PKI(env.path("pki"))
+    resp = pki.response(env.path("ocsp.der"))
+    port, port_b = env.port(), env.port()
+    c = env.conf("""
+    ssl_stapling on;
+    ssl_stapling_file %s;
+    server {
+        listen 127.0.0.1:%d ssl;
+        server_name a.test;
+        ssl_certificate %s; ssl_certificate_key %s;
+        root %s;
+    }
+    server {
+        listen 127.0.0.1:%d ssl;
+        server_name b.test;
+        %s
+        root %s;
+    }""" % (resp, port, pki.chain, pki.leaf_key, env.html, port_b, env.tls("b_rsa"), env.html),
+                 name="two.conf")
+    t = check(c, env)
+    assert t.returncode == 0, t.stderr
+    env.start(c, port=port)
+    h.wait_until(lambda: h.port_accepts(port_b), 10, what="b.test's port")
+    assert status_of(port) == ("good", "1234")
+    assert status_of(port_b) is None
+    c2 = conf(env, env.port(), pki, [resp], stapling="off", name="off.conf")
+    t = check(c2, env)
+    assert t.returncode == 0 and "ignored without" in t.stderr, t.stderr
+
+
 def test_sni_switch(env):
     """The response of the server chosen by SNI, not of the default server of the port."""
     pki = PKI(env.path("pki"))
