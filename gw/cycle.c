@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/privs.h"
 #include "tls/tls.h"
 
 static int open_log(gw_cycle_t *c, const char *path, gw_errlist_t *errs)
@@ -32,6 +33,32 @@ static int open_log(gw_cycle_t *c, const char *path, gw_errlist_t *errs)
 static int same_addr(const gw_listen_t *a, const gw_listen_t *b)
 {
     return a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0;
+}
+
+static int str_differ(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
+/* OpenSSL keeps sessions and ticket keys in the SSL_CTX a handshake starts with: the
+ * address's default server's, chosen before SNI (SSL_set_SSL_CTX does not move the
+ * session context). Another server's own ssl_session_cache / ssl_session_tickets are
+ * never used there: say so at start and with -t (nginx applies the same rule, silently). */
+static void session_settings_check(const gw_laddr_t *la, const gw_vserver_t *vs)
+{
+    const gw_server_t *d = la->default_server ? la->default_server->conf : NULL;
+    const gw_server_t *s = vs->conf;
+    if (!d || d == s)
+        return;
+    if (s->srv.ssl_session_cache != d->srv.ssl_session_cache ||
+        str_differ(s->srv.ssl_session_cache_name, d->srv.ssl_session_cache_name) ||
+        str_differ(s->srv.ssl_session_cache_redis, d->srv.ssl_session_cache_redis) ||
+        s->srv.ssl_session_tickets != d->srv.ssl_session_tickets)
+        gw_warn_add("%s:%d: ssl_session_cache/ssl_session_tickets of this server are not used "
+                    "on %s: sessions there follow its default server's (%s:%d), which a "
+                    "handshake starts with before SNI picks a server",
+                    s->file ? s->file : "<config>", s->line, la->listen->text,
+                    d->file ? d->file : "<config>", d->line);
 }
 
 gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb,
@@ -131,6 +158,7 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
         if (!la->ssl)
             continue;
         for (size_t j = 0; j < la->n_servers; j++) {
+            session_settings_check(la, la->servers[j]);
             if (!la->servers[j]->ssl_ctx && la->servers[j]->conf->srv.n_certs == 0 &&
                 la->servers[j]->conf->srv.ssl_reject_handshake != 1) {
                 gw_errlist_add(errs, "%s:%d: listen: no \"ssl_certificate\" is defined for "

@@ -169,6 +169,29 @@ def test_shared_cache_keepalive_connections(env):
                            "was not resumed" % (version, how)
 
 
+def test_cache_of_a_non_default_server_is_warned_about(env):
+    """Sessions follow the address's default server (the context a handshake starts
+    with): a non-default server's own ssl_session_cache is not used, and -t says so."""
+    port = env.port()
+    env.write("html/index.html", "hello\n")
+    base = """
+    server { listen 127.0.0.1:%d ssl; server_name a.test; %s root %s; %s }
+    server { listen 127.0.0.1:%d ssl; server_name b.test; %s root %s; %s }"""
+    same = env.conf("ssl_session_cache shared:S:1m;" + base % (
+        port, env.tls("a_rsa"), env.html, "", port, env.tls("b_rsa"), env.html, ""),
+        name="same.conf")
+    diff = env.conf(base % (port, env.tls("a_rsa"), env.html, "",
+                            port, env.tls("b_rsa"), env.html,
+                            "ssl_session_cache shared:B:1m; ssl_session_tickets off;"),
+                    name="diff.conf")
+    run = lambda c: H.run([H.binary(), "-t", "-c", c], timeout=30,
+                          env=dict(os.environ, TLSGATE_STATE_DIR=env.state))
+    t = run(same)
+    assert t.returncode == 0 and "are not used" not in t.stderr, t.stderr
+    t = run(diff)
+    assert t.returncode == 0 and "are not used on 127.0.0.1:%d" % port in t.stderr, t.stderr
+
+
 def test_builtin_cache_is_per_worker(env):
     """The control: with OpenSSL's per-process cache some tries land on the other worker."""
     srv, port, sport = start(env, "builtin", "ssl_session_tickets off;")
