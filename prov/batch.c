@@ -157,6 +157,11 @@ static atomic_uint pending; /* requests in all queues */
  * context switch pair on the worker's CPU, ~1.3 per handshake at saturation (#11). */
 static _Atomic uint64_t g_polled_ns;
 static atomic_int timer_asleep;
+/* The timer sleeps past TG_TIMER_LONG_NS, for the polls of a polling thread: a request
+ * of a thread that does not poll then kicks it even when it is not the first queued, so
+ * that its flush period is kept. */
+static atomic_int timer_long;
+#define TG_TIMER_LONG_NS (1000ULL * 1000ULL)
 static unsigned fork_gen;   /* fork()s survived: queues before it were dropped */
 /* The timer's nap while only requests it does not manage (poll_mode app) are queued. */
 #define TG_TIMER_IDLE_NS (200ULL * 1000ULL)
@@ -678,15 +683,17 @@ static void *timer_main(void *arg)
         next = timer_pass();
         if (next == 0 && atomic_load(&pending) != 0)
             next = now_ns() + TG_TIMER_IDLE_NS; /* queued during the pass, or not ours */
-        if (next != 0) {
+        pthread_mutex_lock(&timer_mu);
+        if (next != 0 && !timer_stop) {
+            /* a kick ends the sleep early (timer_long: see tg_batch_run) */
             struct timespec ts;
 
             ts.tv_sec = (time_t)(next / 1000000000ULL);
             ts.tv_nsec = (long)(next % 1000000000ULL);
-            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                continue;
+            atomic_store(&timer_long, next > now_ns() + TG_TIMER_LONG_NS);
+            pthread_cond_timedwait(&timer_cv, &timer_mu, &ts);
+            atomic_store(&timer_long, 0);
         }
-        pthread_mutex_lock(&timer_mu);
     }
     pthread_mutex_unlock(&timer_mu);
     return NULL;
@@ -751,6 +758,7 @@ static void atfork_child(void)
     timer_running = 0;
     atomic_store(&timer_started, 0);
     atomic_store(&timer_asleep, 0);
+    atomic_store(&timer_long, 0);
     atomic_store(&g_polled_ns, 0);
     /* The other threads' states stay allocated (they may hold their locks); only ours
      * is kept, emptied. */
@@ -962,10 +970,12 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
         return 1;
     }
     pthread_mutex_unlock(&t->lock);
-    if (r->flush_ns != 0 && (first || !atomic_load(&timer_started))) {
+    if (r->flush_ns != 0) {
         /* a thread that polls computes its own queue at the end of its loop pass */
-        if (!atomic_load(&timer_started) || atomic_load(&timer_asleep) ||
-            atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS <= r->queued_ns)
+        int polls = atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS > r->queued_ns;
+
+        if (!atomic_load(&timer_started) || (first && (!polls || atomic_load(&timer_asleep))) ||
+            (!polls && atomic_load(&timer_long)))
             timer_kick();
     }
     wait_done(t, r, wctx);
