@@ -415,5 +415,69 @@ def test_key_wiped_after_reload(env):
     assert get_who(env, port) == (200, b"a")
 
 
+def _ptrace_exit_stop(pid):
+    """Seize pid with PTRACE_O_TRACEEXIT: it stops inside exit, after the program's own
+    cleanup and before the kernel drops its memory. Returns a function that waits for
+    that stop (timeout s) and one that lets it finish (detach)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    PTRACE_SEIZE, PTRACE_DETACH, PTRACE_CONT = 0x4206, 17, 7
+    PTRACE_O_TRACEEXIT, PTRACE_EVENT_EXIT, WALL = 0x40, 6, 0x40000000
+    if libc.ptrace(PTRACE_SEIZE, pid, None, ctypes.c_void_p(PTRACE_O_TRACEEXIT)) != 0:
+        h.skip("ptrace(PTRACE_SEIZE) failed: errno %d" % ctypes.get_errno())
+
+    def wait_exit(timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            wpid, status = os.waitpid(pid, WALL | os.WNOHANG)
+            if wpid == 0:
+                time.sleep(0.02)
+                continue
+            if os.WIFSTOPPED(status) and (status >> 16) == PTRACE_EVENT_EXIT:
+                return True
+            if os.WIFSTOPPED(status):  # a signal stop: pass the signal on
+                libc.ptrace(PTRACE_CONT, pid, None, ctypes.c_void_p(os.WSTOPSIG(status)))
+                continue
+            return False  # gone without the exit stop
+        return False
+
+    def release():
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+    return wait_exit, release
+
+
+def test_key_wiped_at_exit(env):
+    """A worker that exits (graceful stop) holds no copy of the private key once its own
+    cleanup is done: stopped by ptrace at its exit (PTRACE_O_TRACEEXIT), its memory is
+    searched like a live process's. The ECDSA key, with OpenSSL's default provider and with
+    ours. The controls: the same search just before the stop finds the key, and so does
+    the exit stop of a worker killed with SIGKILL (no cleanup; checked by hand)."""
+    need_root()
+    if sanitized():
+        h.skip("AddressSanitizer build: LeakSanitizer ptraces the process at exit itself")
+    for main, extra in (("", ""), (PROVIDER, "ssl_async on;")):
+        crt, key = env.certs["a_ec"]
+        needles = key_needles(key)
+        needles = {"scalar": needles["scalar"], "scalar-le": needles["scalar-le"]}
+        port = env.port()
+        p = env.write("tlsgate.conf", conf_text(env, port, main, server_extra=extra))
+        srv = env.start(p, port=port)
+        w = srv.wait_workers(1)[0]
+        for _ in range(5):
+            assert get_who(env, port) == (200, b"a")
+        assert find_in_memory(w, needles), "control: the worker's memory holds no key"
+        wait_exit, release = _ptrace_exit_stop(w)
+        try:
+            srv.send(signal.SIGQUIT)
+            assert wait_exit(20), "the worker did not stop at its exit"
+            left = find_in_memory(w, needles)
+        finally:
+            release()
+        assert not left, "%s: key bytes left in the exiting worker: %r" % (main.strip(), left)
+        srv.stop()
+
+
 if __name__ == "__main__":
     h.main(globals())
