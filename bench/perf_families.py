@@ -204,6 +204,34 @@ def read_callgrind(path):
     return rows, total
 
 
+def tally(rows, owner):
+    """rows of (cost, object path, symbol) -> ({family: cost}, [(cost, object, symbol,
+    family)])."""
+    fam, syms = {}, []
+    for cost, obj, sym in rows:
+        f = family(obj, sym, owner)
+        fam[f] = fam.get(f, 0) + cost
+        syms.append((cost, os.path.basename(obj), sym, f))
+    return fam, syms
+
+
+def print_tables(fam, syms, unit, family_cell, top_head, top_cell, top):
+    """The family table (family_cell(cost) -> per-handshake text) and the top-`top` table
+    (top_head: its header; top_cell(cost) -> its first column)."""
+    total = sum(fam.values())
+    print("| family | share | %s |" % unit)
+    print("|---|---:|---:|")
+    for f, v in sorted(fam.items(), key=lambda kv: -kv[1]):
+        print(f"| {f} | {100 * v / total:.1f}% | {family_cell(v)} |")
+    print()
+    print(top_head)
+    print()
+    print("| %s | library | %s | family |" % top_cell(None))
+    print("|---:|---|---|---|")
+    for cost, obj, sym, f in sorted(syms, key=lambda s: -s[0])[:top]:
+        print(f"| {top_cell(cost)} | {obj} | `{sym}` | {f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs="?")
@@ -226,18 +254,14 @@ def main():
         print(f"perf_families.py: perf report failed: {p.stderr.strip()[:400]}",
               file=sys.stderr)
         return 2
-    owner = own_symbols(a.build)
-    fam, syms, samples = {}, [], None
+    rows, samples = [], None
     for line in p.stdout.splitlines():
         if line.startswith("# Samples:") or line.startswith("# Event count"):
             samples = samples or line.split(":", 1)[1].strip()
         m = LINE.match(line)
-        if not m:
-            continue
-        pct, dso, sym = float(m.group(1)), m.group(2), m.group(4)
-        f = family(dso, sym, owner)
-        fam[f] = fam.get(f, 0.0) + pct
-        syms.append((pct, os.path.basename(dso), sym, f))
+        if m:
+            rows.append((float(m.group(1)), m.group(2), m.group(4)))
+    fam, syms = tally(rows, own_symbols(a.build))
     total = sum(fam.values())
     if total <= 0:
         print("perf_families.py: no samples in the profile", file=sys.stderr)
@@ -248,18 +272,11 @@ def main():
               + (f", {a.handshakes} handshakes" if a.handshakes else "")
               + (f", {us:.1f} CPU µs per handshake" if us else "") + ")")
         print()
-    print("| family | share | µs/handshake |")
-    print("|---|---:|---:|")
-    for f, v in sorted(fam.items(), key=lambda kv: -kv[1]):
-        share = v / total
-        print(f"| {f} | {100 * share:.1f}% | " + (f"{share * us:.1f}" if us else "") + " |")
-    print()
-    print(f"Top {a.top} symbols:")
-    print()
-    print("| share | library | symbol | family |")
-    print("|---:|---|---|---|")
-    for pct, dso, sym, f in sorted(syms, key=lambda s: -s[0])[: a.top]:
-        print(f"| {100 * pct / total:.1f}% | {dso} | `{sym}` | {f} |")
+    print_tables(fam, syms, "µs/handshake",
+                 lambda v: f"{v / total * us:.1f}" if us else "",
+                 f"Top {a.top} symbols:",
+                 lambda v: ("share", "symbol") if v is None else f"{100 * v / total:.1f}%",
+                 a.top)
     return 0
 
 
@@ -268,16 +285,11 @@ def callgrind_main(a):
         print(f"perf_families.py: {a.callgrind}: no such file", file=sys.stderr)
         return 2
     try:
-        rows, total = read_callgrind(a.callgrind)
+        rows, _ = read_callgrind(a.callgrind)
     except RuntimeError as e:
         print(f"perf_families.py: {e}", file=sys.stderr)
         return 2
-    owner = own_symbols(a.build)
-    fam, syms = {}, []
-    for ir, obj, sym in rows:
-        f = family(obj, sym, owner)
-        fam[f] = fam.get(f, 0) + ir
-        syms.append((ir, os.path.basename(obj), sym, f))
+    fam, syms = tally(rows, own_symbols(a.build))
     counted = sum(fam.values())
     if counted <= 0:
         print("perf_families.py: no costs in the callgrind dump", file=sys.stderr)
@@ -287,17 +299,11 @@ def callgrind_main(a):
         print(f"**{a.title}**: {counted / hs:,.0f} instructions per handshake"
               f" ({counted:,} over {hs} handshakes)")
         print()
-    print("| family | share | instructions/handshake |")
-    print("|---|---:|---:|")
-    for f, v in sorted(fam.items(), key=lambda kv: -kv[1]):
-        print(f"| {f} | {100 * v / counted:.1f}% | {v / hs:,.0f} |")
-    print()
-    print(f"Top {a.top} functions:")
-    print()
-    print("| instructions/handshake | library | function | family |")
-    print("|---:|---|---|---|")
-    for ir, obj, sym, f in sorted(syms, key=lambda s: -s[0])[: a.top]:
-        print(f"| {ir / hs:,.0f} | {obj} | `{sym}` | {f} |")
+    print_tables(fam, syms, "instructions/handshake", lambda v: f"{v / hs:,.0f}",
+                 f"Top {a.top} functions:",
+                 lambda v: ("instructions/handshake", "function") if v is None
+                 else f"{v / hs:,.0f}",
+                 a.top)
     return 0
 
 
