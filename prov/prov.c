@@ -77,8 +77,15 @@ static const OSSL_ALGORITHM tg_keyexch[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+static const OSSL_ALGORITHM tg_kdf[] = {
+    {"TLS13-KDF", TG_ALG_PROPS, tg_tls13_kdf_functions, "tlsgate TLS 1.3 key schedule (HKDF)"},
+    {NULL, NULL, NULL, NULL},
+};
+
 static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id, int *no_cache)
 {
+    const TG_PROV *prov = provctx;
+
     *no_cache = 0;
     switch (operation_id) {
     case OSSL_OP_KEYMGMT:
@@ -89,6 +96,8 @@ static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id,
         return tg_asym_cipher;
     case OSSL_OP_KEYEXCH:
         return tg_keyexch;
+    case OSSL_OP_KDF:
+        return prov->enable & TG_EN_KDF ? tg_kdf : NULL;
     default:
         return NULL;
     }
@@ -278,6 +287,7 @@ static void tg_teardown(void *provctx)
 {
     if (tg_batch_teardown())
         tg_pool_clear(); /* no instance left to use the precomputed entries */
+    tg_kdf_cache_wipe(); /* this thread's (others' at their exit) */
     tg_prov_free(provctx);
 }
 
@@ -319,6 +329,8 @@ static int parse_enable(const char *s, unsigned *out)
             v |= TG_EN_ECDH;
         else if (strcmp(tok, "x25519") == 0)
             v |= TG_EN_X25519;
+        else if (strcmp(tok, "kdf") == 0)
+            v |= TG_EN_KDF;
         else
             return 0;
     }
@@ -386,13 +398,15 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     }
     if (enable != NULL && !parse_enable(enable, &prov->enable)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT,
-                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, all, none",
+                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, all, "
+                 "none",
                  enable);
         return 0;
     }
-    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s",
+    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s",
              prov->enable & TG_EN_RSA ? "rsa," : "", prov->enable & TG_EN_ECDSA ? "ecdsa," : "",
-             prov->enable & TG_EN_ECDH ? "ecdh," : "", prov->enable & TG_EN_X25519 ? "x25519," : "");
+             prov->enable & TG_EN_ECDH ? "ecdh," : "", prov->enable & TG_EN_X25519 ? "x25519," : "",
+             prov->enable & TG_EN_KDF ? "kdf," : "");
     if (prov->enable_str[0] != '\0')
         prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
     else

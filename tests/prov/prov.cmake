@@ -54,3 +54,25 @@ set_tests_properties(prov_regress_fork PROPERTIES
                      ENVIRONMENT "TLSGATE_POLL_MODE=app;TLSGATE_ADAPTIVE=off")
 set_tests_properties(prov_regress_setpeer prov_regress_fork PROPERTIES
                      TIMEOUT 120 LABELS prov REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+
+# prov_kdf: tlsgate's TLS13-KDF (prov/kdf.c) against the default provider's: random and
+# edge inputs, the per-thread HMAC key cache, delegated digests, TLS 1.3 handshakes of a
+# server that prefers tlsgate with a plain client (tests/prov/kdf_test.c). Under valgrind
+# too when available (memcheck of the cache, the buffers and thread exit).
+add_executable(kdf_test ${CMAKE_SOURCE_DIR}/tests/prov/kdf_test.c)
+target_compile_definitions(kdf_test PRIVATE TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}")
+target_link_libraries(kdf_test PRIVATE PkgConfig::CMOCKA OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+if(TARGET tlsgate_prov)
+  add_dependencies(kdf_test tlsgate_prov)
+endif()
+add_test(NAME prov_kdf COMMAND kdf_test)
+set_tests_properties(prov_kdf PROPERTIES TIMEOUT 120 LABELS prov
+                     REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
+  add_test(NAME prov_kdf_valgrind
+           COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --leak-check=full --quiet
+                   $<TARGET_FILE:kdf_test>)
+  set_tests_properties(prov_kdf_valgrind PROPERTIES TIMEOUT 300 LABELS "prov;valgrind"
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1"
+                       REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+endif()

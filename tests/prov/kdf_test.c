@@ -1,0 +1,614 @@
+/*
+ * prov_kdf: tlsgate's TLS13-KDF (prov/kdf.c) against OpenSSL's default provider.
+ *
+ * Both implementations are fetched from one library context holding tlsgate.so and the
+ * default provider ("provider=tlsgate" / "provider=default") and given the same
+ * parameters; their outputs, or their refusals, must agree:
+ * - random inputs for SHA-256 and SHA-384 under each of their names, both modes, keys
+ *   from 0 to 200 bytes (longer than a SHA-256 block: hashed first), labels, contexts and
+ *   output lengths around the block boundaries;
+ * - the per-thread cache of HMAC key schedules: keys that differ in one byte, the same
+ *   bytes under the other digest, a prefix of a cached key, more live keys than entries,
+ *   other threads;
+ * - edge values: output lengths 0, 255 * hash length and one more, 65,535 and one more;
+ *   prefix + label of 255 and 256 bytes, context of 255 and 256; extract into a wrong
+ *   length; no digest, no mode, EXTRACT_AND_EXPAND, modes as strings; "data" forgotten by
+ *   a later call without it; digests we delegate (SHA-512, SHA-1) and ones both refuse;
+ *   dupctx; the size parameter;
+ * - TLS 1.3 handshakes (each cipher suite, HelloRetryRequest, resumption, key update)
+ *   between a server that prefers tlsgate and a client with only the default provider,
+ *   with the exported keying material compared on both sides.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/pem.h>
+#include <openssl/provider.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#ifndef TLSGATE_PROV_DIR
+#error "TLSGATE_PROV_DIR must name the directory of tlsgate.so"
+#endif
+
+static OSSL_LIB_CTX *g_lib;     /* tlsgate + default */
+static OSSL_LIB_CTX *g_plain;   /* default only (the TLS client) */
+static EVP_KDF *g_tg, *g_df;
+static OSSL_PROVIDER *g_prov[3];
+
+struct in {
+    const char *md;
+    int mode; /* EVP_KDF_HKDF_MODE_*, or -1: not set */
+    const char *mode_str;
+    const unsigned char *key, *salt, *prefix, *label, *data;
+    size_t key_len, salt_len, prefix_len, label_len, data_len;
+    int has_key, has_salt, has_prefix, has_label, has_data;
+};
+
+static size_t build(const struct in *in, OSSL_PARAM *ps)
+{
+    OSSL_PARAM *p = ps;
+
+    if (in->md != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)in->md, 0);
+    if (in->mode_str != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MODE, (char *)in->mode_str, 0);
+    else if (in->mode >= 0)
+        *p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, (int *)&in->mode);
+    if (in->has_key)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)in->key, in->key_len);
+    if (in->has_salt)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)in->salt, in->salt_len);
+    if (in->has_prefix)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PREFIX, (void *)in->prefix,
+                                                 in->prefix_len);
+    if (in->has_label)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, (void *)in->label, in->label_len);
+    if (in->has_data)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_DATA, (void *)in->data, in->data_len);
+    *p = OSSL_PARAM_construct_end();
+    return (size_t)(p - ps);
+}
+
+/* Derives with one implementation; returns 1 on success, 0 on refusal. */
+static int derive(EVP_KDF *kdf, const struct in *in, unsigned char *out, size_t outlen)
+{
+    OSSL_PARAM ps[10];
+    EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdf);
+    int ok;
+
+    assert_non_null(c);
+    build(in, ps);
+    ok = EVP_KDF_derive(c, out, outlen, ps) > 0;
+    EVP_KDF_CTX_free(c);
+    ERR_clear_error();
+    return ok;
+}
+
+/* Both implementations agree: same success and, on success, the same bytes. */
+static int agree_(const struct in *in, size_t outlen, int line)
+{
+    unsigned char *a = calloc(1, outlen + 1), *b = calloc(1, outlen + 1);
+    int ra, rb;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    ra = derive(g_tg, in, a, outlen);
+    rb = derive(g_df, in, b, outlen);
+    if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
+        fprintf(stderr, "line %d: md %s mode %d key %zu salt %d/%zu label %zu data %d/%zu out %zu: "
+                        "tlsgate %d default %d%s\n",
+                line, in->md ? in->md : "(none)", in->mode, in->key_len, in->has_salt, in->salt_len,
+                in->label_len, in->has_data, in->data_len, outlen, ra, rb,
+                ra && rb ? " (different bytes)" : "");
+        fail();
+    }
+    free(a);
+    free(b);
+    return ra;
+}
+#define agree(in, outlen) agree_((in), (outlen), __LINE__)
+
+static size_t md_len(const char *md)
+{
+    return strstr(md, "256") != NULL ? 32 : 48;
+}
+
+static unsigned rnd(unsigned n)
+{
+    unsigned v;
+
+    assert_true(RAND_bytes((unsigned char *)&v, sizeof(v)) == 1);
+    return n == 0 ? 0 : v % n;
+}
+
+static void fill(unsigned char *p, size_t n)
+{
+    if (n > 0)
+        assert_true(RAND_bytes(p, (int)n) == 1);
+}
+
+static const char *const md_names[] = {"SHA2-256", "SHA2-384", "SHA256", "sha384", "SHA-256",
+                                       "2.16.840.1.101.3.4.2.2"};
+#define N_MD (sizeof(md_names) / sizeof(md_names[0]))
+
+static void test_random_expand(void **state)
+{
+    unsigned char key[200], label[64], data[255];
+    static const unsigned char prefix[] = "tls13 ";
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3000; i++) {
+        const char *md = md_names[rnd(N_MD)];
+        size_t hl = md_len(md);
+        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key,
+                        .prefix = prefix, .label = label, .data = data, .has_key = 1,
+                        .has_prefix = 1, .has_label = 1, .has_data = rnd(4) != 0};
+        size_t outs[] = {hl, 12, 16, 32, 1, hl - 1, hl + 1, 2 * hl, 3 * hl + 7};
+
+        in.key_len = rnd(8) == 0 ? rnd(sizeof(key) + 1) : hl;
+        in.prefix_len = 6;
+        in.label_len = rnd(sizeof(label) + 1);
+        in.data_len = in.has_data ? (rnd(2) ? hl : rnd(sizeof(data) + 1)) : 0;
+        fill(key, in.key_len);
+        fill(label, in.label_len);
+        fill(data, in.data_len);
+        assert_true(agree(&in, outs[rnd(sizeof(outs) / sizeof(outs[0]))]));
+    }
+}
+
+static void test_random_extract(void **state)
+{
+    unsigned char key[200], salt[200];
+    static const unsigned char prefix[] = "tls13 ", label[] = "derived";
+    int i;
+
+    (void)state;
+    for (i = 0; i < 2000; i++) {
+        const char *md = md_names[rnd(N_MD)];
+        size_t hl = md_len(md);
+        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY, .key = key, .salt = salt,
+                        .prefix = prefix, .label = label, .has_key = rnd(4) != 0,
+                        .has_salt = rnd(4) != 0, .has_prefix = 1, .has_label = 1};
+
+        in.key_len = in.has_key ? (rnd(4) ? hl : rnd(sizeof(key) + 1)) : 0;
+        in.salt_len = in.has_salt ? (rnd(4) ? hl : rnd(sizeof(salt) + 1)) : 0;
+        in.prefix_len = 6;
+        in.label_len = 7;
+        fill(key, in.key_len);
+        fill(salt, in.salt_len);
+        assert_true(agree(&in, hl));
+    }
+}
+
+/* The cache must never answer for a different key, digest or length. */
+static void test_cache_keys(void **state)
+{
+    unsigned char keys[7][48], out[48];
+    static const unsigned char prefix[] = "tls13 ", label[] = "key";
+    size_t i, round;
+
+    (void)state;
+    fill(keys[0], 48);
+    for (i = 1; i < 7; i++) { /* each differs from the first in one bit, at the start or end */
+        memcpy(keys[i], keys[0], 48);
+        keys[i][i % 2 ? 0 : 47] ^= (unsigned char)(1u << i);
+    }
+    for (round = 0; round < 40; round++) {
+        size_t k = round % 7;
+        struct in in = {.md = round % 3 ? "SHA2-384" : "SHA2-256",
+                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = keys[k], .prefix = prefix,
+                        .label = label, .has_key = 1, .has_prefix = 1, .has_label = 1};
+
+        /* 48 bytes under both digests, and 32: a prefix of the same bytes */
+        in.key_len = round % 5 == 0 ? 32 : 48;
+        in.prefix_len = 6;
+        in.label_len = 3;
+        assert_true(agree(&in, 32));
+        assert_true(agree(&in, 48));
+        /* the same key again right away (a hit) and after the others (evicted) */
+        assert_true(agree(&in, 12));
+    }
+    (void)out;
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    test_cache_keys(NULL);
+    test_random_extract(NULL);
+    return NULL;
+}
+
+static void test_cache_threads(void **state)
+{
+    pthread_t t[3];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, thread_main, NULL), 0);
+    test_cache_keys(NULL);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+}
+
+static void test_edges(void **state)
+{
+    unsigned char key[48], long_label[300], data[300];
+    static const unsigned char prefix[] = "tls13 ";
+    size_t m;
+
+    (void)state;
+    fill(key, sizeof(key));
+    fill(long_label, sizeof(long_label));
+    fill(data, sizeof(data));
+    for (m = 0; m < 2; m++) {
+        const char *md = m ? "SHA2-384" : "SHA2-256";
+        size_t hl = md_len(md);
+        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key, .key_len = hl,
+                        .prefix = prefix, .prefix_len = 6, .label = long_label, .label_len = 5,
+                        .data = data, .has_key = 1, .has_prefix = 1, .has_label = 1};
+        struct in x = in;
+
+        /* output lengths */
+        assert_true(agree(&in, 0) || 1); /* whatever OpenSSL does with 0, the same */
+        assert_true(agree(&in, 255 * hl));
+        assert_false(agree(&in, 255 * hl + 1));
+        assert_false(agree(&in, 65536));
+        /* prefix + label and context limits (one length byte each) */
+        x.label_len = 249;
+        assert_true(agree(&x, hl));
+        x.label_len = 250;
+        assert_false(agree(&x, hl));
+        x = in;
+        x.has_data = 1;
+        x.data_len = 255;
+        assert_true(agree(&x, hl));
+        x.data_len = 256;
+        assert_false(agree(&x, hl));
+        /* empty key, no prefix, empty label */
+        x = in;
+        x.key_len = 0;
+        x.has_prefix = 0;
+        x.label_len = 0;
+        assert_true(agree(&x, hl));
+        /* extract: only into the hash length */
+        x = in;
+        x.mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
+        assert_true(agree(&x, hl));
+        assert_false(agree(&x, hl - 1));
+        assert_false(agree(&x, hl + 1));
+        /* empty salt is a salt (the "derived" step runs), unlike no salt */
+        x.has_salt = 1;
+        x.salt = key;
+        x.salt_len = 0;
+        assert_true(agree(&x, hl));
+        /* modes */
+        x = in;
+        x.mode = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
+        assert_false(agree(&x, hl));
+        x.mode = -1;
+        assert_false(agree(&x, hl));
+        x.mode = 7;
+        assert_false(agree(&x, hl));
+        x.mode_str = "EXPAND_ONLY";
+        assert_true(agree(&x, hl));
+        x.mode_str = "extract_only";
+        assert_true(agree(&x, hl));
+        x.mode_str = "EXTRACT_AND_EXPAND";
+        assert_false(agree(&x, hl));
+        x.mode_str = "SIDEWAYS";
+        assert_false(agree(&x, hl));
+        /* no digest */
+        x = in;
+        x.md = NULL;
+        assert_false(agree(&x, hl));
+    }
+}
+
+static void test_digests(void **state)
+{
+    unsigned char key[64], label[8];
+    static const unsigned char prefix[] = "tls13 ";
+    static const char *const ok[] = {"SHA2-512", "SHA1", "SHA2-224", "SHA3-256", "SHA2-512/256"};
+    static const char *const bad[] = {"SHAKE256", "no-such-digest", ""};
+    size_t i, mode;
+
+    (void)state;
+    fill(key, sizeof(key));
+    fill(label, sizeof(label));
+    for (mode = 1; mode <= 2; mode++) {
+        for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+            struct in in = {.md = ok[i], .mode = (int)mode, .key = key, .key_len = 64, .prefix = prefix,
+                            .prefix_len = 6, .label = label, .label_len = 8, .has_key = 1,
+                            .has_prefix = 1, .has_label = 1};
+            EVP_MD *md = EVP_MD_fetch(g_lib, ok[i], "provider=default");
+
+            assert_non_null(md);
+            assert_true(agree(&in, (size_t)EVP_MD_get_size(md)));
+            if (mode == EVP_KDF_HKDF_MODE_EXPAND_ONLY)
+                assert_true(agree(&in, 100));
+            EVP_MD_free(md);
+        }
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            struct in in = {.md = bad[i], .mode = (int)mode, .key = key, .key_len = 64, .prefix = prefix,
+                            .prefix_len = 6, .label = label, .label_len = 8, .has_key = 1,
+                            .has_prefix = 1, .has_label = 1};
+
+            assert_false(agree(&in, 32));
+        }
+    }
+}
+
+/* Parameters set before derive: "data" is forgotten by a later call that does not set it. */
+static void test_params_lifecycle(void **state)
+{
+    unsigned char key[48], data[48], a[48], b[48];
+    static const unsigned char prefix[] = "tls13 ", label[] = "c hs traffic";
+    EVP_KDF *kdfs[2] = {g_tg, g_df};
+    unsigned char res[2][4][48];
+    size_t k, hl = 48;
+    OSSL_PARAM ps[10], sz[2];
+    size_t size;
+
+    (void)state;
+    fill(key, sizeof(key));
+    fill(data, sizeof(data));
+    for (k = 0; k < 2; k++) {
+        struct in in = {.md = "SHA2-384", .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key,
+                        .key_len = hl, .prefix = prefix, .prefix_len = 6, .label = label,
+                        .label_len = sizeof(label) - 1, .data = data, .data_len = hl, .has_key = 1,
+                        .has_prefix = 1, .has_label = 1, .has_data = 1};
+        struct in only_md = {.md = "SHA2-384", .mode = -1};
+        EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdfs[k]), *d;
+
+        assert_non_null(c);
+        build(&in, ps);
+        assert_true(EVP_KDF_CTX_set_params(c, ps));
+        assert_true(EVP_KDF_derive(c, res[k][0], hl, NULL) > 0); /* with data */
+        d = EVP_KDF_CTX_dup(c);
+        if (d != NULL) { /* the default provider's TLS13-KDF in 3.0 has no dupctx */
+            assert_true(EVP_KDF_derive(d, a, hl, NULL) > 0);
+            assert_memory_equal(a, res[k][0], hl);
+            EVP_KDF_CTX_free(d);
+        }
+        build(&only_md, ps);
+        assert_true(EVP_KDF_derive(c, res[k][1], hl, ps) > 0); /* data forgotten */
+        /* the size: unbounded when expanding, the hash length when extracting */
+        sz[0] = OSSL_PARAM_construct_size_t(OSSL_KDF_PARAM_SIZE, &size);
+        sz[1] = OSSL_PARAM_construct_end();
+        assert_true(EVP_KDF_CTX_get_params(c, sz));
+        assert_true(size == SIZE_MAX);
+        in.mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
+        in.has_data = 0;
+        build(&in, ps);
+        assert_true(EVP_KDF_CTX_set_params(c, ps));
+        assert_true(EVP_KDF_CTX_get_params(c, sz));
+        assert_int_equal(size, hl);
+        assert_int_equal(EVP_KDF_CTX_get_kdf_size(c), hl);
+        assert_true(EVP_KDF_derive(c, res[k][2], hl, NULL) > 0);
+        EVP_KDF_CTX_reset(c);
+        assert_false(EVP_KDF_derive(c, res[k][3], hl, NULL) > 0); /* nothing set any more */
+        ERR_clear_error();
+        EVP_KDF_CTX_free(c);
+    }
+    assert_memory_equal(res[0][0], res[1][0], hl);
+    assert_memory_equal(res[0][1], res[1][1], hl);
+    assert_memory_not_equal(res[0][0], res[0][1], hl);
+    assert_memory_equal(res[0][2], res[1][2], hl);
+    /* dup of ours keeps every parameter */
+    {
+        struct in in = {.md = "SHA2-256", .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY, .key = key,
+                        .key_len = 32, .salt = data, .salt_len = 32, .prefix = prefix,
+                        .prefix_len = 6, .label = label, .label_len = 7, .has_key = 1,
+                        .has_salt = 1, .has_prefix = 1, .has_label = 1};
+        EVP_KDF_CTX *c = EVP_KDF_CTX_new(g_tg), *d;
+
+        build(&in, ps);
+        assert_true(EVP_KDF_CTX_set_params(c, ps));
+        d = EVP_KDF_CTX_dup(c);
+        assert_non_null(d);
+        EVP_KDF_CTX_free(c);
+        assert_true(EVP_KDF_derive(d, a, 32, NULL) > 0);
+        EVP_KDF_CTX_free(d);
+        assert_true(derive(g_df, &in, b, 32));
+        assert_memory_equal(a, b, 32);
+    }
+}
+
+/* ---- TLS 1.3 through libssl: a server preferring tlsgate, a plain client ---- */
+
+static void make_cert(EVP_PKEY **key, X509 **crt)
+{
+    EVP_PKEY_CTX *kc = EVP_PKEY_CTX_new_from_name(g_lib, "EC", "provider=default");
+    X509_NAME *n;
+
+    assert_non_null(kc);
+    assert_true(EVP_PKEY_keygen_init(kc) > 0);
+    assert_true(EVP_PKEY_CTX_set_group_name(kc, "P-256") > 0);
+    *key = NULL;
+    assert_true(EVP_PKEY_generate(kc, key) > 0);
+    EVP_PKEY_CTX_free(kc);
+    *crt = X509_new_ex(g_lib, "provider=default");
+    assert_non_null(*crt);
+    ASN1_INTEGER_set(X509_get_serialNumber(*crt), 1);
+    X509_gmtime_adj(X509_getm_notBefore(*crt), 0);
+    X509_gmtime_adj(X509_getm_notAfter(*crt), 3600);
+    X509_set_pubkey(*crt, *key);
+    n = X509_get_subject_name(*crt);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0);
+    X509_set_issuer_name(*crt, n);
+    assert_true(X509_sign(*crt, *key, EVP_sha256()) > 0);
+}
+
+/* Moves records between the two memory BIO pairs until both handshakes are done. */
+static int pump(SSL *c, SSL *s)
+{
+    int i, rc = 0, rs = 0;
+
+    for (i = 0; i < 200 && (rc != 1 || rs != 1); i++) {
+        if (rc != 1) {
+            rc = SSL_do_handshake(c);
+            if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
+                return 0;
+        }
+        if (rs != 1) {
+            rs = SSL_do_handshake(s);
+            if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ)
+                return 0;
+        }
+    }
+    return rc == 1 && rs == 1;
+}
+
+static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, const char *groups,
+                                  SSL_SESSION *resume, int *reused)
+{
+    SSL *c = SSL_new(cc), *s = SSL_new(sc);
+    BIO *cb, *sb;
+    unsigned char ek[2][64], msg[64], buf[64];
+    SSL_SESSION *sess;
+    int i;
+
+    assert_non_null(c);
+    assert_non_null(s);
+    assert_true(BIO_new_bio_pair(&cb, 0, &sb, 0));
+    SSL_set_bio(c, cb, cb);
+    SSL_set_bio(s, sb, sb);
+    SSL_set_connect_state(c);
+    SSL_set_accept_state(s);
+    assert_true(SSL_set_ciphersuites(c, suite));
+    if (groups != NULL)
+        assert_true(SSL_set1_groups_list(c, groups));
+    if (resume != NULL)
+        assert_true(SSL_set_session(c, resume));
+    assert_true(pump(c, s));
+    assert_int_equal(SSL_version(s), TLS1_3_VERSION);
+    *reused = SSL_session_reused(s);
+    /* both sides derived the same secrets: exporter, and data both ways incl. a key update */
+    assert_true(SSL_export_keying_material(c, ek[0], 64, "EXPORTER-test", 13, NULL, 0, 0));
+    assert_true(SSL_export_keying_material(s, ek[1], 64, "EXPORTER-test", 13, NULL, 0, 0));
+    assert_memory_equal(ek[0], ek[1], 64);
+    for (i = 0; i < 3; i++) {
+        fill(msg, sizeof(msg));
+        if (i == 1)
+            assert_true(SSL_key_update(s, SSL_KEY_UPDATE_REQUESTED));
+        assert_int_equal(SSL_write(s, msg, sizeof(msg)), (int)sizeof(msg));
+        assert_int_equal(SSL_read(c, buf, sizeof(buf)), (int)sizeof(buf));
+        assert_memory_equal(msg, buf, sizeof(msg));
+        assert_int_equal(SSL_write(c, msg, sizeof(msg)), (int)sizeof(msg));
+        assert_int_equal(SSL_read(s, buf, sizeof(buf)), (int)sizeof(buf));
+        assert_memory_equal(msg, buf, sizeof(msg));
+    }
+    sess = SSL_get1_session(c);
+    /* a clean close keeps the session resumable (SSL_free would mark it not resumable) */
+    SSL_shutdown(c);
+    SSL_shutdown(s);
+    SSL_free(c);
+    SSL_free(s);
+    return sess;
+}
+
+static void test_tls13_handshakes(void **state)
+{
+    static const char *const suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                                         "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256"};
+    SSL_CTX *sc = SSL_CTX_new_ex(g_lib, "?provider=tlsgate", TLS_server_method());
+    SSL_CTX *cc = SSL_CTX_new_ex(g_plain, NULL, TLS_client_method());
+    EVP_KDF *used;
+    EVP_PKEY *key;
+    X509 *crt;
+    size_t i;
+
+    (void)state;
+    assert_non_null(sc);
+    assert_non_null(cc);
+    /* the server's libssl fetches ours */
+    used = EVP_KDF_fetch(g_lib, "TLS13-KDF", "?provider=tlsgate");
+    assert_non_null(used);
+    assert_string_equal(OSSL_PROVIDER_get0_name(EVP_KDF_get0_provider(used)), "tlsgate");
+    EVP_KDF_free(used);
+    make_cert(&key, &crt);
+    assert_true(SSL_CTX_use_certificate(sc, crt));
+    assert_true(SSL_CTX_use_PrivateKey(sc, key));
+    assert_true(SSL_CTX_set_ciphersuites(sc, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                                             "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256"));
+    assert_true(SSL_CTX_set1_groups_list(sc, "P-256:X25519"));
+    SSL_CTX_set_session_cache_mode(cc, SSL_SESS_CACHE_CLIENT);
+    for (i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
+        int reused;
+        /* X25519 key share, P-256 preferred by the server: a HelloRetryRequest */
+        SSL_SESSION *sess = one_handshake(cc, sc, suites[i], i % 2 ? "X25519:P-256" : NULL, NULL, &reused);
+
+        assert_false(reused);
+        assert_non_null(sess);
+        /* resumption: PSK binders and the resumption master secret */
+        SSL_SESSION_free(one_handshake(cc, sc, suites[i], NULL, sess, &reused));
+        assert_true(reused);
+        SSL_SESSION_free(sess);
+    }
+    SSL_CTX_free(sc);
+    SSL_CTX_free(cc);
+    EVP_PKEY_free(key);
+    X509_free(crt);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g_lib = OSSL_LIB_CTX_new();
+    g_plain = OSSL_LIB_CTX_new();
+    if (g_lib == NULL || g_plain == NULL ||
+        !OSSL_PROVIDER_set_default_search_path(g_lib, TLSGATE_PROV_DIR) ||
+        (g_prov[0] = OSSL_PROVIDER_load(g_lib, "default")) == NULL ||
+        (g_prov[1] = OSSL_PROVIDER_load(g_lib, "tlsgate")) == NULL ||
+        (g_prov[2] = OSSL_PROVIDER_load(g_plain, "default")) == NULL) {
+        ERR_print_errors_fp(stderr);
+        return -1;
+    }
+    g_tg = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=tlsgate");
+    g_df = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=default");
+    if (g_tg == NULL || g_df == NULL) {
+        ERR_print_errors_fp(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    EVP_KDF_free(g_tg);
+    EVP_KDF_free(g_df);
+    for (size_t i = 0; i < 3; i++)
+        OSSL_PROVIDER_unload(g_prov[i]);
+    OSSL_LIB_CTX_free(g_lib);
+    OSSL_LIB_CTX_free(g_plain);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_expand),   cmocka_unit_test(test_random_extract),
+        cmocka_unit_test(test_cache_keys),      cmocka_unit_test(test_cache_threads),
+        cmocka_unit_test(test_edges),           cmocka_unit_test(test_digests),
+        cmocka_unit_test(test_params_lifecycle), cmocka_unit_test(test_tls13_handshakes),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
