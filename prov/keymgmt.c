@@ -67,9 +67,11 @@ static void acc_clear(TG_KEY *k)
     BN_MONT_CTX_free(r->mont);
     BN_clear_free(r->A);
     BN_clear_free(r->Ai);
+    BN_clear_free(r->Am);
+    BN_clear_free(r->Aim);
     BN_CTX_free(r->bnctx);
     r->key = NULL;
-    r->n = r->e = r->A = r->Ai = NULL;
+    r->n = r->e = r->A = r->Ai = r->Am = r->Aim = NULL;
     r->mont = NULL;
     r->bnctx = NULL;
     r->bits = 0;
@@ -318,11 +320,14 @@ static int blinding_new(struct tg_rsa_acc *r)
 
     if (rnd == NULL)
         return 0;
-    if (r->A == NULL && (r->A = BN_new()) == NULL)
-        goto done;
-    if (r->Ai == NULL && (r->Ai = BN_new()) == NULL)
+    if ((r->A == NULL && (r->A = BN_new()) == NULL) || (r->Ai == NULL && (r->Ai = BN_new()) == NULL) ||
+        (r->Am == NULL && (r->Am = BN_new()) == NULL) || (r->Aim == NULL && (r->Aim = BN_new()) == NULL))
         goto done;
     BN_set_flags(rnd, BN_FLG_CONSTTIME);
+    BN_set_flags(r->A, BN_FLG_CONSTTIME);
+    BN_set_flags(r->Ai, BN_FLG_CONSTTIME);
+    BN_set_flags(r->Am, BN_FLG_CONSTTIME);
+    BN_set_flags(r->Aim, BN_FLG_CONSTTIME);
     for (tries = 0; tries < 32; tries++) {
         if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx))
             goto done;
@@ -335,7 +340,9 @@ static int blinding_new(struct tg_rsa_acc *r)
         }
         ERR_pop_to_mark(); /* gcd(r, n) != 1: a factor of n; draw again */
     }
-    if (tries == 32 || !BN_mod_exp_mont(r->A, rnd, r->e, r->n, r->bnctx, r->mont))
+    if (tries == 32 || !BN_mod_exp_mont(r->A, rnd, r->e, r->n, r->bnctx, r->mont) ||
+        !BN_to_montgomery(r->Am, r->A, r->mont, r->bnctx) ||
+        !BN_to_montgomery(r->Aim, r->Ai, r->mont, r->bnctx))
         goto done;
     r->blind_uses = 0;
     ok = 1;
@@ -355,8 +362,10 @@ int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind)
     if (r->A == NULL || r->blind_uses >= TG_BLIND_REFRESH) {
         if (!blinding_new(r))
             goto done;
-    } else if (!BN_mod_mul(r->A, r->A, r->A, r->n, r->bnctx) ||
-               !BN_mod_mul(r->Ai, r->Ai, r->Ai, r->n, r->bnctx)) {
+    } else if (!BN_mod_mul_montgomery(r->Am, r->Am, r->Am, r->mont, r->bnctx) || /* (A R)^2 / R */
+               !BN_mod_mul_montgomery(r->Aim, r->Aim, r->Aim, r->mont, r->bnctx) ||
+               !BN_from_montgomery(r->A, r->Am, r->mont, r->bnctx) ||
+               !BN_from_montgomery(r->Ai, r->Aim, r->mont, r->bnctx)) {
         goto done;
     }
     r->blind_uses++;

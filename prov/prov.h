@@ -104,9 +104,11 @@ struct tg_rsa_acc {
     BIGNUM *n, *e;
     BN_MONT_CTX *mont;
     /* Blinding pair (A = r^e, Ai = r^-1 mod n), updated by squaring per use and
-     * regenerated every TG_BLIND_REFRESH uses (as OpenSSL's BN_BLINDING). */
+     * regenerated every TG_BLIND_REFRESH uses (as OpenSSL's BN_BLINDING). Am and Aim are
+     * their Montgomery forms (x * R mod n), which the squaring updates: a Montgomery
+     * squaring and a conversion instead of a multiplication and a long division. */
     pthread_mutex_t blind_lock;
-    BIGNUM *A, *Ai;
+    BIGNUM *A, *Ai, *Am, *Aim;
     unsigned blind_uses;
     BN_CTX *bnctx;
 };

@@ -2979,6 +2979,31 @@ static void test_counters_timer(void **state)
     assert_true(dlt(&a, &b, C_BATCHES) >= 1);
 }
 
+/*
+ * RSA blinding (prov/keymgmt.c: the pair squared per use, redrawn every 32): 12 rounds of
+ * 8 signatures with one key pass two redraws and every squaring in between. A wrong pair
+ * fails mb8's fault check and the operation falls back to the default provider, which
+ * still signs correctly: only `fallbacks` shows it, so it must not move.
+ */
+static void test_rsa_blinding_no_fallback(void **state)
+{
+    struct ctrs a, b, first, last;
+    struct job *jobs;
+    int round;
+
+    (void)state;
+    ctrs_read(&g_wa, &first);
+    for (round = 0; round < (g_quick ? 5 : 12); round++) {
+        jobs = run_same(&g_wa, "rsa2048 pkcs1 digest-sign SHA256", 8, WAKE_FD, 0, &a, &b);
+        jobs_free(jobs, 8);
+        assert_int_equal(dlt(&a, &b, C_ASYNC), 8);
+    }
+    ctrs_read(&g_wa, &last);
+    if (dlt(&first, &last, C_FB) != 0)
+        ctrs_print("rsa blinding", &first, &last);
+    assert_int_equal(dlt(&first, &last, C_FB), 0);
+}
+
 /* A fallback inside a job is computed at once, without pausing, and counted. */
 static void test_async_fallback(void **state)
 {
@@ -3983,6 +4008,7 @@ int main(void)
         cmocka_unit_test(test_async_spurious_timer),
         cmocka_unit_test(test_async_wctx_reuse),
         cmocka_unit_test(test_counters_timer),
+        cmocka_unit_test(test_rsa_blinding_no_fallback),
         cmocka_unit_test(test_async_fallback),
         cmocka_unit_test(test_async_no_wctx_block_pause),
         cmocka_unit_test(test_wrong_key_type_dispatch),
