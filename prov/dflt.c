@@ -19,7 +19,7 @@
 
 struct tg_impl tg_dflt_keymgmt[TG_KT_COUNT];
 struct tg_impl tg_dflt_sig_rsa, tg_dflt_sig_ecdsa, tg_dflt_cipher_rsa, tg_dflt_kex_ecdh,
-    tg_dflt_kex_x25519, tg_dflt_kdf_tls13;
+    tg_dflt_kex_x25519, tg_dflt_kdf_tls13, tg_dflt_kdf_tls1_prf;
 
 static int bind_one(OSSL_PROVIDER *deflt, int operation, const char *name, struct tg_impl *impl)
 {
@@ -58,7 +58,8 @@ int tg_dflt_bind(TG_PROV *prov)
          bind_one(d, OSSL_OP_ASYM_CIPHER, "RSA", &tg_dflt_cipher_rsa) &&
          bind_one(d, OSSL_OP_KEYEXCH, "ECDH", &tg_dflt_kex_ecdh) &&
          bind_one(d, OSSL_OP_KEYEXCH, "X25519", &tg_dflt_kex_x25519) &&
-         bind_one(d, OSSL_OP_KDF, "TLS13-KDF", &tg_dflt_kdf_tls13);
+         bind_one(d, OSSL_OP_KDF, "TLS13-KDF", &tg_dflt_kdf_tls13) &&
+         bind_one(d, OSSL_OP_KDF, "TLS1-PRF", &tg_dflt_kdf_tls1_prf);
     pthread_mutex_unlock(&lock);
     return ok;
 }

@@ -1,7 +1,9 @@
 /*
- * tlsgate TLS13-KDF: the HKDF steps of the TLS 1.3 key schedule (RFC 8446 §7.1), as the
- * KDF named "TLS13-KDF" that libssl fetches for every HKDF-Expand-Label and
- * HKDF-Extract of a handshake (ssl/tls13_enc.c: about 17 derivations per full handshake).
+ * tlsgate TLS13-KDF and TLS1-PRF: the KDFs libssl fetches for the key schedules,
+ * - "TLS13-KDF": the HKDF steps of TLS 1.3 (RFC 8446 §7.1), every HKDF-Expand-Label and
+ *   HKDF-Extract of a handshake (ssl/tls13_enc.c: about 17 derivations per full handshake);
+ * - "TLS1-PRF": the TLS 1.2 PRF (RFC 5246 §5, P_hash), for the master secret, the key
+ *   block and both Finished messages (ssl/t1_enc.c).
  *
  * Same parameters, modes and results as OpenSSL 3.0's default implementation
  * (providers/implementations/kdfs/hkdf.c), without its per-call overhead: the default
@@ -20,7 +22,7 @@
  * EVP_MD, whose context copy (needed to reuse an HMAC key schedule) allocates; they remain
  * in 3.x and run the same assembly as the default provider's digests.
  *
- * Parameters (OSSL_KDF_PARAM_*): "mode" (int 1 = EXTRACT_ONLY, 2 = EXPAND_ONLY, or the
+ * TLS13-KDF parameters (OSSL_KDF_PARAM_*): "mode" (int 1 = EXTRACT_ONLY, 2 = EXPAND_ONLY, or the
  * string names; EXTRACT_AND_EXPAND is refused as by OpenSSL), "digest", "properties"
  * (used only when delegating), "key", "salt", "prefix", "label", "data". As in OpenSSL,
  * "data" is cleared by every call that sets parameters without it.
@@ -30,9 +32,15 @@
  * - EXTRACT_ONLY: without "salt", HKDF-Extract(salt = "", IKM = key); with "salt",
  *   HKDF-Extract(Derive-Secret(salt, label, ""), key), RFC 8446 §7.1's "derived" step;
  *   without "key", IKM is a string of hash-length zeros. outlen must be the hash length.
+ *
+ * TLS1-PRF parameters: "digest", "properties", "secret", "seed" (repeatable: the seeds
+ * are appended, across calls too, until a reset; at most 1,024 bytes in all, as in
+ * OpenSSL). out = P_hash(secret, seed) truncated to outlen (RFC 5246 §5); outlen > 0.
+ * TLS 1.0/1.1's "MD5-SHA1" PRF and any digest but SHA-256/384 are delegated.
  */
 #define OPENSSL_SUPPRESS_DEPRECATED /* SHA256_Init & co: see above */
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,7 +428,8 @@ static int buf_set(TG_KDF *x, struct kdf_buf *b, const void *p, size_t len)
     if (len <= KDF_INLINE) {
         b->p = b->inl;
     } else if ((b->p = OPENSSL_malloc(len)) == NULL) {
-        TG_RAISE(x->prov, TG_R_INTERNAL, "TLS13-KDF: out of memory (%zu bytes)", len);
+        if (x != NULL)
+            TG_RAISE(x->prov, TG_R_INTERNAL, "TLS13-KDF: out of memory (%zu bytes)", len);
         return 0;
     }
     if (len > 0)
@@ -741,5 +750,231 @@ const OSSL_DISPATCH tg_tls13_kdf_functions[] = {
     {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))kdf_set_ctx_params},
     {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
     {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))kdf_get_ctx_params},
+    {0, NULL},
+};
+
+/* ---- TLS1-PRF (RFC 5246 §5) ---- */
+
+#define PRF_SEED_MAX 1024 /* OpenSSL's TLS1_PRF_MAXBUF */
+
+typedef struct tg_prf {
+    TG_PROV *prov;
+    enum tg_md md;
+    char mdname[NAME_MAX_LEN];
+    char *props;
+    struct kdf_buf secret;
+    size_t seedlen;
+    unsigned char seed[PRF_SEED_MAX];
+} TG_PRF;
+
+#define PRFF(id, type) TG_DFLT(tg_dflt_kdf_tls1_prf, OSSL_FUNC_KDF_##id, OSSL_FUNC_kdf_##type##_fn *)
+
+static void *prf_newctx(void *provctx)
+{
+    TG_PRF *x = OPENSSL_zalloc(sizeof(*x));
+
+    if (x != NULL)
+        x->prov = provctx;
+    return x;
+}
+
+static void prf_reset(void *vctx)
+{
+    TG_PRF *x = vctx;
+    TG_PROV *prov = x->prov;
+
+    buf_clear(&x->secret);
+    OPENSSL_free(x->props);
+    OPENSSL_cleanse(x->seed, x->seedlen);
+    memset(x, 0, offsetof(TG_PRF, seed));
+    x->seedlen = 0;
+    x->prov = prov;
+}
+
+static void prf_freectx(void *vctx)
+{
+    if (vctx == NULL)
+        return;
+    prf_reset(vctx);
+    OPENSSL_free(vctx);
+}
+
+static void *prf_dupctx(void *vctx)
+{
+    const TG_PRF *src = vctx;
+    TG_PRF *x = prf_newctx(src->prov);
+
+    if (x == NULL)
+        return NULL;
+    x->md = src->md;
+    memcpy(x->mdname, src->mdname, sizeof(x->mdname));
+    if ((src->props != NULL && (x->props = OPENSSL_strdup(src->props)) == NULL) ||
+        (src->secret.p != NULL &&
+         !buf_set((TG_KDF *)NULL, &x->secret, src->secret.p, src->secret.len))) {
+        prf_freectx(x);
+        return NULL;
+    }
+    memcpy(x->seed, src->seed, src->seedlen);
+    x->seedlen = src->seedlen;
+    return x;
+}
+
+static int prf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
+{
+    TG_PRF *x = vctx;
+    const OSSL_PARAM *p;
+
+    if (params == NULL)
+        return 1;
+    for (p = params; p->key != NULL; p++) {
+        const char *k = p->key;
+
+        if (strcmp(k, OSSL_KDF_PARAM_DIGEST) == 0 || strcmp(k, OSSL_KDF_PARAM_PROPERTIES) == 0) {
+            if (p->data_type != OSSL_PARAM_UTF8_STRING || p->data == NULL ||
+                strlen(p->data) >= NAME_MAX_LEN) {
+                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT,
+                         "TLS1-PRF: parameter \"%s\" must be a string of under %d bytes", k,
+                         NAME_MAX_LEN);
+                return 0;
+            }
+            if (k[0] == 'd') {
+                strcpy(x->mdname, p->data);
+                x->md = md_from_name(x->mdname);
+            } else {
+                OPENSSL_free(x->props);
+                if ((x->props = OPENSSL_strdup(p->data)) == NULL)
+                    return 0;
+            }
+        } else if (strcmp(k, OSSL_KDF_PARAM_SECRET) == 0) {
+            if (p->data_type != OSSL_PARAM_OCTET_STRING || (p->data == NULL && p->data_size != 0)) {
+                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"secret\" must be an octet string");
+                return 0;
+            }
+            if (!buf_set((TG_KDF *)NULL, &x->secret, p->data, p->data_size)) {
+                TG_RAISE(x->prov, TG_R_INTERNAL, "TLS1-PRF: out of memory");
+                return 0;
+            }
+        } else if (strcmp(k, OSSL_KDF_PARAM_SEED) == 0) {
+            if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"seed\" must be an octet string");
+                return 0;
+            }
+            if (p->data == NULL || p->data_size == 0)
+                continue;
+            if (p->data_size > PRF_SEED_MAX - x->seedlen) {
+                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: seeds longer than %d bytes in all",
+                         PRF_SEED_MAX);
+                return 0;
+            }
+            memcpy(x->seed + x->seedlen, p->data, p->data_size);
+            x->seedlen += p->data_size;
+        }
+    }
+    return 1;
+}
+
+static const OSSL_PARAM *prf_settable_ctx_params(void *ctx, void *provctx)
+{
+    static const OSSL_PARAM settable[] = {
+        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_PROPERTIES, NULL, 0),
+        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, NULL, 0),
+        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SECRET, NULL, 0),
+        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SEED, NULL, 0),
+        OSSL_PARAM_END,
+    };
+
+    (void)ctx;
+    (void)provctx;
+    return settable;
+}
+
+static int prf_get_ctx_params(void *vctx, OSSL_PARAM params[])
+{
+    OSSL_PARAM *p = OSSL_PARAM_locate(params, OSSL_KDF_PARAM_SIZE);
+
+    (void)vctx;
+    return p == NULL ? -2 : OSSL_PARAM_set_size_t(p, SIZE_MAX);
+}
+
+/* The default provider's TLS1-PRF for other digests: a context with our parameters. */
+static int prf_delegate(TG_PRF *x, unsigned char *out, size_t outlen)
+{
+    OSSL_PARAM ps[5], *p = ps;
+    void *d = PRFF(NEWCTX, newctx)(x->prov->dflt_provctx);
+    int ok;
+
+    if (d == NULL) {
+        TG_RAISE(x->prov, TG_R_DELEGATION_FAILED, "TLS1-PRF: default provider context");
+        return 0;
+    }
+    if (x->props != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_PROPERTIES, x->props, 0);
+    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, x->mdname, 0);
+    *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET, x->secret.p, x->secret.len);
+    *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, x->seed, x->seedlen);
+    *p = OSSL_PARAM_construct_end();
+    ok = PRFF(DERIVE, derive)(d, out, outlen, ps);
+    PRFF(FREECTX, freectx)(d);
+    return ok;
+}
+
+static int prf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_PARAM params[])
+{
+    TG_PRF *x = vctx;
+    struct hmac_key tmp;
+    const struct hmac_key *k;
+    unsigned char a[MD_MAX], t[MD_MAX];
+    size_t hl, done = 0;
+
+    if (!prf_set_ctx_params(x, params))
+        return 0;
+    if (x->md == TG_MD_NONE) {
+        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: no digest set");
+        return 0;
+    }
+    if (x->secret.p == NULL) {
+        TG_RAISE(x->prov, TG_R_NO_KEY, "TLS1-PRF: no secret set");
+        return 0;
+    }
+    if (x->seedlen == 0) {
+        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: no seed set");
+        return 0;
+    }
+    if (outlen == 0 || out == NULL) {
+        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: no output asked");
+        return 0;
+    }
+    if (x->md == TG_MD_OTHER)
+        return prf_delegate(x, out, outlen);
+    hl = md_size(x->md);
+    k = hmac_key(&tmp, x->md, x->secret.p, x->secret.len);
+    /* P_hash: A(1) = HMAC(secret, seed), out = HMAC(secret, A(i) || seed) ..., A(i+1) = HMAC(secret, A(i)) */
+    hmac_run(k, x->seed, x->seedlen, NULL, 0, NULL, 0, a);
+    for (;;) {
+        size_t n = outlen - done < hl ? outlen - done : hl;
+
+        hmac_run(k, a, hl, x->seed, x->seedlen, NULL, 0, t);
+        memcpy(out + done, t, n);
+        done += n;
+        if (done == outlen)
+            break;
+        hmac_run(k, a, hl, NULL, 0, NULL, 0, a);
+    }
+    OPENSSL_cleanse(a, sizeof(a));
+    OPENSSL_cleanse(t, sizeof(t));
+    OPENSSL_cleanse(&tmp, sizeof(tmp));
+    return 1;
+}
+
+const OSSL_DISPATCH tg_tls1_prf_functions[] = {
+    {OSSL_FUNC_KDF_NEWCTX, (void (*)(void))prf_newctx},
+    {OSSL_FUNC_KDF_DUPCTX, (void (*)(void))prf_dupctx},
+    {OSSL_FUNC_KDF_FREECTX, (void (*)(void))prf_freectx},
+    {OSSL_FUNC_KDF_RESET, (void (*)(void))prf_reset},
+    {OSSL_FUNC_KDF_DERIVE, (void (*)(void))prf_derive},
+    {OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, (void (*)(void))prf_settable_ctx_params},
+    {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))prf_set_ctx_params},
+    {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
+    {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))prf_get_ctx_params},
     {0, NULL},
 };

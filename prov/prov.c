@@ -79,6 +79,7 @@ static const OSSL_ALGORITHM tg_keyexch[] = {
 
 static const OSSL_ALGORITHM tg_kdf[] = {
     {"TLS13-KDF", TG_ALG_PROPS, tg_tls13_kdf_functions, "tlsgate TLS 1.3 key schedule (HKDF)"},
+    {"TLS1-PRF", TG_ALG_PROPS, tg_tls1_prf_functions, "tlsgate TLS 1.2 PRF"},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -11,7 +11,7 @@
  *   signature.c    RSA (PKCS#1 v1.5, PSS, none) and ECDSA signatures
  *   asym_cipher.c  RSA decryption (PKCS#1 v1.5, OAEP, TLS premaster, none)
  *   keyexch.c      ECDH P-256 and X25519
- *   kdf.c          TLS13-KDF: the TLS 1.3 key schedule's HKDF steps without EVP overhead
+ *   kdf.c          TLS13-KDF and TLS1-PRF: the TLS 1.3 / 1.2 key schedules without EVP overhead
  *   rsa_pad.c      EMSA-PKCS1-v1_5 / EMSA-PSS encoding, TLS premaster check (constant time)
  *   batch.c        per-thread queues, async pause and wake-up, timer thread, counters
  */
@@ -52,7 +52,7 @@ enum {
     TG_EN_ECDSA = 1u << 1,
     TG_EN_ECDH = 1u << 2,
     TG_EN_X25519 = 1u << 3,
-    TG_EN_KDF = 1u << 4, /* TLS13-KDF (kdf.c) */
+    TG_EN_KDF = 1u << 4, /* TLS13-KDF and TLS1-PRF (kdf.c) */
     TG_EN_ALL = 0x1Fu,
 };
 
@@ -89,7 +89,7 @@ typedef struct tg_prov {
 /* The default provider's implementations (dflt.c); process-wide, filled at init. */
 extern struct tg_impl tg_dflt_keymgmt[TG_KT_COUNT];
 extern struct tg_impl tg_dflt_sig_rsa, tg_dflt_sig_ecdsa, tg_dflt_cipher_rsa, tg_dflt_kex_ecdh,
-    tg_dflt_kex_x25519, tg_dflt_kdf_tls13;
+    tg_dflt_kex_x25519, tg_dflt_kdf_tls13, tg_dflt_kdf_tls1_prf;
 /* Looks them up in prov->deflt. Returns 1, or 0 when one is missing. */
 int tg_dflt_bind(TG_PROV *prov);
 #define TG_DFLT(impl, id, type) ((type)(impl).fn[(id)])
@@ -348,6 +348,7 @@ extern const OSSL_DISPATCH tg_rsa_asym_cipher_functions[];
 extern const OSSL_DISPATCH tg_ecdh_keyexch_functions[];
 extern const OSSL_DISPATCH tg_x25519_keyexch_functions[];
 extern const OSSL_DISPATCH tg_tls13_kdf_functions[];
+extern const OSSL_DISPATCH tg_tls1_prf_functions[];
 
 /* Wipes the calling thread's cache of HMAC key schedules (kdf.c); other threads' caches
  * are wiped at their exit. */

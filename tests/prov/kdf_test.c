@@ -1,5 +1,6 @@
 /*
- * prov_kdf: tlsgate's TLS13-KDF (prov/kdf.c) against OpenSSL's default provider.
+ * prov_kdf: tlsgate's TLS13-KDF and TLS1-PRF (prov/kdf.c) against OpenSSL's default
+ * provider.
  *
  * Both implementations are fetched from one library context holding tlsgate.so and the
  * default provider ("provider=tlsgate" / "provider=default") and given the same
@@ -15,9 +16,13 @@
  *   length; no digest, no mode, EXTRACT_AND_EXPAND, modes as strings; "data" forgotten by
  *   a later call without it; digests we delegate (SHA-512, SHA-1) and ones both refuse;
  *   dupctx; the size parameter;
+ * - TLS1-PRF: random secrets, seeds split into up to five parts (some empty), output
+ *   lengths; MD5-SHA1 and SHA-512 (delegated); no digest / secret / seed, empty output,
+ *   1,024 bytes of seed and one more, seeds appended across calls until a reset, dupctx;
  * - TLS 1.3 handshakes (each cipher suite, HelloRetryRequest, resumption, key update)
- *   between a server that prefers tlsgate and a client with only the default provider,
- *   with the exported keying material compared on both sides.
+ *   and TLS 1.2 handshakes (SHA-256 and SHA-384 suites, with and without the extended
+ *   master secret, resumption) between a server that prefers tlsgate and a client with
+ *   only the default provider, with the exported keying material compared on both sides.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -47,6 +52,7 @@ static OSSL_LIB_CTX *g_lib;     /* tlsgate + default */
 static OSSL_LIB_CTX *g_plain;   /* default only (the TLS client) */
 static EVP_KDF *g_tg, *g_df;
 static OSSL_PROVIDER *g_prov[3];
+static EVP_KDF *g_prf_tg, *g_prf_df;
 
 struct in {
     const char *md;
@@ -430,7 +436,181 @@ static void test_params_lifecycle(void **state)
     }
 }
 
-/* ---- TLS 1.3 through libssl: a server preferring tlsgate, a plain client ---- */
+/* ---- TLS1-PRF ---- */
+
+struct prf_in {
+    const char *md;
+    const unsigned char *secret;
+    size_t secret_len;
+    int has_secret;
+    const unsigned char *seed[5];
+    size_t seed_len[5];
+    int nseed;
+};
+
+static int prf_derive(EVP_KDF *kdf, const struct prf_in *in, unsigned char *out, size_t outlen)
+{
+    OSSL_PARAM ps[8], *p = ps;
+    EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdf);
+    int i, ok;
+
+    assert_non_null(c);
+    if (in->md != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)in->md, 0);
+    if (in->has_secret)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET, (void *)in->secret,
+                                                 in->secret_len);
+    for (i = 0; i < in->nseed; i++)
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, (void *)in->seed[i],
+                                                 in->seed_len[i]);
+    *p = OSSL_PARAM_construct_end();
+    ok = EVP_KDF_derive(c, out, outlen, ps) > 0;
+    EVP_KDF_CTX_free(c);
+    ERR_clear_error();
+    return ok;
+}
+
+static int prf_agree_(const struct prf_in *in, size_t outlen, int line)
+{
+    unsigned char *a = calloc(1, outlen + 1), *b = calloc(1, outlen + 1);
+    int ra, rb;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    ra = prf_derive(g_prf_tg, in, a, outlen);
+    rb = prf_derive(g_prf_df, in, b, outlen);
+    if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
+        fprintf(stderr, "line %d: TLS1-PRF md %s secret %d/%zu seeds %d out %zu: tlsgate %d default %d%s\n",
+                line, in->md ? in->md : "(none)", in->has_secret, in->secret_len, in->nseed, outlen,
+                ra, rb, ra && rb ? " (different bytes)" : "");
+        fail();
+    }
+    free(a);
+    free(b);
+    return ra;
+}
+#define prf_agree(in, outlen) prf_agree_((in), (outlen), __LINE__)
+
+static void test_prf_random(void **state)
+{
+    static const char *const mds[] = {"SHA2-256", "SHA2-384", "SHA256", "SHA384", "sha2-384",
+                                      "MD5-SHA1", "SHA2-512"};
+    unsigned char secret[200], seed[5][120];
+    int i, j;
+
+    (void)state;
+    for (i = 0; i < 2000; i++) {
+        struct prf_in in = {.md = mds[rnd(i % 10 == 0 ? 7 : 5)], .secret = secret, .has_secret = 1};
+        size_t outs[] = {12, 48, 72, 104, 136, 1, 32, 33, 200};
+
+        in.secret_len = rnd(4) ? 48 : rnd(sizeof(secret) + 1);
+        fill(secret, in.secret_len);
+        in.nseed = 1 + (int)rnd(5);
+        for (j = 0; j < in.nseed; j++) {
+            in.seed[j] = rnd(6) ? seed[j] : NULL;
+            in.seed_len[j] = in.seed[j] != NULL ? rnd(sizeof(seed[j]) + 1) : 0;
+            if (in.seed[j] != NULL)
+                fill(seed[j], in.seed_len[j]);
+        }
+        if (in.nseed == 1 && in.seed_len[0] == 0) { /* keep most cases valid */
+            in.seed[0] = seed[0];
+            in.seed_len[0] = 13;
+        }
+        (void)prf_agree(&in, outs[rnd(sizeof(outs) / sizeof(outs[0]))]);
+    }
+}
+
+static void test_prf_edges(void **state)
+{
+    unsigned char secret[48], seed[1025];
+    EVP_KDF *kdfs[2] = {g_prf_tg, g_prf_df};
+    unsigned char res[2][3][64];
+    size_t k;
+
+    (void)state;
+    fill(secret, sizeof(secret));
+    fill(seed, sizeof(seed));
+    {
+        struct prf_in in = {.md = "SHA2-384", .secret = secret, .secret_len = 48, .has_secret = 1,
+                            .seed = {seed}, .seed_len = {77}, .nseed = 1};
+        struct prf_in x = in;
+
+        assert_true(prf_agree(&in, 48));
+        assert_false(prf_agree(&in, 0));
+        x.md = NULL;
+        assert_false(prf_agree(&x, 48));
+        x = in;
+        x.has_secret = 0;
+        assert_false(prf_agree(&x, 48));
+        x = in;
+        x.secret_len = 0; /* an empty secret is a secret */
+        assert_true(prf_agree(&x, 48));
+        x = in;
+        x.nseed = 0;
+        assert_false(prf_agree(&x, 48));
+        x.nseed = 1;
+        x.seed_len[0] = 0;
+        assert_false(prf_agree(&x, 48));
+        x.seed_len[0] = 1024;
+        assert_true(prf_agree(&x, 48));
+        x.seed_len[0] = 1025;
+        assert_false(prf_agree(&x, 48));
+        x.nseed = 2; /* 1,000 + 24 and 1,000 + 25 */
+        x.seed[1] = seed + 1000;
+        x.seed_len[0] = 1000;
+        x.seed_len[1] = 24;
+        assert_true(prf_agree(&x, 48));
+        x.seed_len[1] = 25;
+        assert_false(prf_agree(&x, 48));
+        x = in;
+        x.md = "SHAKE256";
+        assert_false(prf_agree(&x, 48));
+        x.md = "MD5-SHA1";
+        assert_true(prf_agree(&x, 48));
+        x.secret_len = 47; /* odd: the two halves overlap by a byte */
+        assert_true(prf_agree(&x, 100));
+    }
+    /* seeds are appended across calls until a reset */
+    for (k = 0; k < 2; k++) {
+        EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdfs[k]), *d;
+        OSSL_PARAM ps[4];
+
+        assert_non_null(c);
+        ps[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA2-256", 0);
+        ps[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET, secret, 48);
+        ps[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, seed, 20);
+        ps[3] = OSSL_PARAM_construct_end();
+        assert_true(EVP_KDF_CTX_set_params(c, ps));
+        assert_true(EVP_KDF_derive(c, res[k][0], 64, NULL) > 0);
+        ps[0] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, seed + 20, 30);
+        ps[1] = OSSL_PARAM_construct_end();
+        assert_true(EVP_KDF_derive(c, res[k][1], 64, ps) > 0); /* seed = 50 bytes now */
+        d = EVP_KDF_CTX_dup(c);
+        if (d != NULL) {
+            unsigned char a[64];
+
+            assert_true(EVP_KDF_derive(d, a, 64, NULL) > 0);
+            assert_memory_equal(a, res[k][1], 64);
+            EVP_KDF_CTX_free(d);
+        }
+        EVP_KDF_CTX_reset(c);
+        assert_false(EVP_KDF_derive(c, res[k][2], 64, NULL) > 0);
+        ERR_clear_error();
+        EVP_KDF_CTX_free(c);
+    }
+    assert_memory_equal(res[0][0], res[1][0], 64);
+    assert_memory_equal(res[0][1], res[1][1], 64);
+    {
+        struct prf_in in = {.md = "SHA2-256", .secret = secret, .secret_len = 48, .has_secret = 1,
+                            .seed = {seed}, .seed_len = {50}, .nseed = 1};
+        unsigned char b[64];
+
+        assert_true(prf_derive(g_prf_df, &in, b, 64));
+        assert_memory_equal(b, res[0][1], 64);
+    }
+}
+
+/* ---- TLS through libssl: a server preferring tlsgate, a plain client ---- */
 
 static void make_cert(EVP_PKEY **key, X509 **crt)
 {
@@ -478,6 +658,7 @@ static int pump(SSL *c, SSL *s)
 static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, const char *groups,
                                   SSL_SESSION *resume, int *reused)
 {
+    int tls12 = strncmp(suite, "TLS_", 4) != 0; /* a TLS 1.2 cipher name */
     SSL *c = SSL_new(cc), *s = SSL_new(sc);
     BIO *cb, *sb;
     unsigned char ek[2][64], msg[64], buf[64];
@@ -491,13 +672,18 @@ static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, c
     SSL_set_bio(s, sb, sb);
     SSL_set_connect_state(c);
     SSL_set_accept_state(s);
-    assert_true(SSL_set_ciphersuites(c, suite));
+    if (tls12) {
+        assert_true(SSL_set_max_proto_version(c, TLS1_2_VERSION));
+        assert_true(SSL_set_cipher_list(c, suite));
+    } else {
+        assert_true(SSL_set_ciphersuites(c, suite));
+    }
     if (groups != NULL)
         assert_true(SSL_set1_groups_list(c, groups));
     if (resume != NULL)
         assert_true(SSL_set_session(c, resume));
     assert_true(pump(c, s));
-    assert_int_equal(SSL_version(s), TLS1_3_VERSION);
+    assert_int_equal(SSL_version(s), tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
     *reused = SSL_session_reused(s);
     /* both sides derived the same secrets: exporter, and data both ways incl. a key update */
     assert_true(SSL_export_keying_material(c, ek[0], 64, "EXPORTER-test", 13, NULL, 0, 0));
@@ -505,7 +691,7 @@ static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, c
     assert_memory_equal(ek[0], ek[1], 64);
     for (i = 0; i < 3; i++) {
         fill(msg, sizeof(msg));
-        if (i == 1)
+        if (i == 1 && !tls12)
             assert_true(SSL_key_update(s, SSL_KEY_UPDATE_REQUESTED));
         assert_int_equal(SSL_write(s, msg, sizeof(msg)), (int)sizeof(msg));
         assert_int_equal(SSL_read(c, buf, sizeof(buf)), (int)sizeof(buf));
@@ -523,7 +709,7 @@ static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, c
     return sess;
 }
 
-static void test_tls13_handshakes(void **state)
+static void test_tls_handshakes(void **state)
 {
     static const char *const suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                                          "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256"};
@@ -539,6 +725,10 @@ static void test_tls13_handshakes(void **state)
     assert_non_null(cc);
     /* the server's libssl fetches ours */
     used = EVP_KDF_fetch(g_lib, "TLS13-KDF", "?provider=tlsgate");
+    assert_non_null(used);
+    assert_string_equal(OSSL_PROVIDER_get0_name(EVP_KDF_get0_provider(used)), "tlsgate");
+    EVP_KDF_free(used);
+    used = EVP_KDF_fetch(g_lib, "TLS1-PRF", "?provider=tlsgate");
     assert_non_null(used);
     assert_string_equal(OSSL_PROVIDER_get0_name(EVP_KDF_get0_provider(used)), "tlsgate");
     EVP_KDF_free(used);
@@ -561,6 +751,27 @@ static void test_tls13_handshakes(void **state)
         assert_true(reused);
         SSL_SESSION_free(sess);
     }
+    /* TLS 1.2: the PRF with SHA-256 and SHA-384, with and without extended master secret */
+    {
+        static const char *const ciphers[] = {"ECDHE-ECDSA-AES128-GCM-SHA256",
+                                              "ECDHE-ECDSA-AES256-GCM-SHA384",
+                                              "ECDHE-ECDSA-CHACHA20-POLY1305"};
+
+        for (i = 0; i < 2 * sizeof(ciphers) / sizeof(ciphers[0]); i++) {
+            int reused;
+            SSL_SESSION *sess;
+
+            if (i % 2)
+                SSL_CTX_set_options(cc, SSL_OP_NO_EXTENDED_MASTER_SECRET);
+            else
+                SSL_CTX_clear_options(cc, SSL_OP_NO_EXTENDED_MASTER_SECRET);
+            sess = one_handshake(cc, sc, ciphers[i / 2], NULL, NULL, &reused);
+            assert_false(reused);
+            SSL_SESSION_free(one_handshake(cc, sc, ciphers[i / 2], NULL, sess, &reused));
+            assert_true(reused);
+            SSL_SESSION_free(sess);
+        }
+    }
     SSL_CTX_free(sc);
     SSL_CTX_free(cc);
     EVP_PKEY_free(key);
@@ -582,7 +793,9 @@ static int setup(void **state)
     }
     g_tg = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=tlsgate");
     g_df = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=default");
-    if (g_tg == NULL || g_df == NULL) {
+    g_prf_tg = EVP_KDF_fetch(g_lib, "TLS1-PRF", "provider=tlsgate");
+    g_prf_df = EVP_KDF_fetch(g_lib, "TLS1-PRF", "provider=default");
+    if (g_tg == NULL || g_df == NULL || g_prf_tg == NULL || g_prf_df == NULL) {
         ERR_print_errors_fp(stderr);
         return -1;
     }
@@ -594,6 +807,8 @@ static int teardown(void **state)
     (void)state;
     EVP_KDF_free(g_tg);
     EVP_KDF_free(g_df);
+    EVP_KDF_free(g_prf_tg);
+    EVP_KDF_free(g_prf_df);
     for (size_t i = 0; i < 3; i++)
         OSSL_PROVIDER_unload(g_prov[i]);
     OSSL_LIB_CTX_free(g_lib);
@@ -607,7 +822,8 @@ int main(void)
         cmocka_unit_test(test_random_expand),   cmocka_unit_test(test_random_extract),
         cmocka_unit_test(test_cache_keys),      cmocka_unit_test(test_cache_threads),
         cmocka_unit_test(test_edges),           cmocka_unit_test(test_digests),
-        cmocka_unit_test(test_params_lifecycle), cmocka_unit_test(test_tls13_handshakes),
+        cmocka_unit_test(test_params_lifecycle), cmocka_unit_test(test_prf_random),
+        cmocka_unit_test(test_prf_edges),       cmocka_unit_test(test_tls_handshakes),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
