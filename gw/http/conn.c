@@ -1067,8 +1067,10 @@ static void conn_free(gw_conn_t *c)
         gw_proxy_conn_free(c);
     if (c->stream)
         gw_stream_conn_free(c);
-    if (c->async_used)
-        async_forget(c);
+    /* Always: a provider thread (the timer) can complete a request and call the wake
+     * callback after the job queued it but before the job paused; the job then goes on
+     * without pausing, so a connection that never parked can still be in wake_q. */
+    async_forget(c);
     set_stat(c, ST_NONE);
     if (c->file_fd >= 0)
         close(c->file_fd);
@@ -1360,7 +1362,6 @@ static int park(gw_conn_t *c, int rr, int op)
         c->pause_us = gw_clock_mono_us();
         c->async_paused = 1;
         c->async_op = op;
-        c->async_used = 1;
         n_paused++;
         GW_WSTAT_ADD(paused, 1);
         if (c->async_fd_mode)
@@ -1372,7 +1373,6 @@ static int park(gw_conn_t *c, int rr, int op)
         GW_WSTAT_ADD(want_async_job, 1);
         if (!c->async_retry) {
             c->async_retry = 1;
-            c->async_used = 1;
             c->retry_next = NULL;
             if (retry_tail)
                 retry_tail->retry_next = c;

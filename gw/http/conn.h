@@ -91,7 +91,6 @@ typedef struct gw_conn {
     int async_op;            /* the SSL call that paused (resumed as is when draining) */
     int async_retry;         /* WANT_ASYNC_JOB: waiting for a free job */
     int async_fd_mode;       /* wake through wait fds, not the callback */
-    int async_used;          /* ever paused: queues may still name it */
     int draining;            /* closed while paused: free when the job finishes */
     struct gw_conn *retry_next;
     gw_async_fd_t afd[GW_CONN_MAX_ASYNC_FDS];

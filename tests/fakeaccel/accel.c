@@ -425,6 +425,24 @@ static void fa_wait(FA_PROV *p, struct fa_req *r, ASYNC_WAIT_CTX *wctx)
 {
     int resumed = 0;
 
+    if (p->no_pause) {
+        /* pause=0: the notification still goes out (before done), the job never pauses:
+         * the application is woken for a job that is already past its wait */
+        pthread_mutex_lock(&p->lock);
+        while (!r->done) {
+            if (!p->thread_running)
+                fa_thread_start_locked(p);
+            pthread_cond_wait(&p->done_cv, &p->lock);
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (r->wfd != NULL) {
+            tg_waitfd_drain(r->wfd);
+            tg_waitfd_release(r->wfd);
+            r->wfd = NULL;
+        }
+        return;
+    }
+
     for (;;) {
         int done;
 

@@ -21,6 +21,10 @@
  *   notify     FAKEACCEL_NOTIFY     "callback" (default), "fd", or "poll" (callback, but
  *                                   delivered only when the application reads "poll")
  *   fail_every FAKEACCEL_FAIL_EVERY N > 0: every Nth accelerated operation fails (0)
+ *   pause      FAKEACCEL_PAUSE      1 (default): the job pauses; 0: it blocks until the
+ *                                   answer and goes on without pausing, while the
+ *                                   application is still notified (callback or fd), as by
+ *                                   a provider whose answer came before the job paused
  *   -          FAKEACCEL_LOG        file to append one line per accelerated operation
  * Gettable provider parameters: name, version, buildinfo, status and the unsigned
  * counters ops, ops_async, fails, inflight.
@@ -242,16 +246,17 @@ static int fa_parse_ulong(const char *s, unsigned long max, unsigned long *out)
     return 1;
 }
 
-/* Reads delay_us, notify and fail_every: config section first, then the environment. */
+/* Reads delay_us, notify, fail_every and pause: config section first, then the environment. */
 static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
 {
-    const char *delay = NULL, *notify = NULL, *fail_every = NULL, *env;
-    OSSL_PARAM core_params[4];
+    const char *delay = NULL, *notify = NULL, *fail_every = NULL, *pause = NULL, *env;
+    OSSL_PARAM core_params[5];
 
     core_params[0] = OSSL_PARAM_construct_utf8_ptr("delay_us", (char **)&delay, 0);
     core_params[1] = OSSL_PARAM_construct_utf8_ptr("notify", (char **)&notify, 0);
     core_params[2] = OSSL_PARAM_construct_utf8_ptr("fail_every", (char **)&fail_every, 0);
-    core_params[3] = OSSL_PARAM_construct_end();
+    core_params[3] = OSSL_PARAM_construct_utf8_ptr("pause", (char **)&pause, 0);
+    core_params[4] = OSSL_PARAM_construct_end();
     if (core_get_params != NULL && !core_get_params(prov->handle, core_params))
         return 0;
     if ((env = getenv("FAKEACCEL_DELAY_US")) != NULL)
@@ -260,6 +265,8 @@ static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_
         notify = env;
     if ((env = getenv("FAKEACCEL_FAIL_EVERY")) != NULL)
         fail_every = env;
+    if ((env = getenv("FAKEACCEL_PAUSE")) != NULL)
+        pause = env;
 
     prov->delay_us = 1000;
     prov->notify = FA_NOTIFY_CALLBACK;
@@ -283,6 +290,15 @@ static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_
     if (fail_every != NULL && !fa_parse_ulong(fail_every, 1UL << 30, &prov->fail_every)) {
         FA_RAISE(prov, FA_R_BAD_ARGUMENT, "fail_every=%s: expected a count", fail_every);
         return 0;
+    }
+    prov->no_pause = 0;
+    if (pause != NULL) {
+        if (strcmp(pause, "0") == 0) {
+            prov->no_pause = 1;
+        } else if (strcmp(pause, "1") != 0) {
+            FA_RAISE(prov, FA_R_BAD_ARGUMENT, "pause=%s: expected 0 or 1", pause);
+            return 0;
+        }
     }
     if ((env = getenv("FAKEACCEL_LOG")) != NULL && *env != '\0')
         prov->log_fd = open(env, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -60,6 +60,7 @@ typedef struct fa_prov {
     unsigned long delay_us;
     enum fa_notify notify;
     unsigned long fail_every;
+    int no_pause; /* pause=0: the job waits for the answer without pausing (still notified) */
     int log_fd; /* FAKEACCEL_LOG: one line per accelerated operation, or -1 */
 
     /* Counters (provider parameters). */

@@ -59,10 +59,12 @@ def accel_dir():
     return d
 
 
-def accel_main(delay_us=DELAY_US, notify="callback", fail_every=None, extra=""):
+def accel_main(delay_us=DELAY_US, notify="callback", fail_every=None, extra="", pause=None):
     params = "delay_us %d; notify %s;" % (delay_us, notify)
     if fail_every is not None:
         params += " fail_every %s;" % fail_every
+    if pause is not None:
+        params += " pause %d;" % pause
     return ('ssl_provider fakeaccel { path %s; %s }\nssl_propquery "?provider=fakeaccel";\n%s'
             % (accel_dir(), params, extra))
 
@@ -652,6 +654,38 @@ def test_poll_hook(env):
     ws = wait_idle(sport, pid)
     print("  notify poll: %.0f hs/s, worker %s" % (w.rps, ws), flush=True)
     assert ws["resumed"] >= w.n, "fewer resumes than handshakes: %s for %d" % (ws, w.n)
+
+
+def test_wake_without_pause(env):
+    """A provider may notify a job that never paused: its answer came after the job queued
+    the request but before it paused (tlsgate's own provider, when its timer thread
+    completes the batch in that window), and the job goes on without pausing. fakeaccel
+    pause 0 does that on every operation. The connection is in the wake queue while it is
+    not paused; a client that sent its ClientHello and closed makes the worker free it in
+    the same pass, before the wake queue is processed. The worker must not touch it then
+    (a use-after-free found by bench/replay.sh under perf; the sanitizer build of this
+    test fails on it)."""
+    port, sport = env.port(), env.port()
+    srv, _ = start(env, [status_server(sport), tls_server(env, port, "ssl_async on;")],
+                   accel_main(0, pause=0), [port, sport])
+    pid = srv.wait_workers(1)[0]
+    curl_ok(env, port, "/index.html")
+    hello = replay_hello.client_hello("a.test")
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        try:
+            s.sendall(hello)
+            s.shutdown(socket.SHUT_WR)  # the hello and the FIN: one read for the worker
+            while s.recv(65536):
+                pass
+        except OSError:
+            pass
+        finally:
+            s.close()
+    w = wait_idle(sport, pid)
+    print("  50 hellos then FIN, accelerator without pauses: worker %s" % w, flush=True)
+    assert srv.workers() == [pid], "the worker died: %s" % srv.workers()
+    curl_ok(env, port, "/index.html")  # (the harness fails the test on an [alert] line)
 
 
 # ---------------------------------------------------------------- 5. notify modes
