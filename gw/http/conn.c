@@ -22,6 +22,7 @@
 #include "net/listen.h"
 #include "proxy/proxy.h"
 #include "proxy/stream.h"
+#include "tls/secheap.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -787,6 +788,8 @@ static void conn_drive(gw_conn_t *c)
                 continue;
             }
             unsigned long first_err = ERR_peek_error();
+            if (first_err && SSL_get_error(c->ssl, r) == SSL_ERROR_SSL)
+                gw_secheap_failed(c->peer_text); /* a full secure heap gets a clear line */
             int rr = ssl_result(c, r, "SSL_do_handshake");
             if (rr == IO_AGAIN || park(c, rr, OP_HANDSHAKE))
                 return;
