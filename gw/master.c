@@ -398,12 +398,12 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
         gw_errlist_add(errs, "%s: pid: cannot write \"%s\": %s", conf->conf_file, conf->pid,
                        strerror(errno));
     gw_cycle_t *c = gw_cycle_new(conf, gw_conn_client_hello, errs);
-    if (c)
+    if (c) {
         gw_secheap_check(conf); /* the keys are in the secure heap now */
-    if (c)
         c->privs = privs;
-    else
+    } else {
         gw_privs_dispose(&privs);
+    }
     if (c && c->n_laddrs == 0) {
         gw_errlist_add(errs, "%s: no \"listen\" in any server: nothing to serve",
                        c->conf->conf_file);

@@ -105,6 +105,11 @@ def test_warning_and_default(env):
     # unset: sized from worker_connections (200000 x 64 + 1m -> 16 MiB), no warning
     rc, out = config_test(env, conf_text(env, port, wc=200000), "auto.conf")
     assert rc == 0 and "ssl_secure_heap" not in out, out
+    # the default's cap: 1 GiB, and a warning when even that is short
+    rc, out = config_test(env, conf_text(env, port, "ssl_provider tlsgate;", wc=1048576),
+                          "cap.conf")
+    assert rc == 0 and "the secure heap (1073741824 bytes, the default) is smaller than " \
+        "1048576 worker_connections" in out, out
     env.write(os.path.join(env.html, "index.html"), "hi")
     srv = env.start(env.write("auto.conf", conf_text(env, port, wc=200000)), port=port)
     sizes = dontdump_sizes(srv.pid)
@@ -166,6 +171,11 @@ def test_full_heap(env):
     again when connections close."""
     env.allow_log = True
     port = env.port()
+    # the default's cap: 1 GiB, and a warning when even that is short
+    rc, out = config_test(env, conf_text(env, port, "ssl_provider tlsgate;", wc=1048576),
+                          "cap.conf")
+    assert rc == 0 and "the secure heap (1073741824 bytes, the default) is smaller than " \
+        "1048576 worker_connections" in out, out
     env.write(os.path.join(env.html, "index.html"), "hi")
     srv = env.start(env.write("t.conf", conf_text(env, port, "ssl_secure_heap 8k;",
                                                   extra="ssl_session_tickets off;")),
