@@ -19,6 +19,7 @@
 #include "http/conn.h"
 #include "net/listen.h"
 #include "tls/accel.h"
+#include "tls/secheap.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -368,7 +369,7 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
     if (!conf)
         return NULL;
     /* before any key is read: keys and ticket keys go to memory left out of core dumps */
-    gw_privs_secure_heap(conf->ssl_secure_heap);
+    gw_secheap_init(conf);
     gw_privs_t privs;
     if (gw_privs_check(conf, &privs, errs) != 0) {
         gw_conf_free(conf);
@@ -397,10 +398,12 @@ gw_cycle_t *gw_build_cycle(const gw_options_t *opt, gw_errlist_t *errs)
         gw_errlist_add(errs, "%s: pid: cannot write \"%s\": %s", conf->conf_file, conf->pid,
                        strerror(errno));
     gw_cycle_t *c = gw_cycle_new(conf, gw_conn_client_hello, errs);
-    if (c)
+    if (c) {
+        gw_secheap_check(conf); /* the keys are in the secure heap now */
         c->privs = privs;
-    else
+    } else {
         gw_privs_dispose(&privs);
+    }
     if (c && c->n_laddrs == 0) {
         gw_errlist_add(errs, "%s: no \"listen\" in any server: nothing to serve",
                        c->conf->conf_file);

@@ -1514,11 +1514,16 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "workers may dump core (`PR_SET_DUMPABLE` 1, also after `user` switched them, as nginx); "
      "without it they are made non-dumpable. Key memory is left out of dumps (`ssl_secure_heap`, "
      "docs/security.md)."},
-    {"ssl_secure_heap", M, 0, 1, 1, MAIN(ssl_secure_heap), set_size, 0, 1073741824, "*SIZE*", "8m",
+    {"ssl_secure_heap", M, GW_DIR_DEFAULT_DOC, 1, 1, MAIN(ssl_secure_heap), set_size, 0, 1073741824,
+     "*SIZE*", "8m",
      "Size of OpenSSL's secure heap (`CRYPTO_secure_malloc_init`, rounded up to a power of two; "
      "`0` = off): private keys, session ticket keys and the provider's keys and pools live there, "
-     "in memory excluded from core dumps (`MADV_DONTDUMP`) and locked when allowed. Full, it "
-     "fails new key operations: size it for the concurrent handshakes of a worker."},
+     "in memory excluded from core dumps (`MADV_DONTDUMP`) and locked when allowed. OpenSSL also "
+     "puts each connection's ephemeral key there (32 bytes; 1056 with `ssl_provider tlsgate`, "
+     "kept for a TLS 1.3 connection's life); full, it fails handshakes (logged at alert). Unset, "
+     "it is 8m or, when `worker_connections` needs more, worker_connections x 64 bytes (x 2048 "
+     "with a provider other than `default`) + the provider's pools + 1m, capped at 1g; a smaller "
+     "explicit size is warned about at start, reload and `-t`. See docs/security.md."},
     {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
      "Connection processing settings."},
     {"stream", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_stream, ANY, "`{ ... }`", NULL,

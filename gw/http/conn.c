@@ -22,6 +22,7 @@
 #include "net/listen.h"
 #include "proxy/proxy.h"
 #include "proxy/stream.h"
+#include "tls/secheap.h"
 #include "tls/tls.h"
 #include "worker.h"
 
@@ -787,6 +788,8 @@ static void conn_drive(gw_conn_t *c)
                 continue;
             }
             unsigned long first_err = ERR_peek_error();
+            if (first_err && SSL_get_error(c->ssl, r) == SSL_ERROR_SSL)
+                gw_secheap_failed(c->peer_text); /* a full secure heap gets a clear line */
             int rr = ssl_result(c, r, "SSL_do_handshake");
             if (rr == IO_AGAIN || park(c, rr, OP_HANDSHAKE))
                 return;
@@ -1042,8 +1045,37 @@ static void on_event(gw_io_t *io, uint32_t events)
     conn_drive(c);
 }
 
+/* RFC 5246 §7.2.1 (TLS 1.2: "the other party MUST respond with a close_notify alert of its
+ * own") and RFC 8446 §6.1 (TLS 1.3: each party sends close_notify before closing its write
+ * side): a client's close_notify (SSL_RECEIVED_SHUTDOWN, set by OpenSSL when SSL_read met
+ * it) is answered by ours before the FIN. One non-blocking SSL_shutdown, never a loop: a
+ * full socket buffer (WANT_WRITE) or a pool without a free async job (WANT_ASYNC_JOB)
+ * drops the alert, the connection closes as before. Returns 1 when an accelerator paused
+ * the shutdown (the connection drains and is freed when the job ends), else 0. */
+static int answer_close_notify(gw_conn_t *c)
+{
+    if (!c->ssl || c->draining || c->async_retry || !SSL_is_init_finished(c->ssl) ||
+        (SSL_get_shutdown(c->ssl) & (SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN)) !=
+            SSL_RECEIVED_SHUTDOWN)
+        return 0;
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_shutdown(c->ssl);
+    int e = r < 0 ? SSL_get_error(c->ssl, r) : SSL_ERROR_NONE;
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_ASYNC) {
+        park(c, IO_ASYNC, OP_SHUTDOWN);
+        c->draining = 1;
+        gw_timer_add(&gw_worker->loop, &c->timer, DRAIN_WARN_MS);
+        return 1;
+    }
+    return 0;
+}
+
 static void conn_close(gw_conn_t *c)
 {
+    if (!c->async_paused && answer_close_notify(c))
+        return;
     if (c->async_paused) {
         /* Never free an SSL whose job is paused (haproxy#3453): drain it. The job's wake
          * resumes it until it finishes, then the connection is freed. */

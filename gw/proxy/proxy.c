@@ -914,11 +914,16 @@ client:
     }
     if (c->async_paused || c->async_retry)
         return 0;
-    if (!from_up && p->probe_client && p->body_done && c->in_len < c->in_cap) {
+    if (!from_up && p->probe_client && p->body_done && !c->read_eof && c->in_len < c->in_cap) {
         size_t got = 0;
         int r = gw_conn_recv(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
         if (r == GW_CONN_IO_OK) {
             c->in_len += got; /* a pipelined request: it waits for its turn */
+        } else if (r == GW_CONN_IO_EOF && c->ssl &&
+                   (SSL_get_shutdown(c->ssl) & SSL_RECEIVED_SHUTDOWN)) {
+            /* close_notify: the client ended its direction cleanly (a TLS 1.3 half-close,
+             * RFC 8446 §6.1), not an abort: the response still goes out, then ours
+             * (read_eof set: no more probes, no keep-alive) */
         } else if (r != GW_CONN_IO_AGAIN) {
             gw_log(GW_LOG_INFO, 0, "client %s closed the connection while its request was "
                    "proxied", c->peer_text);
