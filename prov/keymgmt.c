@@ -38,9 +38,13 @@ static TG_KEY *key_wrap(TG_PROV *prov, enum tg_kt kt, void *inner)
 
     if (inner == NULL)
         return NULL;
-    /* the secure heap when the application set one up (tlsgate: ssl_secure_heap): the
-     * key's private half (priv) lives here, left out of core dumps */
-    k = OPENSSL_secure_zalloc(sizeof(*k));
+    /* the private half (priv) in the secure heap when the application set one up
+     * (tlsgate: ssl_secure_heap): locked, left out of core dumps */
+    k = OPENSSL_zalloc(sizeof(*k));
+    if (k != NULL && (k->priv = OPENSSL_secure_zalloc(TG_PRIV_LEN)) == NULL) {
+        OPENSSL_free(k);
+        k = NULL;
+    }
     if (k == NULL) {
         TG_DFLT(tg_dflt_keymgmt[kt], OSSL_FUNC_KEYMGMT_FREE, OSSL_FUNC_keymgmt_free_fn *)(inner);
         return NULL;
@@ -77,7 +81,7 @@ static void acc_clear(TG_KEY *k)
     r->bits = 0;
     r->len = 0;
     r->blind_uses = 0;
-    OPENSSL_cleanse(k->priv, sizeof(k->priv));
+    OPENSSL_cleanse(k->priv, TG_PRIV_LEN);
     memset(k->pub, 0, sizeof(k->pub));
     k->has_priv = k->has_pub = 0;
     atomic_store(&k->acc_state, 0);
@@ -93,7 +97,8 @@ static void key_free(void *keydata)
     TG_DFLT(tg_dflt_keymgmt[k->kt], OSSL_FUNC_KEYMGMT_FREE, OSSL_FUNC_keymgmt_free_fn *)(k->inner);
     pthread_mutex_destroy(&k->rsa.blind_lock);
     pthread_mutex_destroy(&k->acc_lock);
-    OPENSSL_secure_clear_free(k, sizeof(*k));
+    OPENSSL_secure_clear_free(k->priv, TG_PRIV_LEN);
+    OPENSSL_clear_free(k, sizeof(*k));
 }
 
 /* The key changed (import, set_params): the cached form is recomputed on next use. */

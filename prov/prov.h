@@ -113,6 +113,8 @@ struct tg_rsa_acc {
     BN_CTX *bnctx;
 };
 
+#define TG_PRIV_LEN 32
+
 typedef struct tg_key {
     enum tg_kt kt;
     TG_PROV *prov;
@@ -123,7 +125,10 @@ typedef struct tg_key {
     pthread_mutex_t acc_lock;
     struct tg_rsa_acc rsa;
     int has_priv, has_pub;
-    uint8_t priv[32]; /* EC P-256 big-endian d, or X25519 scalar (little-endian) */
+    /* EC P-256 big-endian d, or X25519 scalar (little-endian): 32 bytes in the secure
+     * heap (when the application set one up); the rest of the object is not secret and
+     * lives in the ordinary heap, so an ephemeral key costs the secure heap 32 bytes */
+    uint8_t *priv;
     uint8_t pub[65];  /* EC: 0x04||X||Y; X25519: 32 bytes u */
 } TG_KEY;
 

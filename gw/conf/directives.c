@@ -1519,10 +1519,11 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Size of OpenSSL's secure heap (`CRYPTO_secure_malloc_init`, rounded up to a power of two; "
      "`0` = off): private keys, session ticket keys and the provider's keys and pools live there, "
      "in memory excluded from core dumps (`MADV_DONTDUMP`) and locked when allowed. OpenSSL also "
-     "puts each connection's ephemeral key there (32 bytes; 1056 with `ssl_provider tlsgate`, "
+     "puts each connection's ephemeral key there (32 bytes; 96 with `ssl_provider tlsgate`, "
      "kept for a TLS 1.3 connection's life); full, it fails handshakes (logged at alert). Unset, "
-     "it is 8m or, when `worker_connections` needs more, worker_connections x 64 bytes (x 2048 "
-     "with a provider other than `default`) + the provider's pools + 1m, capped at 1g; a smaller "
+     "it is 8m or, when `worker_connections` needs more, worker_connections x 64 bytes (x 256 "
+     "with `tlsgate`, x 2048 with another provider than `default`) + the provider's pools + 1m, "
+     "capped at 1g; a smaller "
      "explicit size is warned about at start, reload and `-t`. See docs/security.md."},
     {"events", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_events, ANY, "`{ ... }`", NULL,
      "Connection processing settings."},

@@ -26,17 +26,17 @@ static int64_t pow2(int64_t v)
     return p;
 }
 
-static int other_provider(const gw_conf_t *conf)
-{
-    for (size_t i = 0; i < conf->n_providers; i++)
-        if (strcmp(conf->providers[i].name, "default") != 0)
-            return 1;
-    return 0;
-}
-
 size_t gw_secheap_per_conn(const gw_conf_t *conf)
 {
-    return other_provider(conf) ? GW_SECHEAP_CONN_PROVIDER : GW_SECHEAP_CONN_DEFAULT;
+    size_t per = GW_SECHEAP_CONN_DEFAULT;
+    for (size_t i = 0; i < conf->n_providers; i++) {
+        const char *n = conf->providers[i].name;
+        if (strcmp(n, "tlsgate") == 0 && per < GW_SECHEAP_CONN_TLSGATE)
+            per = GW_SECHEAP_CONN_TLSGATE;
+        else if (strcmp(n, "default") != 0 && strcmp(n, "tlsgate") != 0)
+            per = GW_SECHEAP_CONN_PROVIDER;
+    }
+    return per;
 }
 
 /* The tlsgate provider's idle-time pools: POOL_KINDS blocks of pool_size entries. */
@@ -100,7 +100,7 @@ void gw_secheap_check(const gw_conf_t *conf)
                 conf->conf_file, (long long)arena,
                 conf->ssl_secure_heap == GW_UNSET_SIZE ? ", the default" : "",
                 conf->worker_connections, (long long)need, (long long)used, (long long)per,
-                other_provider(conf) ? " with a provider" : "", (long long)fits,
+                per > GW_SECHEAP_CONN_DEFAULT ? " with a provider" : "", (long long)fits,
                 (long long)((pow2(need) + (1 << 20) - 1) >> 20));
 }
 

@@ -2,11 +2,11 @@
  * Sizing and watching OpenSSL's secure heap (`ssl_secure_heap`, gw/core/privs.c).
  *
  * OpenSSL 3.0 puts per-connection secrets there too (the server's ephemeral X25519/ECDHE
- * private key; with tlsgate's provider its key object, 1 KiB) and does not fall back to
+ * private key; with tlsgate's provider also its copy of the scalar) and does not fall back to
  * the ordinary heap when the arena is full: the allocation fails and so does the
  * handshake. Measured per connection (tests/integ/secheap_probe.c, docs/security.md):
- * 32 bytes with OpenSSL's default provider, 1056 bytes with tlsgate's (TLS 1.3: held for
- * the connection's life, not only in flight; TLS 1.2 ECDHE: 32 / 544 bytes until the
+ * 32 bytes with OpenSSL's default provider, 96 bytes with tlsgate's (TLS 1.3: held for
+ * the connection's life, not only in flight; TLS 1.2 ECDHE: 32 / 64 bytes until the
  * client's key exchange; TLS 1.2 RSA key exchange: 0).
  *
  * So that a worker runs out of connections (worker_connections) before its secure heap
@@ -28,15 +28,17 @@
 
 #define GW_SECHEAP_MIN_DEFAULT ((int64_t)8 << 20) /* the default when it is enough */
 #define GW_SECHEAP_CONN_DEFAULT 64     /* bytes per connection, default provider (32, x2) */
-#define GW_SECHEAP_CONN_PROVIDER 2048  /* another provider (tlsgate's: 1056, x2) */
+#define GW_SECHEAP_CONN_TLSGATE 256    /* with tlsgate's provider (96, x2, rounded up) */
+#define GW_SECHEAP_CONN_PROVIDER 2048  /* another provider (unknown: a 1 KiB key object, x2) */
 #define GW_SECHEAP_KEYS_RESERVE ((int64_t)1 << 20) /* keys and ticket keys, before they
                                                       are loaded (the default's estimate) */
 
 /**
  * Bytes of secure heap one connection of conf may hold: GW_SECHEAP_CONN_PROVIDER when an
- * `ssl_provider` other than "default" is loaded (its key objects may live there; tlsgate's
- * do), else GW_SECHEAP_CONN_DEFAULT. Both are twice the measured figure (the buddy
- * allocator's fragmentation).
+ * `ssl_provider` other than "default" and "tlsgate" is loaded (its key objects may live
+ * there), GW_SECHEAP_CONN_TLSGATE with tlsgate's (its ephemeral keys keep their 32-byte
+ * scalar there), else GW_SECHEAP_CONN_DEFAULT. Each is at least twice the measured figure
+ * (the buddy allocator's fragmentation).
  */
 size_t gw_secheap_per_conn(const gw_conf_t *conf);
 

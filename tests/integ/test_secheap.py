@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
 KNOWN_FAILURES = {}
-CONN_DEFAULT, CONN_PROVIDER = 64, 2048  # gw/tls/secheap.h GW_SECHEAP_CONN_*
+CONN_DEFAULT, CONN_TLSGATE, CONN_PROVIDER = 64, 256, 2048  # gw/tls/secheap.h GW_SECHEAP_CONN_*
 FULL = "the secure heap is full"
 
 
@@ -60,7 +60,7 @@ def test_probe_figures(env):
     module = os.path.join(os.path.dirname(h.binary()), "tlsgate.so")
     mods = [("-", CONN_DEFAULT)]
     if os.path.exists(module):
-        mods.append((module, CONN_PROVIDER))
+        mods.append((module, CONN_TLSGATE))
     seen = []
     for mod, limit in mods:
         for mode in ("sync", "async"):
@@ -106,8 +106,9 @@ def test_warning_and_default(env):
     rc, out = config_test(env, conf_text(env, port, wc=200000), "auto.conf")
     assert rc == 0 and "ssl_secure_heap" not in out, out
     # the default's cap: 1 GiB, and a warning when even that is short
-    rc, out = config_test(env, conf_text(env, port, "ssl_provider tlsgate;", wc=1048576),
-                          "cap.conf")
+    # (another provider than tlsgate is sized at CONN_PROVIDER: OpenSSL's legacy provider)
+    rc, out = config_test(env, conf_text(env, port, "ssl_provider legacy;\nssl_provider default;",
+                                         wc=1048576), "cap.conf")
     assert rc == 0 and "the secure heap (1073741824 bytes, the default) is smaller than " \
         "1048576 worker_connections" in out, out
     env.write(os.path.join(env.html, "index.html"), "hi")
@@ -172,8 +173,9 @@ def test_full_heap(env):
     env.allow_log = True
     port = env.port()
     # the default's cap: 1 GiB, and a warning when even that is short
-    rc, out = config_test(env, conf_text(env, port, "ssl_provider tlsgate;", wc=1048576),
-                          "cap.conf")
+    # (another provider than tlsgate is sized at CONN_PROVIDER: OpenSSL's legacy provider)
+    rc, out = config_test(env, conf_text(env, port, "ssl_provider legacy;\nssl_provider default;",
+                                         wc=1048576), "cap.conf")
     assert rc == 0 and "the secure heap (1073741824 bytes, the default) is smaller than " \
         "1048576 worker_connections" in out, out
     env.write(os.path.join(env.html, "index.html"), "hi")
