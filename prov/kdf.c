@@ -66,12 +66,17 @@ struct kdf_buf {
     unsigned char inl[KDF_INLINE];
 };
 
-typedef struct tg_kdf {
-    TG_PROV *prov;
-    int mode;                 /* EVP_KDF_HKDF_MODE_*; 0 (EXTRACT_AND_EXPAND) until set */
+/* The "digest" and "properties" parameters, shared by both KDFs. */
+struct kdf_digest {
     enum tg_md md;
     char mdname[NAME_MAX_LEN]; /* as given, for delegation */
     char *props;               /* "properties", for delegation; NULL if not set */
+};
+
+typedef struct tg_kdf {
+    TG_PROV *prov;
+    int mode; /* EVP_KDF_HKDF_MODE_*; 0 (EXTRACT_AND_EXPAND) until set */
+    struct kdf_digest dg;
     struct kdf_buf key, salt, prefix, label, data;
 } TG_KDF;
 
@@ -357,7 +362,7 @@ static void empty_init(void)
 static int do_extract(TG_KDF *x, unsigned char *out, size_t outlen)
 {
     static const unsigned char zeros[MD_MAX];
-    size_t hl = md_size(x->md);
+    size_t hl = md_size(x->dg.md);
     unsigned char derived[MD_MAX];
     struct hmac_key k;
     int ok = 1;
@@ -368,16 +373,16 @@ static int do_extract(TG_KDF *x, unsigned char *out, size_t outlen)
         return 0;
     }
     if (x->salt.p == NULL) {
-        hmac_setkey(&k, x->md, NULL, 0); /* salt = "": HMAC with an empty key */
+        hmac_setkey(&k, x->dg.md, NULL, 0); /* salt = "": HMAC with an empty key */
     } else {
         struct hmac_key tmp;
 
         pthread_once(&empty_once, empty_init);
-        ok = expand_label(x, hmac_key(&tmp, x->md, x->salt.p, x->salt.len),
-                          empty_hash[x->md == TG_MD_SHA384], hl, derived, hl);
+        ok = expand_label(x, hmac_key(&tmp, x->dg.md, x->salt.p, x->salt.len),
+                          empty_hash[x->dg.md == TG_MD_SHA384], hl, derived, hl);
         OPENSSL_cleanse(&tmp, sizeof(tmp));
         if (ok)
-            hmac_setkey(&k, x->md, derived, hl);
+            hmac_setkey(&k, x->dg.md, derived, hl);
         OPENSSL_cleanse(derived, sizeof(derived));
     }
     if (ok) {
@@ -404,7 +409,7 @@ static int do_expand(TG_KDF *x, unsigned char *out, size_t outlen)
                  outlen);
         return 0;
     }
-    ok = expand_label(x, hmac_key(&k, x->md, x->key.p, x->key.len), x->data.p, x->data.len, out,
+    ok = expand_label(x, hmac_key(&k, x->dg.md, x->key.p, x->key.len), x->data.p, x->data.len, out,
                       outlen);
     OPENSSL_cleanse(&k, sizeof(k));
     return ok;
@@ -422,14 +427,13 @@ static void buf_clear(struct kdf_buf *b)
     b->len = 0;
 }
 
-static int buf_set(TG_KDF *x, struct kdf_buf *b, const void *p, size_t len)
+static int buf_set(TG_PROV *prov, struct kdf_buf *b, const void *p, size_t len)
 {
     buf_clear(b);
     if (len <= KDF_INLINE) {
         b->p = b->inl;
     } else if ((b->p = OPENSSL_malloc(len)) == NULL) {
-        if (x != NULL)
-            TG_RAISE(x->prov, TG_R_INTERNAL, "TLS13-KDF: out of memory (%zu bytes)", len);
+        TG_RAISE(prov, TG_R_INTERNAL, "KDF: out of memory (%zu bytes)", len);
         return 0;
     }
     if (len > 0)
@@ -438,14 +442,14 @@ static int buf_set(TG_KDF *x, struct kdf_buf *b, const void *p, size_t len)
     return 1;
 }
 
-static int param_octets(TG_KDF *x, const OSSL_PARAM *p, struct kdf_buf *b)
+static int param_octets(TG_PROV *prov, const char *alg, const OSSL_PARAM *p, struct kdf_buf *b)
 {
     if (p->data_type != OSSL_PARAM_OCTET_STRING || (p->data == NULL && p->data_size != 0)) {
-        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: parameter \"%s\" must be an octet string",
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "%s: parameter \"%s\" must be an octet string", alg,
                  p->key);
         return 0;
     }
-    return buf_set(x, b, p->data, p->data_size);
+    return buf_set(prov, b, p->data, p->data_size);
 }
 
 static int ascii_caseeq(const char *a, const char *b)
@@ -480,6 +484,39 @@ static enum tg_md md_from_name(const char *name)
     return TG_MD_OTHER;
 }
 
+/* "digest" or "properties" into d: 1 taken, 0 refused (error raised), -1 another key. */
+static int digest_param(TG_PROV *prov, const char *alg, struct kdf_digest *d, const OSSL_PARAM *p)
+{
+    int is_md = strcmp(p->key, OSSL_KDF_PARAM_DIGEST) == 0;
+
+    if (!is_md && strcmp(p->key, OSSL_KDF_PARAM_PROPERTIES) != 0)
+        return -1;
+    if (p->data_type != OSSL_PARAM_UTF8_STRING || p->data == NULL ||
+        strlen(p->data) >= NAME_MAX_LEN) {
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "%s: parameter \"%s\" must be a string of under %d bytes",
+                 alg, p->key, NAME_MAX_LEN);
+        return 0;
+    }
+    if (is_md) {
+        strcpy(d->mdname, p->data);
+        d->md = md_from_name(d->mdname);
+        return 1;
+    }
+    OPENSSL_free(d->props);
+    if ((d->props = OPENSSL_strdup(p->data)) == NULL) {
+        TG_RAISE(prov, TG_R_INTERNAL, "%s: out of memory", alg);
+        return 0;
+    }
+    return 1;
+}
+
+static int digest_dup(struct kdf_digest *to, const struct kdf_digest *from)
+{
+    to->md = from->md;
+    memcpy(to->mdname, from->mdname, sizeof(to->mdname));
+    return from->props == NULL || (to->props = OPENSSL_strdup(from->props)) != NULL;
+}
+
 static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     TG_KDF *x = vctx;
@@ -489,26 +526,13 @@ static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         return 1;
     for (p = params; p->key != NULL; p++) {
         const char *k = p->key;
+        int r = digest_param(x->prov, "TLS13-KDF", &x->dg, p);
 
-        if (strcmp(k, OSSL_KDF_PARAM_DIGEST) == 0 || strcmp(k, OSSL_KDF_PARAM_PROPERTIES) == 0) {
-            int is_md = k[0] == 'd';
-
-            if (p->data_type != OSSL_PARAM_UTF8_STRING || p->data == NULL ||
-                strlen(p->data) >= NAME_MAX_LEN) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT,
-                         "TLS13-KDF: parameter \"%s\" must be a string of under %d bytes", k,
-                         NAME_MAX_LEN);
-                return 0;
-            }
-            if (is_md) {
-                strcpy(x->mdname, p->data);
-                x->md = md_from_name(x->mdname);
-            } else {
-                OPENSSL_free(x->props);
-                if ((x->props = OPENSSL_strdup(p->data)) == NULL)
-                    return 0;
-            }
-        } else if (strcmp(k, OSSL_KDF_PARAM_MODE) == 0) {
+        if (r == 0)
+            return 0;
+        if (r == 1)
+            continue;
+        if (strcmp(k, OSSL_KDF_PARAM_MODE) == 0) {
             int n;
 
             if (p->data_type == OSSL_PARAM_UTF8_STRING && p->data != NULL) {
@@ -530,16 +554,16 @@ static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             }
             x->mode = n;
         } else if (strcmp(k, OSSL_KDF_PARAM_KEY) == 0) {
-            if (!param_octets(x, p, &x->key))
+            if (!param_octets(x->prov, "TLS13-KDF", p, &x->key))
                 return 0;
         } else if (strcmp(k, OSSL_KDF_PARAM_SALT) == 0) {
-            if (!param_octets(x, p, &x->salt))
+            if (!param_octets(x->prov, "TLS13-KDF", p, &x->salt))
                 return 0;
         } else if (strcmp(k, OSSL_KDF_PARAM_PREFIX) == 0) {
-            if (!param_octets(x, p, &x->prefix))
+            if (!param_octets(x->prov, "TLS13-KDF", p, &x->prefix))
                 return 0;
         } else if (strcmp(k, OSSL_KDF_PARAM_LABEL) == 0) {
-            if (!param_octets(x, p, &x->label))
+            if (!param_octets(x->prov, "TLS13-KDF", p, &x->label))
                 return 0;
         }
     }
@@ -551,7 +575,7 @@ static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     /* OpenSSL's TLS13-KDF forgets "data" on every call that does not set it again. */
     buf_clear(&x->data);
     if ((p = OSSL_PARAM_locate_const(params, OSSL_KDF_PARAM_DATA)) != NULL &&
-        !param_octets(x, p, &x->data))
+        !param_octets(x->prov, "TLS13-KDF", p, &x->data))
         return 0;
     return 1;
 }
@@ -590,9 +614,9 @@ static void *dflt_ctx(TG_KDF *x)
         TG_RAISE(x->prov, TG_R_DELEGATION_FAILED, "TLS13-KDF: default provider context");
         return NULL;
     }
-    if (x->props != NULL)
-        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_PROPERTIES, x->props, 0);
-    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, x->mdname, 0);
+    if (x->dg.props != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_PROPERTIES, x->dg.props, 0);
+    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, x->dg.mdname, 0);
     *p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &x->mode);
     if (x->key.p != NULL)
         *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, x->key.p, x->key.len);
@@ -633,7 +657,7 @@ static void kdf_reset(void *vctx)
     buf_clear(&x->prefix);
     buf_clear(&x->label);
     buf_clear(&x->data);
-    OPENSSL_free(x->props);
+    OPENSSL_free(x->dg.props);
     OPENSSL_cleanse(x, sizeof(*x));
     x->prov = prov;
 }
@@ -654,14 +678,12 @@ static void *kdf_dupctx(void *vctx)
     if (x == NULL)
         return NULL;
     x->mode = src->mode;
-    x->md = src->md;
-    memcpy(x->mdname, src->mdname, sizeof(x->mdname));
-    if ((src->props != NULL && (x->props = OPENSSL_strdup(src->props)) == NULL) ||
-        (src->key.p != NULL && !buf_set(x, &x->key, src->key.p, src->key.len)) ||
-        (src->salt.p != NULL && !buf_set(x, &x->salt, src->salt.p, src->salt.len)) ||
-        (src->prefix.p != NULL && !buf_set(x, &x->prefix, src->prefix.p, src->prefix.len)) ||
-        (src->label.p != NULL && !buf_set(x, &x->label, src->label.p, src->label.len)) ||
-        (src->data.p != NULL && !buf_set(x, &x->data, src->data.p, src->data.len))) {
+    if (!digest_dup(&x->dg, &src->dg) ||
+        (src->key.p != NULL && !buf_set(x->prov, &x->key, src->key.p, src->key.len)) ||
+        (src->salt.p != NULL && !buf_set(x->prov, &x->salt, src->salt.p, src->salt.len)) ||
+        (src->prefix.p != NULL && !buf_set(x->prov, &x->prefix, src->prefix.p, src->prefix.len)) ||
+        (src->label.p != NULL && !buf_set(x->prov, &x->label, src->label.p, src->label.len)) ||
+        (src->data.p != NULL && !buf_set(x->prov, &x->data, src->data.p, src->data.len))) {
         kdf_freectx(x);
         return NULL;
     }
@@ -674,7 +696,7 @@ static int kdf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
 
     if (!kdf_set_ctx_params(x, params))
         return 0;
-    if (x->md == TG_MD_NONE) {
+    if (x->dg.md == TG_MD_NONE) {
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: no digest set");
         return 0;
     }
@@ -682,7 +704,7 @@ static int kdf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: no mode set");
         return 0;
     }
-    if (x->md == TG_MD_OTHER) {
+    if (x->dg.md == TG_MD_OTHER) {
         void *d = dflt_ctx(x);
         int ok;
 
@@ -710,10 +732,10 @@ static int kdf_get_ctx_params(void *vctx, OSSL_PARAM params[])
         return -2; /* as OpenSSL's: nothing we know was asked */
     if (x->mode != EVP_KDF_HKDF_MODE_EXTRACT_ONLY) {
         sz = SIZE_MAX;
-    } else if (x->md == TG_MD_NONE) {
+    } else if (x->dg.md == TG_MD_NONE) {
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: no digest set");
         return 0;
-    } else if (x->md == TG_MD_OTHER) {
+    } else if (x->dg.md == TG_MD_OTHER) {
         void *d = dflt_ctx(x);
         int ok;
 
@@ -723,7 +745,7 @@ static int kdf_get_ctx_params(void *vctx, OSSL_PARAM params[])
         KDFF(FREECTX, freectx)(d);
         return ok;
     } else {
-        sz = md_size(x->md);
+        sz = md_size(x->dg.md);
     }
     return OSSL_PARAM_set_size_t(p, sz);
 }
@@ -759,9 +781,7 @@ const OSSL_DISPATCH tg_tls13_kdf_functions[] = {
 
 typedef struct tg_prf {
     TG_PROV *prov;
-    enum tg_md md;
-    char mdname[NAME_MAX_LEN];
-    char *props;
+    struct kdf_digest dg;
     struct kdf_buf secret;
     size_t seedlen;
     unsigned char seed[PRF_SEED_MAX];
@@ -784,7 +804,7 @@ static void prf_reset(void *vctx)
     TG_PROV *prov = x->prov;
 
     buf_clear(&x->secret);
-    OPENSSL_free(x->props);
+    OPENSSL_free(x->dg.props);
     OPENSSL_cleanse(x->seed, x->seedlen);
     memset(x, 0, offsetof(TG_PRF, seed));
     x->seedlen = 0;
@@ -806,11 +826,8 @@ static void *prf_dupctx(void *vctx)
 
     if (x == NULL)
         return NULL;
-    x->md = src->md;
-    memcpy(x->mdname, src->mdname, sizeof(x->mdname));
-    if ((src->props != NULL && (x->props = OPENSSL_strdup(src->props)) == NULL) ||
-        (src->secret.p != NULL &&
-         !buf_set((TG_KDF *)NULL, &x->secret, src->secret.p, src->secret.len))) {
+    if (!digest_dup(&x->dg, &src->dg) ||
+        (src->secret.p != NULL && !buf_set(x->prov, &x->secret, src->secret.p, src->secret.len))) {
         prf_freectx(x);
         return NULL;
     }
@@ -828,32 +845,15 @@ static int prf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         return 1;
     for (p = params; p->key != NULL; p++) {
         const char *k = p->key;
+        int r = digest_param(x->prov, "TLS1-PRF", &x->dg, p);
 
-        if (strcmp(k, OSSL_KDF_PARAM_DIGEST) == 0 || strcmp(k, OSSL_KDF_PARAM_PROPERTIES) == 0) {
-            if (p->data_type != OSSL_PARAM_UTF8_STRING || p->data == NULL ||
-                strlen(p->data) >= NAME_MAX_LEN) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT,
-                         "TLS1-PRF: parameter \"%s\" must be a string of under %d bytes", k,
-                         NAME_MAX_LEN);
+        if (r == 0)
+            return 0;
+        if (r == 1)
+            continue;
+        if (strcmp(k, OSSL_KDF_PARAM_SECRET) == 0) {
+            if (!param_octets(x->prov, "TLS1-PRF", p, &x->secret))
                 return 0;
-            }
-            if (k[0] == 'd') {
-                strcpy(x->mdname, p->data);
-                x->md = md_from_name(x->mdname);
-            } else {
-                OPENSSL_free(x->props);
-                if ((x->props = OPENSSL_strdup(p->data)) == NULL)
-                    return 0;
-            }
-        } else if (strcmp(k, OSSL_KDF_PARAM_SECRET) == 0) {
-            if (p->data_type != OSSL_PARAM_OCTET_STRING || (p->data == NULL && p->data_size != 0)) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"secret\" must be an octet string");
-                return 0;
-            }
-            if (!buf_set((TG_KDF *)NULL, &x->secret, p->data, p->data_size)) {
-                TG_RAISE(x->prov, TG_R_INTERNAL, "TLS1-PRF: out of memory");
-                return 0;
-            }
         } else if (strcmp(k, OSSL_KDF_PARAM_SEED) == 0) {
             if (p->data_type != OSSL_PARAM_OCTET_STRING) {
                 TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"seed\" must be an octet string");
@@ -907,9 +907,9 @@ static int prf_delegate(TG_PRF *x, unsigned char *out, size_t outlen)
         TG_RAISE(x->prov, TG_R_DELEGATION_FAILED, "TLS1-PRF: default provider context");
         return 0;
     }
-    if (x->props != NULL)
-        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_PROPERTIES, x->props, 0);
-    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, x->mdname, 0);
+    if (x->dg.props != NULL)
+        *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_PROPERTIES, x->dg.props, 0);
+    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, x->dg.mdname, 0);
     *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SECRET, x->secret.p, x->secret.len);
     *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, x->seed, x->seedlen);
     *p = OSSL_PARAM_construct_end();
@@ -928,7 +928,7 @@ static int prf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
 
     if (!prf_set_ctx_params(x, params))
         return 0;
-    if (x->md == TG_MD_NONE) {
+    if (x->dg.md == TG_MD_NONE) {
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: no digest set");
         return 0;
     }
@@ -944,10 +944,10 @@ static int prf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: no output asked");
         return 0;
     }
-    if (x->md == TG_MD_OTHER)
+    if (x->dg.md == TG_MD_OTHER)
         return prf_delegate(x, out, outlen);
-    hl = md_size(x->md);
-    k = hmac_key(&tmp, x->md, x->secret.p, x->secret.len);
+    hl = md_size(x->dg.md);
+    k = hmac_key(&tmp, x->dg.md, x->secret.p, x->secret.len);
     /* P_hash: A(1) = HMAC(secret, seed), out = HMAC(secret, A(i) || seed) ..., A(i+1) = HMAC(secret, A(i)) */
     hmac_run(k, x->seed, x->seedlen, NULL, 0, NULL, 0, a);
     for (;;) {
