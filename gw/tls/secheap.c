@@ -94,12 +94,14 @@ void gw_secheap_check(const gw_conf_t *conf)
     int64_t room = arena - used - pools(conf);
     int64_t fits = room > 0 ? room / per : 0;
     gw_warn_add("%s: ssl_secure_heap: the secure heap (%lld bytes%s) is smaller than %d "
-                "worker_connections need (%lld bytes: %lld in use by keys, %lld per "
-                "connection%s): handshakes will fail after about %lld connections; set "
+                "worker_connections need (%lld bytes: %lld in use by keys, %lld for the "
+                "provider's pools once full, %lld per connection%s): handshakes will fail "
+                "after about %lld connections with full pools; set "
                 "ssl_secure_heap %lldm or more (docs/security.md)",
                 conf->conf_file, (long long)arena,
                 conf->ssl_secure_heap == GW_UNSET_SIZE ? ", the default" : "",
-                conf->worker_connections, (long long)need, (long long)used, (long long)per,
+                conf->worker_connections, (long long)need, (long long)used,
+                (long long)pools(conf), (long long)per,
                 per > GW_SECHEAP_CONN_DEFAULT ? " with a provider" : "", (long long)fits,
                 (long long)((pow2(need) + (1 << 20) - 1) >> 20));
 }
