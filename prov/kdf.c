@@ -806,8 +806,7 @@ static void prf_reset(void *vctx)
     buf_clear(&x->secret);
     OPENSSL_free(x->dg.props);
     OPENSSL_cleanse(x->seed, x->seedlen);
-    memset(x, 0, offsetof(TG_PRF, seed));
-    x->seedlen = 0;
+    memset(x, 0, offsetof(TG_PRF, seed)); /* seedlen too */
     x->prov = prov;
 }
 

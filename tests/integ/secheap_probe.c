@@ -129,6 +129,21 @@ static int srv_resume(pair_t *p)
     return -1;
 }
 
+/* Drive a started handshake (r: the server's last step) to its end: exchange flights and
+ * resume paused jobs, at most 8 rounds. Returns the server's last step (1: done). */
+static int complete(pair_t *p, int r)
+{
+    for (int k = 0; k < 8 && r != 1; k++) {
+        pump(p->srv_net, p->cli_net);
+        cli_step(p);
+        pump(p->cli_net, p->srv_net);
+        r = srv_step(p);
+        if (r == 2)
+            r = srv_resume(p);
+    }
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -227,15 +242,7 @@ int main(int argc, char **argv)
         if (i == 0) { /* warm-up: complete it */
             if (r == 2)
                 r = srv_resume(p);
-            for (int k = 0; k < 8 && r != 1; k++) {
-                pump(p->srv_net, p->cli_net);
-                cli_step(p);
-                pump(p->cli_net, p->srv_net);
-                r = srv_step(p);
-                if (r == 2)
-                    r = srv_resume(p);
-            }
-            if (r != 1)
+            if (complete(p, r) != 1)
                 die("warm-up handshake did not complete");
             continue;
         }
@@ -279,15 +286,7 @@ int main(int argc, char **argv)
     for (int i = 1; i <= n; i++) {
         pair_t *p = &ps[i];
         int r = SSL_waiting_for_async(p->srv) ? srv_resume(p) : srv_step(p);
-        for (int k = 0; k < 8 && r != 1; k++) {
-            pump(p->srv_net, p->cli_net);
-            cli_step(p);
-            pump(p->cli_net, p->srv_net);
-            r = srv_step(p);
-            if (r == 2)
-                r = srv_resume(p);
-        }
-        if (r != 1)
+        if (complete(p, r) != 1)
             die("handshake did not complete");
         pump(p->srv_net, p->cli_net);
         cli_step(p);
