@@ -40,41 +40,49 @@ static IFMA v8 mask52(void)
     return _mm512_set1_epi64((long long)BN52_MASK);
 }
 
+/* An empty asm that makes the compiler forget where p points: loads through p stay inside
+ * the loop that uses them instead of being hoisted out and spilled to the stack (gcc does
+ * that with fully unrolled rows, one store and one load per IFMA operand). */
+#define OPAQUE_PTR(p) __asm__("" : "+r"(p))
+
 /*
- * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)).
- * r must not alias a, b or m. n is a compile-time constant at every call site.
+ * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)):
+ * word-serial almost-Montgomery multiplication, operand scanning with a window of n
+ * accumulators that slides down one limb per digit b_i (acc[j - 1] = acc[j] + ...).
+ * Per limb and digit one chain of four IFMA (the two products of b_i first, then the two
+ * of the reduction digit y_i, so that y_i has the shortest path to the next row): n
+ * independent chains per row, enough to keep two IFMA pipes busy, with a[] and m[] as
+ * memory operands (no copies). r must not alias a, b or m; n is a compile-time constant
+ * at every call site (n <= 80).
  */
-/*
- * The same multiplication with a window of n accumulators that slides down one limb per
- * digit (acc[j - 1] = acc[j] + ...): for n above what 32 registers hold in place, where
- * the in-place form would load and store an accumulator around every IFMA.
- */
-static IFMA void amm8_slide(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
                       size_t n)
 {
     const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 acc[80]; /* n <= 80 */
+    v8 acc[80];
 
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = zero;
     for (size_t i = 0; i < n; i++) {
+        const v8 *ap = a, *mp = m;
+        OPAQUE_PTR(ap);
+        OPAQUE_PTR(mp);
         v8 bi = b[i];
-        v8 a0 = _mm512_madd52lo_epu64(acc[0], a[0], bi);
+        v8 a0 = _mm512_madd52lo_epu64(acc[0], ap[0], bi);
         v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
-        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
-        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
-        hi = _mm512_madd52hi_epu64(hi, a[0], bi);
-        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+        a0 = _mm512_madd52lo_epu64(a0, mp[0], y); /* == 0 mod 2^52 */
+        v8 c = _mm512_srli_epi64(a0, BN52_BITS);
 #pragma GCC unroll 80
         for (size_t j = 1; j < n; j++) {
-            v8 t = _mm512_madd52lo_epu64(acc[j], a[j], bi);
-            t = _mm512_madd52lo_epu64(t, m[j], y);
-            acc[j - 1] = _mm512_add_epi64(t, hi);
-            hi = _mm512_madd52hi_epu64(zero, a[j], bi);
-            hi = _mm512_madd52hi_epu64(hi, m[j], y);
+            v8 t = _mm512_madd52lo_epu64(acc[j], ap[j], bi);
+            t = _mm512_madd52hi_epu64(t, ap[j - 1], bi);
+            t = _mm512_madd52lo_epu64(t, mp[j], y);
+            acc[j - 1] = _mm512_madd52hi_epu64(t, mp[j - 1], y);
         }
-        acc[n - 1] = hi;
+        acc[0] = _mm512_add_epi64(acc[0], c);
+        v8 t = _mm512_madd52hi_epu64(zero, ap[n - 1], bi);
+        acc[n - 1] = _mm512_madd52hi_epu64(t, mp[n - 1], y);
     }
     /* carry propagation, per lane */
     v8 c = zero;
@@ -86,93 +94,14 @@ static IFMA void amm8_slide(v8 *restrict r, const v8 *a, const v8 *b, const v8 *
     }
 }
 
-
-static IFMA void amm8_inplace(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
-                      size_t n)
-{
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 acc[160]; /* row i works on acc[i .. i + n]: every update in place, no shifting */
-
-#pragma GCC unroll 80
-    for (size_t j = 0; j <= n; j++)
-        acc[j] = zero;
-#pragma GCC unroll 80
-    for (size_t i = 0; i < n; i++) {
-        v8 bi = b[i];
-        v8 *w = acc + i;
-
-        w[n] = zero;
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], a[j], bi);
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++) {
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], a[j], bi);
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
-        }
-        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
-    }
-    /* carry propagation, per lane */
-    v8 c = zero;
-#pragma GCC unroll 80
-    for (size_t j = 0; j < n; j++) {
-        v8 z = _mm512_add_epi64(acc[n + j], c);
-        r[j] = _mm512_and_si512(z, msk);
-        c = _mm512_srli_epi64(z, BN52_BITS);
-    }
-}
-
-/* n <= 24: the in-place form (n + 1 accumulators stay in registers); above: sliding. */
-static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
-                      size_t n)
-{
-    if (n <= 24)
-        amm8_inplace(r, a, b, m, k0, n);
-    else
-        amm8_slide(r, a, b, m, k0, n);
-}
-
-/* The reduction of ams8 in place (n <= 24: the window stays in registers): row i makes
- * limb i of t (2n limbs, destroyed) zero mod 2^52 and carries it into limb i + 1; the
- * result is limbs n .. 2n - 1, normalised into r. */
-static IFMA void ams8_redc_inplace(v8 *restrict r, v8 *t, const v8 *restrict m, v8 k0, size_t n)
-{
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-
-#pragma GCC unroll 80
-    for (size_t i = 0; i < n; i++) {
-        v8 *w = t + i;
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
-        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
-    }
-    v8 c = zero;
-#pragma GCC unroll 80
-    for (size_t j = 0; j < n; j++) {
-        v8 z = _mm512_add_epi64(t[n + j], c);
-        r[j] = _mm512_and_si512(z, msk);
-        c = _mm512_srli_epi64(z, BN52_BITS);
-    }
-}
-
-
 /*
  * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
  * same value as amm8(r, a, a, ...)). The full square first, each cross product once, then
  * doubled (IFMA takes 52-bit operands, so the doubling is of the sums, not of a_i), plus
- * the squares; then Montgomery reduction row by row (separated operand scanning). About
- * n^2 + n + n(2n + 1) IFMA instead of 4n^2: Drucker-Gueron's dedicated squaring,
- * performance.md §2.1. Lazy limbs: each of the 2n accumulators takes < 4n + 2 terms
- * below 2^52 (x2 for the doubling), far from 2^64.
+ * the squares; then Montgomery reduction row by row (separated operand scanning) in a
+ * sliding window as amm8's. About n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's
+ * dedicated squaring). Lazy limbs: each of the 2n accumulators takes < 4n + 2 terms below
+ * 2^52 (x2 for the doubling), far from 2^64.
  */
 static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
 {
@@ -180,48 +109,54 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
     v8 t[160]; /* the square, 2n <= 160 limbs, each column written once */
 
     /* product scanning: column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for
-     * i + j = k - 1 (i < j), doubled, plus the square term of the column */
+     * i + j = k - 1 (i < j), doubled, plus the square term of the column; four chains per
+     * column (lo and hi, even and odd i) so that few columns in flight fill the pipes */
 #pragma GCC unroll 160
     for (size_t k = 0; k < 2 * n; k++) {
-        v8 col = zero, colh = zero; /* two independent chains (IFMA latency) */
+        v8 l0 = zero, l1 = zero, h0 = zero, h1 = zero;
         const size_t lo0 = k + 1 > n ? k + 1 - n : 0, lo1 = (k + 1) / 2; /* 2i < k */
         const size_t hi0 = k > n ? k - n : 0, hi1 = k / 2;               /* 2i < k - 1 */
 #pragma GCC unroll 80
-        for (size_t i = lo0; i < lo1; i++)
-            col = _mm512_madd52lo_epu64(col, a[i], a[k - i]);
+        for (size_t i = lo0; i < lo1; i++) {
+            if ((i - lo0) % 2 == 0)
+                l0 = _mm512_madd52lo_epu64(l0, a[i], a[k - i]);
+            else
+                l1 = _mm512_madd52lo_epu64(l1, a[i], a[k - i]);
+        }
 #pragma GCC unroll 80
-        for (size_t i = hi0; i < hi1; i++)
-            colh = _mm512_madd52hi_epu64(colh, a[i], a[k - 1 - i]);
-        col = _mm512_slli_epi64(_mm512_add_epi64(col, colh), 1);
+        for (size_t i = hi0; i < hi1; i++) {
+            if ((i - hi0) % 2 == 0)
+                h0 = _mm512_madd52hi_epu64(h0, a[i], a[k - 1 - i]);
+            else
+                h1 = _mm512_madd52hi_epu64(h1, a[i], a[k - 1 - i]);
+        }
+        v8 col = _mm512_add_epi64(_mm512_add_epi64(l0, l1), _mm512_add_epi64(h0, h1));
+        col = _mm512_slli_epi64(col, 1);
         if (k % 2 == 0)
             col = _mm512_madd52lo_epu64(col, a[k / 2], a[k / 2]);
         else
             col = _mm512_madd52hi_epu64(col, a[k / 2], a[k / 2]);
         t[k] = col;
     }
-    if (n <= 24) {
-        ams8_redc_inplace(r, t, m, k0, n);
-        return;
-    }
-    /* Montgomery reduction with a sliding window of n accumulators (as amm8_slide): row i
-     * makes the lowest limb zero mod 2^52, and limb n + i of the square enters the window */
+    /* Montgomery reduction with a sliding window of n accumulators: row i makes the lowest
+     * limb zero mod 2^52, and limb n + i of the square enters the window */
     v8 acc[80];
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = t[j];
     for (size_t i = 0; i < n; i++) {
-        v8 a0 = acc[0];
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
-        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
-        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
-        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+        const v8 *mp = m;
+        OPAQUE_PTR(mp);
+        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, acc[0], k0), msk);
+        v8 a0 = _mm512_madd52lo_epu64(acc[0], mp[0], y); /* == 0 mod 2^52 */
+        v8 c = _mm512_srli_epi64(a0, BN52_BITS);
 #pragma GCC unroll 80
         for (size_t j = 1; j < n; j++) {
-            v8 u = _mm512_madd52lo_epu64(acc[j], m[j], y);
-            acc[j - 1] = _mm512_add_epi64(u, hi);
-            hi = _mm512_madd52hi_epu64(zero, m[j], y);
+            v8 u = _mm512_madd52lo_epu64(acc[j], mp[j], y);
+            acc[j - 1] = _mm512_madd52hi_epu64(u, mp[j - 1], y);
         }
-        acc[n - 1] = _mm512_add_epi64(t[n + i], hi);
+        acc[0] = _mm512_add_epi64(acc[0], c);
+        acc[n - 1] = _mm512_madd52hi_epu64(t[n + i], mp[n - 1], y);
     }
     v8 c = zero;
 #pragma GCC unroll 80
