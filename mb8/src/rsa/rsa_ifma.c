@@ -48,12 +48,14 @@ static IFMA v8 mask52(void)
 /*
  * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)):
  * word-serial almost-Montgomery multiplication, operand scanning with a window of n
- * accumulators that slides down one limb per digit b_i (acc[j - 1] = acc[j] + ...).
- * Per limb and digit one chain of four IFMA (the two products of b_i first, then the two
- * of the reduction digit y_i, so that y_i has the shortest path to the next row): n
- * independent chains per row, enough to keep two IFMA pipes busy, with a[] and m[] as
- * memory operands (no copies). r must not alias a, b or m; n is a compile-time constant
- * at every call site (n <= 80).
+ * accumulators that slides down two limbs per pass of two digits b_i, b_(i+1) (n is even).
+ * The pass first finds the two reduction digits y_i, y_(i+1) from the window's two lowest
+ * limbs, then gives every other limb one chain of eight IFMA (the four products of the
+ * digits first, the four of y last, so the y have the shortest path to the next pass): n
+ * independent chains per pass for two IFMA pipes, and each a_j and m_j serves four IFMA of
+ * a pass, so half the loads of one digit per pass (Zen 4 issues one 512-bit load per IFMA
+ * at best). r must not alias a, b or m; n is a compile-time constant at every call site
+ * (n <= 80).
  */
 static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
                       size_t n)
@@ -64,25 +66,41 @@ static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restri
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = zero;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i += 2) {
         const v8 *ap = a, *mp = m;
         OPAQUE_PTR(ap);
         OPAQUE_PTR(mp);
-        v8 bi = b[i];
-        v8 a0 = _mm512_madd52lo_epu64(acc[0], ap[0], bi);
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
-        a0 = _mm512_madd52lo_epu64(a0, mp[0], y); /* == 0 mod 2^52 */
-        v8 c = _mm512_srli_epi64(a0, BN52_BITS);
+        v8 b0 = b[i], b1 = b[i + 1];
+        v8 t0 = _mm512_madd52lo_epu64(acc[0], ap[0], b0);
+        v8 y0 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, t0, k0), msk);
+        v8 c0 = _mm512_srli_epi64(_mm512_madd52lo_epu64(t0, mp[0], y0), BN52_BITS);
+        v8 t1 = _mm512_madd52lo_epu64(acc[1], ap[1], b0);
+        t1 = _mm512_madd52hi_epu64(t1, ap[0], b0);
+        t1 = _mm512_madd52lo_epu64(t1, ap[0], b1);
+        t1 = _mm512_madd52lo_epu64(t1, mp[1], y0);
+        t1 = _mm512_add_epi64(_mm512_madd52hi_epu64(t1, mp[0], y0), c0);
+        v8 y1 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, t1, k0), msk);
+        v8 c1 = _mm512_srli_epi64(_mm512_madd52lo_epu64(t1, mp[0], y1), BN52_BITS);
 #pragma GCC unroll 80
-        for (size_t j = 1; j < n; j++) {
-            v8 t = _mm512_madd52lo_epu64(acc[j], ap[j], bi);
-            t = _mm512_madd52hi_epu64(t, ap[j - 1], bi);
-            t = _mm512_madd52lo_epu64(t, mp[j], y);
-            acc[j - 1] = _mm512_madd52hi_epu64(t, mp[j - 1], y);
+        for (size_t j = 2; j < n; j++) {
+            v8 u = _mm512_madd52lo_epu64(acc[j], ap[j], b0);
+            u = _mm512_madd52hi_epu64(u, ap[j - 1], b0);
+            u = _mm512_madd52lo_epu64(u, ap[j - 1], b1);
+            u = _mm512_madd52hi_epu64(u, ap[j - 2], b1);
+            u = _mm512_madd52lo_epu64(u, mp[j], y0);
+            u = _mm512_madd52hi_epu64(u, mp[j - 1], y0);
+            u = _mm512_madd52lo_epu64(u, mp[j - 1], y1);
+            acc[j - 2] = _mm512_madd52hi_epu64(u, mp[j - 2], y1);
         }
-        acc[0] = _mm512_add_epi64(acc[0], c);
-        v8 t = _mm512_madd52hi_epu64(zero, ap[n - 1], bi);
-        acc[n - 1] = _mm512_madd52hi_epu64(t, mp[n - 1], y);
+        acc[0] = _mm512_add_epi64(acc[0], c1);
+        v8 u = _mm512_madd52hi_epu64(zero, ap[n - 1], b0);
+        u = _mm512_madd52lo_epu64(u, ap[n - 1], b1);
+        u = _mm512_madd52hi_epu64(u, ap[n - 2], b1);
+        u = _mm512_madd52hi_epu64(u, mp[n - 1], y0);
+        u = _mm512_madd52lo_epu64(u, mp[n - 1], y1);
+        acc[n - 2] = _mm512_madd52hi_epu64(u, mp[n - 2], y1);
+        u = _mm512_madd52hi_epu64(zero, ap[n - 1], b1);
+        acc[n - 1] = _mm512_madd52hi_epu64(u, mp[n - 1], y1);
     }
     /* carry propagation, per lane */
     v8 c = zero;
@@ -138,25 +156,35 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
             col = _mm512_madd52hi_epu64(col, a[k / 2], a[k / 2]);
         t[k] = col;
     }
-    /* Montgomery reduction with a sliding window of n accumulators: row i makes the lowest
-     * limb zero mod 2^52, and limb n + i of the square enters the window */
+    /* Montgomery reduction with a sliding window of n accumulators, two rows per pass (n
+     * is even): row i makes the lowest limb zero mod 2^52 and carries it up, then row i + 1
+     * the next; limbs n + i and n + i + 1 of the square enter the window. Each m_j serves
+     * four IFMA of a pass, so half the loads of one row per pass. */
     v8 acc[80];
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = t[j];
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i += 2) {
         const v8 *mp = m;
         OPAQUE_PTR(mp);
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, acc[0], k0), msk);
-        v8 a0 = _mm512_madd52lo_epu64(acc[0], mp[0], y); /* == 0 mod 2^52 */
-        v8 c = _mm512_srli_epi64(a0, BN52_BITS);
+        v8 y0 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, acc[0], k0), msk);
+        v8 c0 = _mm512_srli_epi64(_mm512_madd52lo_epu64(acc[0], mp[0], y0), BN52_BITS);
+        v8 a1 = _mm512_madd52lo_epu64(acc[1], mp[1], y0);
+        a1 = _mm512_add_epi64(_mm512_madd52hi_epu64(a1, mp[0], y0), c0);
+        v8 y1 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a1, k0), msk);
+        v8 c1 = _mm512_srli_epi64(_mm512_madd52lo_epu64(a1, mp[0], y1), BN52_BITS);
 #pragma GCC unroll 80
-        for (size_t j = 1; j < n; j++) {
-            v8 u = _mm512_madd52lo_epu64(acc[j], mp[j], y);
-            acc[j - 1] = _mm512_madd52hi_epu64(u, mp[j - 1], y);
+        for (size_t j = 2; j < n; j++) {
+            v8 u = _mm512_madd52lo_epu64(acc[j], mp[j], y0);
+            u = _mm512_madd52hi_epu64(u, mp[j - 1], y0);
+            u = _mm512_madd52lo_epu64(u, mp[j - 1], y1);
+            acc[j - 2] = _mm512_madd52hi_epu64(u, mp[j - 2], y1);
         }
-        acc[0] = _mm512_add_epi64(acc[0], c);
-        acc[n - 1] = _mm512_madd52hi_epu64(t[n + i], mp[n - 1], y);
+        acc[0] = _mm512_add_epi64(acc[0], c1);
+        v8 u = _mm512_madd52hi_epu64(t[n + i], mp[n - 1], y0);
+        u = _mm512_madd52lo_epu64(u, mp[n - 1], y1);
+        acc[n - 2] = _mm512_madd52hi_epu64(u, mp[n - 2], y1);
+        acc[n - 1] = _mm512_madd52hi_epu64(t[n + i + 1], mp[n - 1], y1);
     }
     v8 c = zero;
 #pragma GCC unroll 80
@@ -176,6 +204,8 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
 AMS8_SPECIALISE(20)
 AMS8_SPECIALISE(30)
 AMS8_SPECIALISE(40)
+AMS8_SPECIALISE(60)
+AMS8_SPECIALISE(80)
 
 static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
 {
@@ -186,8 +216,14 @@ static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0,
     case 30:
         ams8x30(r, a, m, k0);
         break;
-    default:
+    case 40:
         ams8x40(r, a, m, k0);
+        break;
+    case 60:
+        ams8x60(r, a, m, k0);
+        break;
+    default:
+        ams8x80(r, a, m, k0);
         break;
     }
 }
@@ -324,14 +360,16 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
     select8(x, tab, h, _mm512_load_si512((const void *)idx));
     while (pos > 0) {
         pos -= MB8__RSA_WIN_IFMA;
+        /* the selection first: its loads and logic run beside the squarings' IFMA instead
+         * of stalling the multiplication that needs it */
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
+        select8(sel, tab, h, _mm512_load_si512((const void *)idx));
         for (int s = 0; s < MB8__RSA_WIN_IFMA; s++) {
             v8 *t;
             ams8n(y, x, m, k0, h);
             t = x, x = y, y = t;
         }
-        for (unsigned i = 0; i < MB8_LANES; i++)
-            idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
-        select8(sel, tab, h, _mm512_load_si512((const void *)idx));
         amm8n(y, x, sel, m, k0, h);
         v8 *t = x;
         x = y, y = t;
@@ -384,7 +422,7 @@ static IFMA_FN void fault_check8(uint64_t *const se[MB8_LANES], const uint64_t *
     memcpy(x, sr, nl * sizeof(v8));
     for (int b = (int)k0key->e_bits - 2; b >= 0; b--) {
         v8 *tt;
-        amm8n(y, x, x, n, k0, nl);
+        ams8n(y, x, n, k0, nl);
         tt = x, x = y, y = tt;
         if ((e[b / BN52_BITS] >> (b % BN52_BITS)) & 1) {
             amm8n(y, x, sr, n, k0, nl);
