@@ -133,6 +133,9 @@ enum tg_flush tg_policy_flush(const struct tg_policy *p, unsigned n, uint64_t ol
         /* arrivals stopped: no request joined for a few gaps (or the timer period) */
         uint64_t quiet = (uint64_t)TG_POLICY_GAP_QUIET * p->gap_ns;
 
+        /* the gap average remembers idle spells: never wait past 4 periods for it */
+        if (quiet > 4 * flush_ns)
+            quiet = 4 * flush_ns;
         if (quiet < flush_ns)
             quiet = flush_ns;
         if (newest_ns + quiet < at)

@@ -56,8 +56,9 @@ struct tg_policy {
  * where gap is the measured time between arrivals: twice the time a batch takes to fill
  * at the current rate. Without a backlog figure (timer thread, third-party applications),
  * a queue is also computed once no request joined it for
- *   max(flush_ns, TG_POLICY_GAP_QUIET x gap)
- * (arrivals stopped). prov/README.md gives the measurements behind the constants.
+ *   quiet = clamp(TG_POLICY_GAP_QUIET x gap, flush_ns, 4 x flush_ns)
+ * (arrivals stopped: the application is blocked and the CPU would idle). prov/README.md
+ * gives the measurements behind the constants.
  */
 #define TG_POLICY_FILL_SLACK 2
 #define TG_POLICY_WAIT_MIN_NS (1000ULL * 1000ULL)

@@ -100,8 +100,8 @@ static uint64_t timer_pass(void)
             }
             n = tg_take_locked(t, (enum tg_op)op, rs);
             pthread_mutex_unlock(&t->lock);
-            tg_run_batch(t, (enum tg_op)op, rs, n, timer_scratch,
-                         f == TG_FLUSH_AGE ? TG_C_FLUSH_AGE : TG_C_FLUSH_TIMER, NULL);
+            /* quiet <= 4 x flush_us <= the cap: the timer's flushes are "arrivals stopped" */
+            tg_run_batch(t, (enum tg_op)op, rs, n, timer_scratch, TG_C_FLUSH_TIMER, NULL);
             now = now_ns();
         }
     }

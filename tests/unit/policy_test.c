@@ -168,6 +168,15 @@ static void unknown_backlog_quiet_rule(void **state)
     assert_int_equal(tg_policy_flush(&p, 5, t - 400 * US, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US,
                                      t + 400 * US, NULL),
                      TG_FLUSH_IDLE);
+    /* an average that remembers idle spells waits 4 x flush_us at most */
+    for (int i = 0; i < 40; i++)
+        tg_policy_arrival(&p, t += 20 * MS);
+    assert_int_equal(tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US,
+                                     t + 799 * US, NULL),
+                     TG_FLUSH_WAIT);
+    assert_int_equal(tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US,
+                                     t + 800 * US, NULL),
+                     TG_FLUSH_IDLE);
     /* a fast rate: flush_us is the floor of the quiet time (openssl speed's 8 jobs) */
     tg_policy_init(&p);
     t = 0;
