@@ -15,7 +15,8 @@
 #   ROUNDS=5 SECS=2 CASES="b d" bench/stability.sh build
 # Environment: ROUNDS (20), SECS (3), CASES ("a b c d", as bench/replay.sh), CONNS (256),
 #   FLOOR (0.9), WARMUP (2 s), KEEP=1 keeps the scratch folder, TLSGATE_ENV: extra
-#   environment for the server (e.g. "TLSGATE_ADAPTIVE=off").
+#   environment for the server (e.g. "TLSGATE_ADAPTIVE=off"), PROVIDER=0: plain tlsgate
+#   (with CONNS=1: the single-connection latency reference; each round prints p50/p99).
 # Exit: 0 every round >= FLOOR x median; 1 a round below; 2 set-up failure; 77 no 2 CPUs.
 # On a shared machine wrap it in `flock /tmp/tlsgate-bench.lock`. CTest: bench_stability
 # (label bench, not part of the quick CI: `ctest -L bench -R stability`).
@@ -33,6 +34,11 @@ CONNS=${CONNS:-256}
 FLOOR=${FLOOR:-0.9}
 WARMUP=${WARMUP:-2}
 read -r -a XENV <<<"${TLSGATE_ENV:-}"
+# PROVIDER=0: plain tlsgate (no provider, no async), the latency reference of issue #20
+PROV_MAIN='ssl_provider tlsgate; ssl_propquery "?provider=tlsgate";'
+PROV_SRV='ssl_async on;'
+[[ ${PROVIDER:-1} == 0 ]] && PROV_MAIN='' && PROV_SRV=''
+
 
 W=$(mktemp -d /tmp/tlsgate-stab.XXXXXX)
 chmod 755 "$W"
@@ -73,8 +79,7 @@ start() { # case -> PORT, MASTER
     cat >"$W/tg.conf" <<C
 worker_processes 1;
 worker_cpu_affinity 01;
-ssl_provider tlsgate;
-ssl_propquery "?provider=tlsgate";
+$PROV_MAIN
 error_log $W/error.log;
 pid $W/tg.pid;
 user root;
@@ -90,7 +95,7 @@ http {
         ssl_protocols $(case_proto "$cs");
         $([[ -n $(case_cipher "$cs") ]] && echo "ssl_ciphers $(case_cipher "$cs");")
         root $W/html;
-        ssl_async on;
+        $PROV_SRV
         location = /status { status; }
     }
 }
@@ -112,10 +117,10 @@ stop() {
     wait "$MASTER" 2>/dev/null
     MASTER=""
 }
-flood() { # case secs -> hs_per_s
+flood() { # case secs -> "hs_per_s p50_us p99_us"
     # shellcheck disable=SC2046
     taskset -c 1 "$REPLAY" $(case_client "$1") -k -c "$CONNS" -d "$2" "127.0.0.1:$PORT" 2>/dev/null |
-        tr ' ' '\n' | sed -n 's/^hs_per_s=//p'
+        tail -n 1 | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END { print v["hs_per_s"], v["p50_us"], v["p99_us"] }'
 }
 status() {
     printf 'GET /status HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
@@ -128,9 +133,9 @@ for cs in $CASES; do
     [[ $WARMUP -gt 0 ]] && flood "$cs" "$WARMUP" >/dev/null
     rates=()
     for r in $(seq 1 "$ROUNDS"); do
-        v=$(flood "$cs" "$SECS")
+        read -r v p50 p99 <<<"$(flood "$cs" "$SECS")"
         rates+=("${v:-0}")
-        echo "case=$cs round=$r hs_per_s=${v:-0}"
+        echo "case=$cs round=$r hs_per_s=${v:-0} p50_us=${p50:-?} p99_us=${p99:-?}"
     done
     status >"$W/status-$cs.json"
     stop
