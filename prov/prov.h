@@ -13,7 +13,13 @@
  *   keyexch.c      ECDH P-256 and X25519
  *   kdf.c          TLS13-KDF and TLS1-PRF: the TLS 1.3 / 1.2 key schedules without EVP overhead
  *   rsa_pad.c      EMSA-PKCS1-v1_5 / EMSA-PSS encoding, TLS premaster check (constant time)
- *   batch.c        per-thread queues, async pause and wake-up, timer thread, counters
+ *   batch.c        per-thread queues, a request's path: queue, async pause and wake-up,
+ *                  completion; the application's poll; fork handling
+ *   batch_int.h    what batch.c, compute.c and timer.c share (the thread state)
+ *   policy.c       the batching policy: adaptive choice and flush rule (pure, unit-tested)
+ *   compute.c      mb8 scratch and one batch's computation (on a stack of its own in a job)
+ *   timer.c        the timer thread (applications that do not poll)
+ *   metrics.c      counters and histograms, the metrics snapshot
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
@@ -221,11 +227,13 @@ uint64_t tg_now_ns(void);
 int tg_batch_run(TG_PROV *prov, struct tg_req *r);
 
 /*
- * The application's poll: computes every partial queue of the calling thread that did not
- * grow since the previous poll (one that grew is left to fill: the application's loop is
- * still bringing jobs). Returns the requests completed.
+ * The application's poll: computes the calling thread's partial queues that the policy
+ * says to (policy.h, tg_policy_flush). backlog: the work the application's loop still has
+ * in this pass (the gateway passes its ready events; 0: it is about to idle), or
+ * TG_POLICY_BACKLOG_UNKNOWN (-1): then a queue that grew since the previous poll counts as
+ * backlog (the loop is still bringing jobs to it). Returns the requests completed.
  */
-unsigned tg_batch_poll(void);
+unsigned tg_batch_poll(long backlog);
 /* Requests waiting in the calling thread's queues. */
 unsigned tg_batch_queued(void);
 
@@ -253,6 +261,11 @@ enum tg_counter {
     TG_C_QUEUE_WAIT_US,
     TG_C_POOL_HITS,   /* requests served from an idle-time pool */
     TG_C_POOL_MISSES, /* a pool was kept for the key but was empty */
+    TG_C_FLUSH_AGE,   /* partial batches computed because their oldest waited the cap */
+    TG_C_MODE_SINGLE, /* adaptive switches of a thread to single operations */
+    TG_C_MODE_BATCH,  /* adaptive switches of a thread back to batching */
+    TG_C_PROBES,      /* requests queued as probes of the load */
+    TG_C_PROBES_JOINED, /* probes whose batch had company (fill > 1) */
     TG_C_COUNT
 };
 extern _Atomic uint64_t tg_counters[TG_C_COUNT];
