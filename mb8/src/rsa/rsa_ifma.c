@@ -113,22 +113,16 @@ static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restri
 }
 
 /*
- * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
- * same value as amm8(r, a, a, ...)). The full square first, each cross product once, then
+ * The square of a (n limbs, 8 lanes) into t[0 .. 2n - 1], lazy limbs: product scanning,
+ * column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for i + j = k - 1 (i < j),
  * doubled (IFMA takes 52-bit operands, so the doubling is of the sums, not of a_i), plus
- * the squares; then Montgomery reduction row by row (separated operand scanning) in a
- * sliding window as amm8's. About n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's
- * dedicated squaring). Lazy limbs: each of the 2n accumulators takes < 4n + 2 terms below
- * 2^52 (x2 for the doubling), far from 2^64.
+ * the square term of the column; four chains per column (lo and hi, even and odd i) so
+ * that few columns in flight fill the pipes. n(n + 1) IFMA; each limb < 2(2n + 1) 2^52.
  */
-static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+static IFMA void sqr8(v8 *t, const v8 *a, size_t n)
 {
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 t[160]; /* the square, 2n <= 160 limbs, each column written once */
+    const v8 zero = _mm512_setzero_si512();
 
-    /* product scanning: column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for
-     * i + j = k - 1 (i < j), doubled, plus the square term of the column; four chains per
-     * column (lo and hi, even and odd i) so that few columns in flight fill the pipes */
 #pragma GCC unroll 160
     for (size_t k = 0; k < 2 * n; k++) {
         v8 l0 = zero, l1 = zero, h0 = zero, h1 = zero;
@@ -156,6 +150,23 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
             col = _mm512_madd52hi_epu64(col, a[k / 2], a[k / 2]);
         t[k] = col;
     }
+}
+
+/*
+ * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
+ * same value as amm8(r, a, a, ...)), n even: the square (sqr8), then Montgomery reduction
+ * (separated operand scanning) with a sliding window of n accumulators as amm8's. About
+ * n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's dedicated squaring).
+ * One level of Karatsuba on the square (3n^2/4 + 3n/2 IFMA) was measured on Zen 4: no faster
+ * at n = 20 (its additions and the borrow chain of |a0 - a1| cost what the 90 IFMA saved)
+ * and 2-9% slower at 30 and 40.
+ */
+static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+    v8 t[160]; /* the square, 2n <= 160 limbs */
+
+    sqr8(t, a, n);
     /* Montgomery reduction with a sliding window of n accumulators, two rows per pass (n
      * is even): row i makes the lowest limb zero mod 2^52 and carries it up, then row i + 1
      * the next; limbs n + i and n + i + 1 of the square enter the window. Each m_j serves
@@ -263,24 +274,38 @@ static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restr
     }
 }
 
-/*
- * r = table[idx_lane] per lane: every entry is read, and selected by a compare mask. Limb
- * by limb, with the selection in a register (a masked store followed by a load of the same
- * address cannot be forwarded and stalls).
- */
-static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
+/* The selection masks of select8: mk[e] is all-ones in the lanes whose index is e. */
+static IFMA void select8_masks(v8 mk[1u << MB8__RSA_WIN_IFMA], v8 idx)
 {
-    v8 mk[1u << MB8__RSA_WIN_IFMA]; /* all-ones in the lanes that want entry e */
-
     for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++)
         mk[e] = _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e)), -1);
-    for (size_t j = 0; j < n; j++) {
+}
+
+/*
+ * Limbs j0 .. j1 - 1 of r = table[idx_lane] per lane: every entry is read, and selected by
+ * the masks of select8_masks. Limb by limb, with the selection in a register (a masked
+ * store followed by a load of the same address cannot be forwarded and stalls). Done in
+ * parts between the squarings, so that its loads and logic overlap their IFMA.
+ */
+static IFMA void select8_part(v8 *r, const v8 *table, size_t n, const v8 *mk, size_t j0,
+                              size_t j1)
+{
+    for (size_t j = j0; j < j1; j++) {
         v8 acc = _mm512_setzero_si512();
 #pragma GCC unroll 32
         for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++) /* acc |= entry & mask */
             acc = _mm512_ternarylogic_epi64(acc, table[(size_t)e * n + j], mk[e], 0xF8);
         r[j] = acc;
     }
+}
+
+/* r = table[idx_lane] per lane, all n limbs. */
+static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
+{
+    v8 mk[1u << MB8__RSA_WIN_IFMA];
+
+    select8_masks(mk, idx);
+    select8_part(r, table, n, mk, 0, n);
 }
 
 /* Transposes lane arrays (n limbs each; lane i at src[i]) into n vectors. */
@@ -322,6 +347,7 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
     const uint64_t *mp[MB8_LANES], *rrp[MB8_LANES], *dp[MB8_LANES];
     uint64_t *red[MB8_LANES];
     uint64_t k0s[MB8_LANES], idx[MB8_LANES] __attribute__((aligned(64)));
+    v8 mk[1u << MB8__RSA_WIN_IFMA];
 
     for (unsigned i = 0; i < MB8_LANES; i++) {
         const mb8_rsa_key_t *k = key[i];
@@ -360,13 +386,15 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
     select8(x, tab, h, _mm512_load_si512((const void *)idx));
     while (pos > 0) {
         pos -= MB8__RSA_WIN_IFMA;
-        /* the selection first: its loads and logic run beside the squarings' IFMA instead
-         * of stalling the multiplication that needs it */
+        /* the selection in a part before each squaring: its loads and logic run beside the
+         * squarings' IFMA instead of stalling the multiplication that needs it */
         for (unsigned i = 0; i < MB8_LANES; i++)
             idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
-        select8(sel, tab, h, _mm512_load_si512((const void *)idx));
-        for (int s = 0; s < MB8__RSA_WIN_IFMA; s++) {
+        select8_masks(mk, _mm512_load_si512((const void *)idx));
+        for (size_t s = 0; s < MB8__RSA_WIN_IFMA; s++) {
             v8 *t;
+            select8_part(sel, tab, h, mk, s * h / MB8__RSA_WIN_IFMA,
+                         (s + 1) * h / MB8__RSA_WIN_IFMA);
             ams8n(y, x, m, k0, h);
             t = x, x = y, y = t;
         }
