@@ -61,7 +61,7 @@ _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 
 static const char *const tg_op_names[TG_OP_COUNT] = {
     "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519",
+    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
 };
 /* The public enum tlsgate_alg must follow enum tg_op (metrics are indexed by it). */
 _Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&
@@ -70,6 +70,9 @@ _Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&
                    (int)TLSGATE_ALG_KEYGEN_P256 == (int)TG_OP_KEYGEN_P256 &&
                    (int)TLSGATE_ALG_X25519 == (int)TG_OP_X25519 &&
                    (int)TLSGATE_ALG_KEYGEN_X25519 == (int)TG_OP_KEYGEN_X25519 &&
+                   (int)TLSGATE_ALG_ECDSA_P384 == (int)TG_OP_ECDSA_P384 &&
+                   (int)TLSGATE_ALG_ECDH_P384 == (int)TG_OP_ECDH_P384 &&
+                   (int)TLSGATE_ALG_KEYGEN_P384 == (int)TG_OP_KEYGEN_P384 &&
                    (int)TLSGATE_ALG_COUNT == (int)TG_OP_COUNT,
                "enum tlsgate_alg follows enum tg_op");
 
@@ -226,9 +229,9 @@ static uint64_t now_ns(void)
 #define TG_PROBE_MAX_NS (16ULL * TG_PROBE_NS)
 
 static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {
-    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000};
+    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000, 170000, 510000, 135000};
 static _Atomic uint64_t single_ns[TG_OP_COUNT] = {
-    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000};
+    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000, 960000, 800000, 800000};
 /* idle time of a partial batch's requests between the last join and the computation (a
  * full batch is computed by the request that fills it: no wait) */
 static _Atomic uint64_t flush_wait_ns[TG_OP_COUNT];
@@ -304,7 +307,7 @@ static void adapt_after_batch(struct tg_thread *t, enum tg_op op, unsigned n, in
 
 /* ---- computing ---- */
 
-/* mb8's scratch for any batch: RSA of the largest size, P-256, X25519; a multiple of
+/* mb8's scratch for any batch: RSA of the largest size, P-256, P-384, X25519; a multiple of
  * MB8_SCRATCH_ALIGN. */
 static size_t scratch_bytes(void)
 {
@@ -312,6 +315,8 @@ static size_t scratch_bytes(void)
 
     if (n < mb8_p256_scratch_size())
         n = mb8_p256_scratch_size();
+    if (n < mb8_p384_scratch_size())
+        n = mb8_p384_scratch_size();
     if (n < mb8_x25519_scratch_size())
         n = mb8_x25519_scratch_size();
     return (n + MB8_SCRATCH_ALIGN - 1) & ~(size_t)(MB8_SCRATCH_ALIGN - 1);
@@ -372,6 +377,15 @@ static void compute(enum tg_op op, struct tg_req *const *rs, unsigned n, void *s
         break;
     case TG_OP_KEYGEN_P256:
         st = mb8_p256_public_key(out, priv, scratch);
+        break;
+    case TG_OP_ECDSA_P384:
+        st = mb8_p384_ecdsa_sign(out, out2, in, priv, in2, scratch);
+        break;
+    case TG_OP_ECDH_P384:
+        st = mb8_p384_ecdh(out, priv, in, scratch);
+        break;
+    case TG_OP_KEYGEN_P384:
+        st = mb8_p384_public_key(out, priv, scratch);
         break;
     case TG_OP_X25519:
         st = mb8_x25519(out, priv, in, scratch);
