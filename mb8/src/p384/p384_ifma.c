@@ -62,6 +62,9 @@
 #define NB MB8_P384_SCALAR_BYTES
 #define NP MB8_P384_POINT_BYTES
 #define NL 8 /* limbs */
+#ifndef P384_REDC_P_IFMA
+#define P384_REDC_P_IFMA 1
+#endif
 #define M52 ((((uint64_t)1) << 52) - 1)
 
 typedef __m512i v8;
@@ -281,6 +284,29 @@ static IFMA void sqr_wide(v8 t[2 * NL], const fe8 *a)
 static IFMA void redc_p(fe8 *r, v8 t[2 * NL])
 {
     const v8 msk = vmask52();
+#if P384_REDC_P_IFMA
+    const v8 p0 = _mm512_set1_epi64((long long)P_M[0]);
+    const v8 p1 = _mm512_set1_epi64((long long)P_M[1]);
+    const v8 p2 = _mm512_set1_epi64((long long)P_M[2]);
+    const v8 p7 = _mm512_set1_epi64(1LL << 20);
+    const v8 k0 = _mm512_set1_epi64((1LL << 32) + 1), z = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int i = 0; i < NL; i++) {
+        /* y = t (2^32 + 1) mod 2^52: one IFMA costs fewer vector ops than shift, add, and */
+        const v8 y = _mm512_madd52lo_epu64(z, t[i], k0);
+        t[i] = _mm512_madd52lo_epu64(t[i], y, p0);
+        t[i + 1] = _mm512_madd52hi_epu64(t[i + 1], y, p0);
+        t[i + 1] = _mm512_madd52lo_epu64(t[i + 1], y, p1);
+        t[i + 2] = _mm512_madd52hi_epu64(t[i + 2], y, p1);
+        t[i + 2] = _mm512_madd52lo_epu64(t[i + 2], y, p2);
+        t[i + 3] = _mm512_madd52hi_epu64(t[i + 3], y, p2);
+        /* limbs 3..6 are 2^52 - 1 and limb 7 is 2^20 - 1: - y at limb 3, + y 2^20 at limb 7 */
+        t[i + 3] = _mm512_sub_epi64(t[i + 3], y);
+        t[i + 7] = _mm512_madd52lo_epu64(t[i + 7], y, p7);
+        t[i + 8] = _mm512_madd52hi_epu64(t[i + 8], y, p7);
+        t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_srai_epi64(t[i], 52));
+    }
+#else
 #pragma GCC unroll 8
     for (int i = 0; i < NL; i++) {
         const v8 y = _mm512_and_si512(_mm512_add_epi64(t[i], _mm512_slli_epi64(t[i], 32)), msk);
@@ -299,6 +325,7 @@ static IFMA void redc_p(fe8 *r, v8 t[2 * NL])
         t[i + 7] = _mm512_add_epi64(t[i + 7], _mm512_and_si512(_mm512_slli_epi64(y, 20), msk));
         t[i + 8] = _mm512_add_epi64(t[i + 8], _mm512_srli_epi64(y, 32));
     }
+#endif
     /* signed carry propagation: the result is below 2p (see above) */
 #pragma GCC unroll 7
     for (int j = NL; j < 2 * NL - 1; j++) {
@@ -397,6 +424,24 @@ static IFMA void msub(fe8 *r, const fe8 *a, const fe8 *b, const uint64_t m[NL])
 static IFMA void fadd(fe8 *r, const fe8 *a, const fe8 *b)
 {
     madd(r, a, b, P2_M);
+}
+
+/* r = a + b, NOT reduced: below 4p (a, b < 2p) or 6p (a < 4p), limbs normalised; only
+ * for values that feed nothing but fmul / fsqr, which take any input below 2^399 and
+ * still return a value below 2p ((6p)^2 / 2^416 + p < 2p). */
+static IFMA void fadd_m(fe8 *r, const fe8 *a, const fe8 *b)
+{
+    const v8 msk = vmask52();
+    v8 t[NL];
+#pragma GCC unroll 8
+    for (int j = 0; j < NL; j++)
+        t[j] = _mm512_add_epi64(a->v[j], b->v[j]);
+#pragma GCC unroll 7
+    for (int j = 0; j < NL - 1; j++) {
+        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srli_epi64(t[j], 52));
+        r->v[j] = _mm512_and_si512(t[j], msk);
+    }
+    r->v[NL - 1] = t[NL - 1];
 }
 
 static IFMA void fcanon(fe8 *r, const fe8 *a)
@@ -543,18 +588,18 @@ static IFMA_FN void pt_add(pt8 *R, const pt8 *P1, const pt8 *P2)
     fmul(&t0, X1, X2);
     fmul(&t1, Y1, Y2);
     fmul(&t2, Z1, Z2);
-    fadd(&t3, X1, Y1);
-    fadd(&t4, X2, Y2);
+    fadd_m(&t3, X1, Y1); /* fadd_m: only multiplied */
+    fadd_m(&t4, X2, Y2);
     fmul(&t3, &t3, &t4);
     fadd(&t4, &t0, &t1);
     fsub(&t3, &t3, &t4);
-    fadd(&t4, Y1, Z1);
-    fadd(&X3, Y2, Z2);
+    fadd_m(&t4, Y1, Z1);
+    fadd_m(&X3, Y2, Z2);
     fmul(&t4, &t4, &X3);
     fadd(&X3, &t1, &t2);
     fsub(&t4, &t4, &X3);
-    fadd(&X3, X1, Z1);
-    fadd(&Y3, X2, Z2);
+    fadd_m(&X3, X1, Z1);
+    fadd_m(&Y3, X2, Z2);
     fmul(&X3, &X3, &Y3);
     fadd(&Y3, &t0, &t2);
     fsub(&Y3, &X3, &Y3);
@@ -598,8 +643,8 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
     fmul(&t0, X1, X2);
     fmul(&t1, Y1, Y2);
-    fadd(&t3, X2, Y2);
-    fadd(&t4, X1, Y1);
+    fadd_m(&t3, X2, Y2); /* only multiplied */
+    fadd_m(&t4, X1, Y1);
     fmul(&t3, &t3, &t4);
     fadd(&t4, &t0, &t1);
     fsub(&t3, &t3, &t4);
@@ -694,12 +739,13 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fsqr(&gamma, &P1->y);
     fmul(&beta, &P1->x, &gamma);
     fsub(&t, &P1->x, &delta);
-    fadd(&u, &P1->x, &delta);
+    fadd_m(&u, &P1->x, &delta);
     fmul(&alpha, &t, &u);
     fadd(&t, &alpha, &alpha);
-    fadd(&alpha, &t, &alpha); /* 3 (x - z^2)(x + z^2) */
+    fadd_m(&alpha, &t, &alpha); /* 3 (x - z^2)(x + z^2), only multiplied */
     fmul(&t, &P1->y, &P1->z);
-    fadd(&R->z, &t, &t); /* Z3 = 2 Y Z */
+    fadd_m(&R->z, &t, &t); /* Z3 = 2 Y Z, only multiplied (here, in pt_dbl4 and the
+                            * next jdbl) */
     fadd(&beta, &beta, &beta);
     fadd(&beta, &beta, &beta); /* 4 beta */
     fsqr(&t, &alpha);
