@@ -6,9 +6,9 @@
  * The OpenSSL provider calls these entry points; which kernel runs behind them is chosen at
  * run time (mb8/cpu.h): the AVX-512 IFMA kernel (mb8/src/p384/p384_ifma.c: 8 lanes
  * transposed, 8 limbs of 52 bits, Montgomery arithmetic with R = 2^416, whose reduction
- * mod p needs no multiplication since -p^-1 = 2^32 + 1 mod 2^52 and p = 2^384 - 2^128 -
- * 2^96 + 2^32 - 1 is a sum of powers of two; a fixed-base comb with signed 5-bit digits
- * for kG) or the portable reference (mb8/src/p384/p384_ref.c: the same limbs one lane at a
+ * mod p costs 8 IFMA a limb instead of 17 since -p^-1 = 2^32 + 1 mod 2^52 and p = 2^384 -
+ * 2^128 - 2^96 + 2^32 - 1 has four limbs of all ones; a fixed-base comb with signed 5-bit
+ * digits for kG) or the portable reference (mb8/src/p384/p384_ref.c: the same limbs one lane at a
  * time, complete projective formulas, fixed 4-bit windows). Both give bit-identical results (tests/diff).
  *
  * Lane conventions are those of mb8/status.h. Encodings are big-endian octet strings (SEC 1

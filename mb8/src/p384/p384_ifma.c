@@ -10,12 +10,15 @@
  * Field: Montgomery arithmetic with R = 2^416, like the reference. Mod n every value is
  * canonical (< n); mod p values live in [0, 2p) (no final subtraction after a
  * multiplication; additions and subtractions reduce mod 2p) and are made canonical only
- * where they are compared or output. A multiplication is the 16-limb product (128 IFMA,
+ * where they are compared or output; sums that only feed a multiplication skip the
+ * reduction (fadd_m). A multiplication is the 16-limb product (128 IFMA,
  * 72 for a square with the cross products doubled), then 8 reduction rounds:
- * - mod p, no IFMA at all: the quotient digit is y = t (2^32 + 1) mod 2^52 (k0 = -p^-1 mod
- *   2^52 = 2^32 + 1: a shift and an add), and y p = y (2^384 - 2^128 - 2^96 + 2^32 - 1) is
- *   added as shifted copies of y split at limb boundaries. Limbs are signed 64-bit
- *   integers in between (arithmetic-shift carries);
+ * - mod p, 8 IFMA a round instead of 17: the quotient digit y = t (2^32 + 1) mod 2^52
+ *   (k0 = -p^-1 mod 2^52 = 2^32 + 1), y times p's limbs 0..2, and, since limbs 3..6 of p
+ *   are 2^52 - 1 and limb 7 is 2^20 - 1, y subtracted at limb 3 and y 2^20 added at limb
+ *   7. Limbs are signed 64-bit integers in between (arithmetic-shift carries). A variant
+ *   with no IFMA at all (shifted copies of y, P384_REDC_P_IFMA 0) was 3% slower on Zen 4,
+ *   whose limit is the total number of zmm operations, not the IFMA count alone;
  * - mod n: n = n_lo + 2^384 - 2^208 with n_lo its low 4 limbs, so a round is the quotient
  *   digit (1 IFMA), y n_lo (8 IFMA), y subtracted at limb 4 and y 2^20 added at limb 7
  *   (shifts): 9 IFMA instead of the generic 17.
@@ -277,10 +280,11 @@ static IFMA void sqr_wide(v8 t[2 * NL], const fe8 *a)
 }
 
 /* r = t * 2^-416 mod p, below 2p (not canonical), for t < 2^800 (t = a b with a, b < 2p:
- * (t + q p) / 2^416 < 4p^2 / 2^416 + p < 2p). No IFMA: round i takes the quotient digit
- * y = t[i] (2^32 + 1) mod 2^52 and adds y p = y 2^384 - y 2^128 - y 2^96 + y 2^32 - y as
- * shifted copies of y, each split at a limb boundary (2^384 = 2^(7*52 + 20), 2^128 =
- * 2^(2*52 + 24), 2^96 = 2^(52 + 44)); limbs are signed in between. */
+ * (t + q p) / 2^416 < 4p^2 / 2^416 + p < 2p). Round i takes the quotient digit y = t[i]
+ * (2^32 + 1) mod 2^52 and adds y p: by IFMA for p's limbs 0..2 and 2^20 at limb 7, - y at
+ * limb 3 (P384_REDC_P_IFMA, the default), or, without IFMA, as y 2^384 - y 2^128 - y 2^96
+ * + y 2^32 - y in shifted copies of y split at limb boundaries (2^384 = 2^(7*52 + 20),
+ * 2^128 = 2^(2*52 + 24), 2^96 = 2^(52 + 44)); limbs are signed in between. */
 static IFMA void redc_p(fe8 *r, v8 t[2 * NL])
 {
     const v8 msk = vmask52();
