@@ -21,7 +21,7 @@
  */
 #define TG_COMPUTE_STACK (512 * 1024)
 
-/* mb8's scratch for any batch: RSA of the largest size, P-256, X25519; a multiple of
+/* mb8's scratch for any batch: RSA of the largest size, P-256, P-384, X25519; a multiple of
  * MB8_SCRATCH_ALIGN. */
 static size_t scratch_bytes(void)
 {
@@ -29,6 +29,8 @@ static size_t scratch_bytes(void)
 
     if (n < mb8_p256_scratch_size())
         n = mb8_p256_scratch_size();
+    if (n < mb8_p384_scratch_size())
+        n = mb8_p384_scratch_size();
     if (n < mb8_x25519_scratch_size())
         n = mb8_x25519_scratch_size();
     return (n + MB8_SCRATCH_ALIGN - 1) & ~(size_t)(MB8_SCRATCH_ALIGN - 1);
@@ -89,6 +91,15 @@ static void compute_lanes(enum tg_op op, struct tg_req *const *rs, unsigned n, v
         break;
     case TG_OP_KEYGEN_P256:
         st = mb8_p256_public_key(out, priv, scratch);
+        break;
+    case TG_OP_ECDSA_P384:
+        st = mb8_p384_ecdsa_sign(out, out2, in, priv, in2, scratch);
+        break;
+    case TG_OP_ECDH_P384:
+        st = mb8_p384_ecdh(out, priv, in, scratch);
+        break;
+    case TG_OP_KEYGEN_P384:
+        st = mb8_p384_public_key(out, priv, scratch);
         break;
     case TG_OP_X25519:
         st = mb8_x25519(out, priv, in, scratch);

@@ -35,6 +35,7 @@
 #include <openssl/core_dispatch.h>
 
 #include "mb8/p256.h"
+#include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
 
@@ -119,7 +120,7 @@ struct tg_rsa_acc {
     BN_CTX *bnctx;
 };
 
-#define TG_PRIV_LEN 32
+#define TG_PRIV_LEN 48
 
 typedef struct tg_key {
     enum tg_kt kt;
@@ -131,11 +132,12 @@ typedef struct tg_key {
     pthread_mutex_t acc_lock;
     struct tg_rsa_acc rsa;
     int has_priv, has_pub;
-    /* EC P-256 big-endian d, or X25519 scalar (little-endian): 32 bytes in the secure
-     * heap (when the application set one up); the rest of the object is not secret and
-     * lives in the ordinary heap, so an ephemeral key costs the secure heap 32 bytes */
+    int p384; /* EC: the key is on P-384 (priv 48 bytes, pub 97), else on P-256 */
+    /* EC P-256 / P-384 big-endian d (32 / 48 bytes), or X25519 scalar (little-endian, 32
+     * bytes): TG_PRIV_LEN bytes in the secure heap (when the application set one up); the
+     * rest of the object is not secret and lives in the ordinary heap */
     uint8_t *priv;
-    uint8_t pub[65];  /* EC: 0x04||X||Y; X25519: 32 bytes u */
+    uint8_t pub[97];  /* EC: 0x04||X||Y (65 or 97 bytes); X25519: 32 bytes u */
 } TG_KEY;
 
 /*
@@ -155,6 +157,10 @@ int tg_is_p256_name(const char *name);
 /* A uniform P-256 scalar in [1, n-1] from the private DRBG (constant-time range check).
  * Returns 1, or 0 when the DRBG fails. */
 int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32]);
+/* "secp384r1" or "P-384" (any case). */
+int tg_is_p384_name(const char *name);
+/* A uniform P-384 scalar in [1, n-1], as tg_p256_random_scalar. */
+int tg_p384_random_scalar(TG_PROV *prov, uint8_t out[48]);
 
 /* ---- batching (batch.c) ---- */
 
@@ -167,20 +173,23 @@ enum tg_op {
     TG_OP_KEYGEN_P256,
     TG_OP_X25519,
     TG_OP_KEYGEN_X25519,
+    TG_OP_ECDSA_P384,
+    TG_OP_ECDH_P384,
+    TG_OP_KEYGEN_P384,
     TG_OP_COUNT
 };
 
 /* One private-key operation. Lives in the caller's (job's) stack frame. */
 struct tg_req {
     enum tg_op op;
-    /* inputs: RSA: in = k bytes, key = mb8 key, blind/unblind; ECDSA: in = digest (32),
-     * in2 = nonce (32), priv; ECDH: in = peer point (65), priv; X25519: in = peer u, priv;
-     * keygen: priv */
+    /* inputs: RSA: in = k bytes, key = mb8 key, blind/unblind; ECDSA: in = digest (32 or
+     * 48 for P-384), in2 = nonce (32 / 48), priv; ECDH: in = peer point (65 / 97), priv;
+     * X25519: in = peer u, priv; keygen: priv */
     const uint8_t *in, *in2, *priv;
     const mb8_rsa_key_t *key;
     const uint8_t *blind, *unblind;
-    /* outputs: RSA: out (k bytes); ECDSA: out = r, out2 = s; ECDH/X25519: out (32);
-     * keygen: out = public key (65 or 32) */
+    /* outputs: RSA: out (k bytes); ECDSA: out = r, out2 = s; ECDH/X25519: out (32, P-384
+     * 48); keygen: out = public key (65, 97 or 32) */
     uint8_t *out, *out2;
     unsigned status; /* mb8 lane status (MB8_STATUS_*) */
     int probe;       /* queued as a probe of the load (tg_batch_want) */
