@@ -38,10 +38,12 @@
  * until it queues.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <openssl/async.h>
@@ -265,6 +267,7 @@ static struct tg_thread *self_get(void)
     }
     for (int op = 0; op < TG_OP_COUNT; op++)
         tg_policy_init(&t->pol[op]); /* a new thread batches until its batches say otherwise */
+    t->tid = (int)syscall(SYS_gettid);
     if (g_thread_start != NULL && !g_thread_start(g_handle, thread_stop, NULL)) {
         thread_free(t);
         return NULL;
@@ -275,6 +278,31 @@ static struct tg_thread *self_get(void)
     pthread_mutex_unlock(&tg_reg_lock);
     tg_self = t;
     return t;
+}
+
+/* see batch_int.h */
+long tg_thread_busy(const struct tg_thread *t)
+{
+    char path[64], buf[512];
+    const char *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", t->tid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return TG_POLICY_BACKLOG_UNKNOWN;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return TG_POLICY_BACKLOG_UNKNOWN;
+    buf[n] = 0;
+    /* "tid (comm) S ...": comm may hold spaces and parentheses; the state follows the
+     * last ')' */
+    p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ' || p[2] == 0)
+        return TG_POLICY_BACKLOG_UNKNOWN;
+    return p[2] == 'R' ? 1 : 0;
 }
 
 /* ---- fork ---- */
@@ -311,6 +339,7 @@ static void atfork_child(void)
         memset(t->grew, 0, sizeof(t->grew));
         /* the parent's polls say nothing about the child: the timer serves it at once */
         atomic_store(&t->polled_ns, 0);
+        t->tid = (int)syscall(SYS_gettid);
         t->next = NULL;
         tg_reg_head = t;
     }

@@ -27,8 +27,19 @@ struct tg_thread {
     void *scratch; /* mb8 scratch (tg_scratch_new) for batches computed on this thread */
     void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */
     _Atomic uint64_t polled_ns; /* the application's last poll from this thread */
+    int tid;                    /* its kernel thread id (gettid), for tg_thread_busy */
     struct tg_thread *next;
 };
+
+/*
+ * batch.c: the backlog figure of a thread that does not poll, for the timer's flush
+ * decision: 1 when the thread is running or runnable (its loop still has work: jobs that
+ * will join the queue, or it was preempted, and then its quiet spell is not an idle one),
+ * 0 when it sleeps or waits (its application blocked: nothing more will come before the
+ * queue is computed), TG_POLICY_BACKLOG_UNKNOWN when its state cannot be read. Read from
+ * /proc/self/task/TID/stat (Linux, proc(5)), about 10 us: only when a partial queue is due.
+ */
+long tg_thread_busy(const struct tg_thread *t);
 
 /* How long a thread that polled is left to its own polls by the timer. */
 #define TG_POLLED_RECENTLY_NS (50ULL * 1000000ULL)
