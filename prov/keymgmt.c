@@ -67,7 +67,6 @@ static void acc_clear(TG_KEY *k)
         OPENSSL_secure_free(r->key);
     }
     BN_free(r->n);
-    BN_free(r->n_pub);
     BN_free(r->e);
     BN_MONT_CTX_free(r->mont);
     BN_clear_free(r->A);
@@ -76,7 +75,7 @@ static void acc_clear(TG_KEY *k)
     BN_clear_free(r->Aim);
     BN_CTX_free(r->bnctx);
     r->key = NULL;
-    r->n = r->n_pub = r->e = r->A = r->Ai = r->Am = r->Aim = NULL;
+    r->n = r->e = r->A = r->Ai = r->Am = r->Aim = NULL;
     r->mont = NULL;
     r->bnctx = NULL;
     r->bits = 0;
@@ -329,57 +328,7 @@ int tg_key_acc(TG_KEY *k)
     return s > 0;
 }
 
-/*
- * Ai = r^-1 mod n by a blinded inversion: t = r b R^-1 (one Montgomery multiplication, R
- * the Montgomery radix) for a fresh random b, t^-1 by OpenSSL's variable-time inversion
- * (the binary extended Euclid of BN_mod_inverse for a modulus without BN_FLG_CONSTTIME,
- * about 3x faster for RSA-2048 than its constant-time path, which was 4% of a blinded
- * signature batch), then Ai = t^-1 b R^-1 = r^-1 (a second Montgomery multiplication).
- * t is uniform on the units and independent of r because b is, so the inversion's timing
- * tells nothing of r; r and b only meet constant-time Montgomery multiplications (the technique of blinded modular
- * inversion, e.g. BoringSSL's bn_mod_inverse_blinded). Returns 1, 0 when t (so r) shares a
- * factor with n (draw again), -1 on an error.
- */
-static int blinded_inverse(struct tg_rsa_acc *r, const BIGNUM *rnd)
-{
-    BIGNUM *b, *t, *u;
-    int ret = -1;
-
-    BN_CTX_start(r->bnctx);
-    b = BN_CTX_get(r->bnctx);
-    t = BN_CTX_get(r->bnctx);
-    u = BN_CTX_get(r->bnctx);
-    if (u == NULL)
-        goto done;
-    BN_set_flags(b, BN_FLG_CONSTTIME);
-    do {
-        if (!BN_priv_rand_range_ex(b, r->n, 0, r->bnctx))
-            goto done;
-    } while (BN_is_zero(b));
-    /* t = r b R^-1; t^-1 = r^-1 b^-1 R; Ai = t^-1 b R^-1 = r^-1 */
-    if (!BN_mod_mul_montgomery(t, rnd, b, r->mont, r->bnctx))
-        goto done;
-    ERR_set_mark();
-    if (BN_mod_inverse(u, t, r->n_pub, r->bnctx) == NULL) {
-        ERR_pop_to_mark(); /* gcd(t, n) != 1: a factor of n; draw again */
-        ret = 0;
-        goto done;
-    }
-    ERR_pop_to_mark();
-    ret = BN_mod_mul_montgomery(r->Ai, u, b, r->mont, r->bnctx) ? 1 : -1;
-done:
-    if (b != NULL)
-        BN_clear(b);
-    if (t != NULL)
-        BN_clear(t);
-    if (u != NULL)
-        BN_clear(u);
-    BN_CTX_end(r->bnctx);
-    return ret;
-}
-
-/* A fresh pair: r uniform in [1, n), A = r^e, Ai = r^-1 (OpenSSL's BN_BLINDING_create_param,
- * with the inversion blinded: blinded_inverse). */
+/* A fresh pair: r uniform in [1, n), A = r^e, Ai = r^-1 (OpenSSL's BN_BLINDING_create_param). */
 static int blinding_new(struct tg_rsa_acc *r)
 {
     BIGNUM *rnd = BN_new();
@@ -390,25 +339,22 @@ static int blinding_new(struct tg_rsa_acc *r)
     if ((r->A == NULL && (r->A = BN_new()) == NULL) || (r->Ai == NULL && (r->Ai = BN_new()) == NULL) ||
         (r->Am == NULL && (r->Am = BN_new()) == NULL) || (r->Aim == NULL && (r->Aim = BN_new()) == NULL))
         goto done;
-    if (r->n_pub == NULL && (r->n_pub = BN_dup(r->n)) == NULL)
-        goto done;
     BN_set_flags(rnd, BN_FLG_CONSTTIME);
     BN_set_flags(r->A, BN_FLG_CONSTTIME);
     BN_set_flags(r->Ai, BN_FLG_CONSTTIME);
     BN_set_flags(r->Am, BN_FLG_CONSTTIME);
     BN_set_flags(r->Aim, BN_FLG_CONSTTIME);
     for (tries = 0; tries < 32; tries++) {
-        int inv;
-
         if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx))
             goto done;
         if (BN_is_zero(rnd))
             continue;
-        inv = blinded_inverse(r, rnd);
-        if (inv < 0)
-            goto done;
-        if (inv > 0)
+        ERR_set_mark();
+        if (BN_mod_inverse(r->Ai, rnd, r->n, r->bnctx) != NULL) {
+            ERR_pop_to_mark();
             break;
+        }
+        ERR_pop_to_mark(); /* gcd(r, n) != 1: a factor of n; draw again */
     }
     if (tries == 32 || !BN_mod_exp_mont(r->A, rnd, r->e, r->n, r->bnctx, r->mont) ||
         !BN_to_montgomery(r->Am, r->A, r->mont, r->bnctx) ||

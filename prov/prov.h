@@ -109,7 +109,6 @@ struct tg_rsa_acc {
     unsigned bits;
     size_t len;         /* modulus bytes */
     BIGNUM *n, *e;
-    BIGNUM *n_pub; /* a copy of n without BN_FLG_CONSTTIME, for the blinded inversion */
     BN_MONT_CTX *mont;
     /* Blinding pair (A = r^e, Ai = r^-1 mod n), updated by squaring per use and
      * regenerated every TG_BLIND_REFRESH uses (as OpenSSL's BN_BLINDING). Am and Aim are
