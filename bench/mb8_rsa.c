@@ -40,7 +40,8 @@ static double now(void)
 /*
  * IFMA instructions of one operation of the IFMA kernel (mb8/src/rsa/rsa_ifma.c) for a
  * key of `bits` bits with e = 65537 and blinding, counted from its structure: per CRT half
- * of h limbs, 17 multiplications for the domain and the table (window 4), then per window
+ * of h limbs, a reduction of the input (2h^2 + h), 17 multiplications for the domain and the
+ * table (window 4), then per window
  * 4 squarings and a multiplication, and one to leave the domain; a multiplication is
  * h(4h + 1) IFMA, a squaring 3h^2 + 2h; mod n (2h limbs): two multiplications each for
  * blinding and unblinding, and the fault check s^e (16 squarings, 3 multiplications). The
@@ -51,7 +52,7 @@ static double rsa_ifma_per_op(unsigned bits)
     double h = (bits / 2 + 51) / 52, n = 2 * h, win = bits / 2 / 4;
     double amm = h * (4 * h + 1), ams = 3 * h * h + 2 * h;
     double ammn = n * (4 * n + 1), amsn = 3 * n * n + 2 * n;
-    double half = 17 * amm + (win - 1) * (4 * ams + amm) + amm;
+    double half = 2 * h * h + h + 17 * amm + (win - 1) * (4 * ams + amm) + amm;
 
     return (2 * half + 4 * ammn + 16 * amsn + 3 * ammn) / 8;
 }

@@ -153,20 +153,14 @@ static IFMA void sqr8(v8 *t, const v8 *a, size_t n)
 }
 
 /*
- * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
- * same value as amm8(r, a, a, ...)), n even: the square (sqr8), then Montgomery reduction
- * (separated operand scanning) with a sliding window of n accumulators as amm8's. About
- * n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's dedicated squaring).
- * One level of Karatsuba on the square (3n^2/4 + 3n/2 IFMA) was measured on Zen 4: no faster
- * at n = 20 (its additions and the borrow chain of |a0 - a1| cost what the 90 IFMA saved)
- * and 2-9% slower at 30 and 40.
+ * r = t * 2^(-52n) mod m, r < 2m, for t (2n limbs, 8 lanes, lazy limbs) below m 2^(52n):
+ * Montgomery reduction (separated operand scanning)
+ * with a sliding window of n accumulators, two rows per pass (n even). t is only read.
  */
-static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+static IFMA void redc8(v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0, size_t n)
 {
     const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 t[160]; /* the square, 2n <= 160 limbs */
 
-    sqr8(t, a, n);
     /* Montgomery reduction with a sliding window of n accumulators, two rows per pass (n
      * is even): row i makes the lowest limb zero mod 2^52 and carries it up, then row i + 1
      * the next; limbs n + i and n + i + 1 of the square enter the window. Each m_j serves
@@ -203,6 +197,48 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
         v8 z = _mm512_add_epi64(acc[j], c);
         r[j] = _mm512_and_si512(z, msk);
         c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+/*
+ * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
+ * same value as amm8(r, a, a, ...)), n even: the square (sqr8), then Montgomery reduction
+ * (separated operand scanning) with a sliding window of n accumulators as amm8's. About
+ * n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's dedicated squaring).
+ * One level of Karatsuba on the square (3n^2/4 + 3n/2 IFMA) was measured on Zen 4: no faster
+ * at n = 20 (its additions and the borrow chain of |a0 - a1| cost what the 90 IFMA saved)
+ * and 2-9% slower at 30 and 40.
+ */
+static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+{
+    v8 t[160]; /* the square, 2n <= 160 limbs */
+
+    sqr8(t, a, n);
+    redc8(r, t, m, k0, n);
+}
+
+#define REDC8_SPECIALISE(N)                                                                        \
+    static IFMA_FN __attribute__((noinline)) void redc8x##N(v8 *restrict r, const v8 *t,           \
+                                                            const v8 *restrict m, v8 k0)           \
+    {                                                                                              \
+        redc8(r, t, m, k0, N);                                                                     \
+    }
+REDC8_SPECIALISE(20)
+REDC8_SPECIALISE(30)
+REDC8_SPECIALISE(40)
+
+static IFMA void redc8n(v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0, size_t n)
+{
+    switch (n) { /* public: the key size */
+    case 20:
+        redc8x20(r, t, m, k0);
+        break;
+    case 30:
+        redc8x30(r, t, m, k0);
+        break;
+    default:
+        redc8x40(r, t, m, k0);
+        break;
     }
 }
 
@@ -340,12 +376,11 @@ static IFMA void from_vec(uint64_t *const dst[MB8_LANES], const v8 *src, size_t 
  */
 static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *const c[MB8_LANES],
                               const mb8_rsa_key_t *const key[MB8_LANES], int half, size_t h,
-                              unsigned bits, v8 *ws, uint64_t *lws)
+                              unsigned bits, v8 *ws)
 {
     v8 *m = ws, *rr = m + h, *x = rr + h, *y = x + h, *sel = y + h;
     v8 *tab = sel + h; /* 2^w entries of h vectors */
     const uint64_t *mp[MB8_LANES], *rrp[MB8_LANES], *dp[MB8_LANES];
-    uint64_t *red[MB8_LANES];
     uint64_t k0s[MB8_LANES], idx[MB8_LANES] __attribute__((aligned(64)));
     v8 mk[1u << MB8__RSA_WIN_IFMA];
 
@@ -356,19 +391,14 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
         rrp[i] = half ? mb8__rsa_rrq(k) : mb8__rsa_rrp(k);
         dp[i] = half ? mb8__rsa_dq(k) : mb8__rsa_dp(k);
         k0s[i] = half ? k->k0q : k->k0p;
-        red[i] = lws + (size_t)i * 3 * h; /* 3h limbs per lane */
     }
-    /* c mod m per lane, scalar: redc gives c R^-1 (the portable kernel does the same) */
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        uint64_t *t = red[i] + h;
-
-        memcpy(t, c[i], 2 * h * sizeof(uint64_t));
-        mb8__rsa_redc(red[i], t, mp[i], k0s[i], h);
-    }
+    /* c R^-1 mod m (< 2m), all lanes at once: a Montgomery reduction of the 2h-limb input
+     * (c < n < m R), in the table's space before the table is built */
     v8 k0 = _mm512_loadu_si512((const void *)k0s);
     to_vec(m, mp, h);
     to_vec(rr, rrp, h);
-    to_vec(x, (const uint64_t *const *)red, h);
+    to_vec(tab, c, 2 * h);
+    redc8n(x, tab, m, k0, h);
     /* into the Montgomery domain: two AMMs by R^2 give c R; tab[0] = R mod m, tab[1] = c R */
     amm8n(y, x, rr, m, k0, h);
     amm8n(tab + h, y, rr, m, k0, h);
@@ -480,9 +510,8 @@ static int same_e(const mb8_rsa_key_t *const k[MB8_LANES])
 
 size_t mb8__rsa_ifma_scratch_limbs(size_t h)
 {
-    /* per lane: the lane workspace and 3h for the input reduction; then the vectors (plus
-     * 64-byte alignment slack) */
-    return MB8_LANES * (MB8__RSA_WS_LANE(h) + 3 * h) +
+    /* per lane: the lane workspace; then the vectors (plus 64-byte alignment slack) */
+    return MB8_LANES * MB8__RSA_WS_LANE(h) +
            8 * (EXP8_VECS(h) > MODN_VECS(h) ? EXP8_VECS(h) : MODN_VECS(h)) + 8;
 }
 
@@ -505,8 +534,7 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
         first++;
     h = key[first]->h;
     bits = key[first]->bits;
-    uint64_t *lws = scratch + MB8_LANES * MB8__RSA_WS_LANE(h);
-    v8 *vws = (v8 *)(((uintptr_t)(lws + MB8_LANES * 3 * h) + 63) & ~(uintptr_t)63);
+    v8 *vws = (v8 *)(((uintptr_t)(scratch + MB8_LANES * MB8__RSA_WS_LANE(h)) + 63) & ~(uintptr_t)63);
     used = mb8__rsa_ifma_scratch_limbs(h);
 
     /* unused lanes compute a copy of the first used lane (public: the lane pattern) */
@@ -566,8 +594,8 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
         for (unsigned i = 0; i < MB8_LANES; i++)
             in_ok[i] = mb8__rsa_lane_pre(ws[i], in[(lanes >> i & 1) ? i : first], k[i], bl[i]);
     }
-    exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
-    exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
+    exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0));
+    exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0));
     if (vec_modn) {
         for (unsigned i = 0; i < MB8_LANES; i++) {
             mb8__rsa_garner(k[i], ws[i]);
