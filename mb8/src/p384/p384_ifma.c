@@ -581,62 +581,6 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
 
 /* ---- points --------------------------------------------------------------------------- */
 
-/* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_add(pt8 *R, const pt8 *P1, const pt8 *P2)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z, *X2 = &P2->x, *Y2 = &P2->y,
-               *Z2 = &P2->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fmul(&t2, Z1, Z2);
-    fadd_m(&t3, X1, Y1); /* fadd_m: only multiplied */
-    fadd_m(&t4, X2, Y2);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fadd_m(&t4, Y1, Z1);
-    fadd_m(&X3, Y2, Z2);
-    fmul(&t4, &t4, &X3);
-    fadd(&X3, &t1, &t2);
-    fsub(&t4, &t4, &X3);
-    fadd_m(&X3, X1, Z1);
-    fadd_m(&Y3, X2, Z2);
-    fmul(&X3, &X3, &Y3);
-    fadd(&Y3, &t0, &t2);
-    fsub(&Y3, &X3, &Y3);
-    fmul(&Z3, &b, &t2);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    fadd(&t1, &t2, &t2);
-    fadd(&t2, &t1, &t2);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
 /* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
  * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
 static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
@@ -686,52 +630,6 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     R->z = Z3;
 }
 
-/* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_dbl(pt8 *R, const pt8 *P1)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X = &P1->x, *Y = &P1->y, *Z = &P1->z;
-    fe8 t0, t1, t2, t3, X3, Y3, Z3;
-    fsqr(&t0, X);
-    fsqr(&t1, Y);
-    fsqr(&t2, Z);
-    fmul(&t3, X, Y);
-    fadd(&t3, &t3, &t3);
-    fmul(&Z3, X, Z);
-    fadd(&Z3, &Z3, &Z3);
-    fmul(&Y3, &b, &t2);
-    fsub(&Y3, &Y3, &Z3);
-    fadd(&X3, &Y3, &Y3);
-    fadd(&Y3, &X3, &Y3);
-    fsub(&X3, &t1, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fmul(&Y3, &X3, &Y3);
-    fmul(&X3, &X3, &t3);
-    fadd(&t3, &t2, &t2);
-    fadd(&t2, &t2, &t3);
-    fmul(&Z3, &b, &Z3);
-    fsub(&Z3, &Z3, &t2);
-    fsub(&Z3, &Z3, &t0);
-    fadd(&t3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &t3);
-    fadd(&t3, &t0, &t0);
-    fadd(&t0, &t3, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t0, &t0, &Z3);
-    fadd(&Y3, &Y3, &t0);
-    fmul(&t0, Y, Z);
-    fadd(&t0, &t0, &t0);
-    fmul(&Z3, &t0, &Z3);
-    fsub(&X3, &X3, &Z3);
-    fmul(&Z3, &t0, &t1);
-    fadd(&Z3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &Z3);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
 /* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
  * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
  * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
@@ -764,30 +662,39 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
 }
 
-/* R = 16 P1 for a homogeneous projective P1 (any point, infinity included): to Jacobian
- * (X Z, Y Z^2, Z), with Y set to 1 where Z = 0 (infinity stays a valid Jacobian infinity),
- * four Jacobian doublings, back to homogeneous (X Z, Y, Z^3). The same point. */
-static IFMA_FN void pt_dbl4(pt8 *R, const pt8 *P1)
+/* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
+ * Not complete: P1 and P2 must not be infinity and P1 != +-P2 (pt_mul shows that its
+ * additions never meet these cases for a scalar in [1, n-1], and masks the infinities).
+ * R may alias P1 or P2. */
+static IFMA_FN void jadd(pt8 *R, const pt8 *P1, const pt8 *P2)
 {
-    pt8 J;
-    fe8 zz, one;
-    fsqr(&zz, &P1->z);
-    fmul(&J.x, &P1->x, &P1->z);
-    fmul(&J.y, &P1->y, &zz);
-    J.z = P1->z;
-    fcanon(&zz, &P1->z);
-    const v8 inf = kvec(fe8_is_zero(&zz));
-    fe8_bcast(&one, P_ONE);
-    for (int j = 0; j < NL; j++)
-        J.y.v[j] = vsel(inf, one.v[j], J.y.v[j]);
-    for (int i = 0; i < 4; i++)
-        jdbl(&J, &J);
-    fsqr(&zz, &J.z);
-    fmul(&R->x, &J.x, &J.z);
-    fmul(&R->z, &zz, &J.z);
-    R->y = J.y;
-    mb8__wipe(&J, sizeof J);
-    mb8__wipe(&zz, sizeof zz);
+    fe8 z1z1, z2z2, u1, u2, s1, s2, h, r, hh, hhh, v, t, X3, Y3, Z3;
+    fsqr(&z1z1, &P1->z);
+    fsqr(&z2z2, &P2->z);
+    fmul(&u1, &P1->x, &z2z2);
+    fmul(&u2, &P2->x, &z1z1);
+    fmul(&t, &z2z2, &P2->z);
+    fmul(&s1, &P1->y, &t);
+    fmul(&t, &z1z1, &P1->z);
+    fmul(&s2, &P2->y, &t);
+    fmul(&t, &P1->z, &P2->z);
+    fsub(&h, &u2, &u1);
+    fsub(&r, &s2, &s1);
+    fmul(&Z3, &t, &h); /* Z1 Z2 H */
+    fsqr(&hh, &h);
+    fmul(&hhh, &hh, &h);
+    fmul(&v, &u1, &hh);
+    fsqr(&t, &r);
+    fsub(&t, &t, &hhh);
+    fsub(&t, &t, &v);
+    fsub(&X3, &t, &v); /* r^2 - H^3 - 2 U1 H^2 */
+    fsub(&t, &v, &X3);
+    fmul(&t, &r, &t);
+    fmul(&s1, &s1, &hhh);
+    fsub(&Y3, &t, &s1); /* r (U1 H^2 - X3) - S1 H^3 */
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
 }
 
 static IFMA void pt_infinity(pt8 *R)
@@ -796,57 +703,6 @@ static IFMA void pt_infinity(pt8 *R)
     for (int j = 0; j < NL; j++)
         R->x.v[j] = R->z.v[j] = z;
     fe8_bcast(&R->y, P_ONE);
-}
-
-/* 4-bit digits of 8 big-endian scalars: dig[w][i] = nibble w (most significant first) of
- * lane i. The positions are public; the values only feed masks. */
-static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][NB],
-                    unsigned lane_mask)
-{
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        for (int w = 0; w < 2 * NB; w++) {
-            uint64_t b = (lane_mask >> i) & 1 ? k[i][w >> 1] : 0; /* lane use is public */
-            dig[w][i] = (b >> (w & 1 ? 0 : 4)) & 0xF;
-        }
-    }
-}
-
-/* R = k * P1 (each lane its own k and P1): 96 fixed 4-bit windows, most significant first,
- * each lane's entry of its table 0P..15P chosen by a scan of all 16. */
-static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES],
-                           pt8 tab[16])
-{
-    pt8 acc, sel;
-    pt_infinity(&tab[0]);
-    tab[1] = *P1;
-    for (int i = 2; i < 16; i++) {
-        if (i & 1)
-            pt_add(&tab[i], &tab[i - 1], P1);
-        else
-            pt_dbl(&tab[i], &tab[i / 2]);
-    }
-    acc = tab[0];
-    for (int w = 0; w < 2 * NB; w++) {
-        if (w != 0) /* acc is infinity before the first window */
-            pt_dbl4(&acc, &acc);
-        const v8 d = _mm512_load_si512((const void *)dig[w]);
-        v8 s[3 * NL];
-        for (int j = 0; j < 3 * NL; j++)
-            s[j] = _mm512_setzero_si512();
-        for (int i = 0; i < 16; i++) {
-            const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
-            const v8 *e = (const v8 *)&tab[i];
-#pragma GCC unroll 24
-            for (int j = 0; j < 3 * NL; j++)
-                s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
-        }
-        memcpy(&sel, s, sizeof sel);
-        pt_add(&acc, &acc, &sel);
-    }
-    *R = acc;
-    mb8__wipe(tab, 16 * sizeof(pt8));
-    mb8__wipe(&acc, sizeof acc);
-    mb8__wipe(&sel, sizeof sel);
 }
 
 #define COMB_W 5
@@ -886,6 +742,85 @@ static void booth5(uint64_t mag[COMB_WINDOWS][MB8_LANES], uint64_t neg[COMB_WIND
         }
         mb8__wipe(le, sizeof le);
     }
+}
+
+/* Each lane's entry d of tab (16 entries), by a scan of all 16 with mask vectors; a lane
+ * whose d is outside 0..15 gets (0 : 0 : 0), discarded by the caller. */
+static IFMA void tab_select(pt8 *sel, const pt8 tab[16], v8 d)
+{
+    v8 s[3 * NL];
+    for (int j = 0; j < 3 * NL; j++)
+        s[j] = _mm512_setzero_si512();
+    for (int i = 0; i < 16; i++) {
+        const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
+        const v8 *e = (const v8 *)&tab[i];
+#pragma GCC unroll 24
+        for (int j = 0; j < 3 * NL; j++)
+            s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
+    }
+    memcpy(sel, s, sizeof *sel);
+}
+
+/* R = k * P1 (each lane its own k and P1), Jacobian in and out (P1 with Z = 1): the 77
+ * signed 5-bit (Booth) digits of booth5, most significant first; each lane's entry |d| P
+ * of its table 1P..16P (Jacobian) chosen by a scan of all 16, negated by a mask for d < 0.
+ * Five Jacobian doublings and one addition per window: 56 multiplications per 5 bits
+ * against 51 per 4 bits with the complete projective formulas it replaced.
+ *
+ * The incomplete jadd is safe here: before the addition of window w the accumulator is
+ * 32 m P, m = the Booth partial sum of the digits above w (>= 0), and |d| <= 16. If m = 0
+ * the accumulator is infinity and the result is the entry (a mask, inf); if d = 0 the
+ * result is the accumulator (a mask). Otherwise 32 m >= 32 > |d|, and 32 m + d is the next
+ * partial sum, below n (at the last window it is k itself), so 32 m P is neither d P nor
+ * -d P: no doubling case for a scalar in [1, n-1] (P has prime order n, cofactor 1);
+ * lanes with another scalar or an invalid point compute garbage, in the same time, and
+ * are failed by the caller. The table's additions (i-1)P + P, i >= 3, are no exception
+ * either. The accumulator's infinity is (0 : 0 : 0) or (X : Y : 0), which jdbl keeps at
+ * Z = 0 and the masks replace. */
+static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[COMB_WINDOWS][MB8_LANES],
+                           const uint64_t neg[COMB_WINDOWS][MB8_LANES], pt8 tab[16])
+{
+    pt8 acc, sel, t;
+    fe8 ny, zf;
+    const v8 zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    for (int j = 0; j < NL; j++)
+        zf.v[j] = zero;
+    tab[0] = *P1;
+    for (int i = 1; i < 16; i++) { /* tab[i] = (i + 1) P */
+        if (i & 1)
+            jdbl(&tab[i], &tab[i / 2]);
+        else
+            jadd(&tab[i], &tab[i - 1], P1);
+    }
+    v8 inf = _mm512_set1_epi64(-1); /* all digits so far 0 */
+    for (int w = COMB_WINDOWS - 1; w >= 0; w--) {
+        if (w != COMB_WINDOWS - 1)
+            for (int i = 0; i < COMB_W; i++)
+                jdbl(&acc, &acc);
+        const v8 d = _mm512_load_si512((const void *)mag[w]);
+        const v8 sgn = _mm512_load_si512((const void *)neg[w]);
+        const v8 dz = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        tab_select(&sel, tab, _mm512_sub_epi64(d, one));
+        fsub(&ny, &zf, &sel.y);
+        for (int j = 0; j < NL; j++)
+            sel.y.v[j] = vsel(sgn, ny.v[j], sel.y.v[j]);
+        if (w == COMB_WINDOWS - 1) {
+            acc = sel; /* the top digit; (0 : 0 : 0) where it is 0 */
+        } else {
+            jadd(&t, &acc, &sel);
+            v8 *a = (v8 *)&acc;
+            const v8 *sv = (const v8 *)&sel, *tv = (const v8 *)&t;
+            for (int j = 0; j < 3 * NL; j++)
+                a[j] = vsel(dz, a[j], vsel(inf, sv[j], tv[j]));
+        }
+        inf = _mm512_and_si512(inf, dz);
+    }
+    *R = acc;
+    mb8__wipe(tab, 16 * sizeof(pt8));
+    mb8__wipe(&acc, sizeof acc);
+    mb8__wipe(&sel, sizeof sel);
+    mb8__wipe(&t, sizeof t);
+    mb8__wipe(&ny, sizeof ny);
 }
 
 /* R = k G by the comb: sum over w of d_w 32^w G, one mixed addition per window. */
@@ -952,6 +887,25 @@ static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
     fmul(&t, &R->y, &zi);
     fmul(&t, &t, &one);
     fcanon(y, &t);
+    mb8__wipe(&zi, sizeof zi);
+    mb8__wipe(&t, sizeof t);
+    return inf;
+}
+
+/* Affine x, canonical, of a Jacobian R (x = X / Z^2); bit i set when lane i is infinity
+ * (then x = 0). */
+static IFMA_FN __mmask8 jac_to_affine_x(fe8 *x, const pt8 *R)
+{
+    fe8 zi, t, one;
+    fcanon(&t, &R->z);
+    __mmask8 inf = fe8_is_zero(&t);
+    finv(&zi, &R->z);
+    fsqr(&zi, &zi);
+    for (int j = 0; j < NL; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    fmul(&t, &R->x, &zi);
+    fmul(&t, &t, &one);
+    fcanon(x, &t);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
@@ -1045,9 +999,8 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 
 /* The kernels' tables, in the caller's scratch (MB8__P384_WS_BYTES, 64-byte aligned). */
 struct p384_ws {
-    pt8 tab[16];                                          /* pt_mul: 0P..15P */
-    alignas(64) uint64_t dig[2 * NB][MB8_LANES];          /* pt_mul: 4-bit windows */
-    alignas(64) uint64_t mag[COMB_WINDOWS][MB8_LANES];    /* pt_mul_g: Booth digits */
+    pt8 tab[16];                                          /* pt_mul: 1P..16P */
+    alignas(64) uint64_t mag[COMB_WINDOWS][MB8_LANES];    /* pt_mul(_g): Booth digits */
     alignas(64) uint64_t neg[COMB_WINDOWS][MB8_LANES];    /* ... and signs */
 };
 _Static_assert(sizeof(struct p384_ws) <= MB8__P384_WS_BYTES, "MB8__P384_WS_BYTES too small");
@@ -1058,15 +1011,17 @@ IFMA_FN mb8_status_t mb8__p384_ecdh_ifma(uint8_t out[MB8_LANES][NB],
                                          void *ws)
 {
     struct p384_ws *w = ws;
-    uint64_t(*dig)[MB8_LANES] = w->dig;
     pt8 Q, R;
     fe8 d, x, y;
     uint8_t *outp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
     ok &= peer_load8(&Q, peer, lane_mask);
-    digits4(dig, priv, lane_mask);
-    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig, w->tab);
-    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    booth5(w->mag, w->neg, priv, lane_mask);
+    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])w->mag, (const uint64_t(*)[MB8_LANES])w->neg,
+           w->tab);
+    __mmask8 inf = jac_to_affine_x(&x, &R);
+    for (int j = 0; j < NL; j++)
+        y.v[j] = _mm512_setzero_si512();
     for (unsigned i = 0; i < MB8_LANES; i++)
         outp[i] = out[i];
     fe8_out(outp, &x, lane_mask);
@@ -1075,7 +1030,8 @@ IFMA_FN mb8_status_t mb8__p384_ecdh_ifma(uint8_t out[MB8_LANES][NB],
         if ((lane_mask >> i) & 1)
             mask_bytes(out[i], NB, keep >> i);
     mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
-    mb8__wipe(w->dig, sizeof w->dig);
+    mb8__wipe(w->mag, sizeof w->mag);
+    mb8__wipe(w->neg, sizeof w->neg);
     mb8__wipe(&Q, sizeof Q);
     mb8__wipe(&R, sizeof R);
     mb8__wipe(&d, sizeof d);
