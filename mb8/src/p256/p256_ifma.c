@@ -29,12 +29,15 @@
  * see pt_dbl4), converted from and back to projective around them (6 multiplications);
  * the window's addition stays the complete one.
  *
- * Fixed base (key generation, ECDSA's kG): a comb of 64 windows of 4 bits with signed
- * (Booth) digits in [-8, 8] (65 digits): window w holds the affine multiples j 16^w G,
- * j = 1..8 (p256_ifma_table.h, generated offline); every digit costs one complete mixed
- * addition (RCB Algorithm 5) and no doubling; the entry is found by a full scan of the
- * 8 entries, negated by a masked subtraction for a negative digit, and the addition's
- * result discarded by a mask for a zero digit (the affine table has no infinity).
+ * Fixed base (key generation, ECDSA's kG): a comb of 37 windows of 7 bits with signed
+ * (Booth) digits in [-64, 64]: window w holds the affine multiples j 2^(7w) G, j = 1..64
+ * (p256_ifma_table.h, generated offline, 185 KB); every digit but the first costs one
+ * complete mixed addition (RCB Algorithm 5) and no doubling. Each lane's entry is picked
+ * by register permutes (vpermt2q) indexed by the digit over all 64 entries of the window,
+ * loaded in full every time (comb_select), negated by a masked subtraction for a negative
+ * digit, and the addition's result discarded by a mask for a zero digit (the affine table
+ * has no infinity). 65 windows of 4 bits with a scan of 8 entries before: 37 instead of 64
+ * additions (#19).
  *
  * Inversions: Fermat; mod p by the fixed addition chain for p - 2 (255 squarings, 12
  * multiplications), mod n with the reference's fixed 4-bit windows over the public n - 2
@@ -96,6 +99,9 @@ static const uint8_t N_MINUS_2[NB] = {0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 
                                       0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x4f};
 static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212ed6acf005cULL,
                                    0x83415a220abf7ULL, 0x0c30061dd4874ULL};
+/* the comb: 37 windows of 7-bit signed digits, 64 multiples of G each */
+#define COMB_W 37
+#define COMB_E 64
 #include "p256_ifma_table.h"
 
 /* One lane's 5 x 52-bit numbers to and from bytes: the portable kernel's conversions. */
@@ -728,13 +734,14 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8
     mb8__wipe(&sel, sizeof sel);
 }
 
-/* Booth recoding for the comb (as ecp_nistz256's booth_recode, with 4-bit windows): the
- * signed digit of window w (w = 0..64) of each lane comes from the 5 bits v = k bits
- * 4w + 3 .. 4w - 1 (bit -1 = 0, bits above 255 = 0): d = floor((v + 1) / 2) for v < 16,
- * floor((v + 1) / 2) - 16 otherwise, so |d| <= 8 and k = sum d_w 16^w. mag[w][i] = |d|,
- * neg[w][i] = all-ones when v >= 16 (d < 0, or d = 0 for v = 31). The 5-bit group is read at
- * a public position; the digit arithmetic is branch-free. */
-static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
+/* Booth recoding for the comb (as ecp_nistz256's booth_recode_w7): the signed digit of
+ * window w (w = 0..36) of each lane comes from the 8 bits v = k bits 7w + 6 .. 7w - 1 (bit
+ * -1 = 0, bits above 255 = 0): d = floor((v + 1) / 2) for v < 128, floor((v + 1) / 2) - 128
+ * otherwise, so |d| <= 64 and k = sum d_w 2^(7w) (37 windows cover 259 bits: the top
+ * digit is never negative). mag[w][i] = |d|, neg[w][i] = all-ones when v >= 128 (d < 0,
+ * or d = 0 for v = 255). The 8-bit group is read at a public position; the digit
+ * arithmetic is branch-free. */
+static void booth7(uint64_t mag[COMB_W][MB8_LANES], uint64_t neg[COMB_W][MB8_LANES],
                    const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
     for (unsigned i = 0; i < MB8_LANES; i++) {
@@ -742,20 +749,20 @@ static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
         for (int j = 0; j < NB; j++)
             le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
         le[NB] = le[NB + 1] = 0;
-        for (int w = 0; w < 65; w++) {
-            int bit = 4 * w - 1; /* lowest bit of the 5-bit group */
+        for (int w = 0; w < COMB_W; w++) {
+            int bit = 7 * w - 1; /* lowest bit of the 8-bit group */
             uint64_t v;
             if (bit < 0) { /* public position */
-                v = ((uint64_t)le[0] << 1) & 0x1F;
+                v = ((uint64_t)le[0] << 1) & 0xFF;
             } else {
                 uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
-                v = (two >> (bit & 7)) & 0x1F;
+                v = (two >> (bit & 7)) & 0xFF;
             }
-            /* s = all-ones when v >= 16 */
-            uint64_t s = mb8__value_barrier(0 - (v >> 4));
-            uint64_t d = ((1u << 5) - 1 - v) & s; /* 31 - v for negative digits */
-            d = (d & s) | (v & ~s);               /* 0..31 folded: 0..15 */
-            d = (d >> 1) + (d & 1);               /* (d + 1) / 2 */
+            /* s = all-ones when v >= 128 */
+            uint64_t s = mb8__value_barrier(0 - (v >> 7));
+            uint64_t d = (255 - v) & s; /* 255 - v for negative digits */
+            d = d | (v & ~s);           /* 0..255 folded: 0..127 */
+            d = (d >> 1) + (d & 1);     /* ceil(d / 2) */
             mag[w][i] = d;
             neg[w][i] = s;
         }
@@ -763,53 +770,73 @@ static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
     }
 }
 
-/* R = k G by the comb: sum over w of d_w 16^w G, one mixed addition per window. */
+/* (x, y) = entry |d| of one comb window for every lane (the digit's magnitude mag in
+ * 1..64; for 0 some entry, discarded by the caller). The window's limb j is 8 vectors of
+ * 8 entries (p256_ifma_table.h); vpermt2q picks each lane's entry among 16 of them by
+ * the low 4 bits of the lane's index, and two masked blends by bits 4 and 5 choose among
+ * the 4 groups. The digit is only a register operand (permute index, blend mask): no
+ * memory address depends on it, every entry is loaded for every selection, and the
+ * permutes and blends have data-independent latency. */
+static IFMA void comb_select(fe8 *x, fe8 *y, const uint64_t tab[10][COMB_E], v8 mag)
+{
+    const v8 idx = _mm512_sub_epi64(mag, _mm512_set1_epi64(1));
+    const __mmask8 b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+    const __mmask8 b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
+#pragma GCC unroll 10
+    for (int j = 0; j < 10; j++) {
+        const v8 *t = (const v8 *)tab[j];
+        v8 r0 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 0), idx, _mm512_load_si512(t + 1));
+        v8 r1 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 2), idx, _mm512_load_si512(t + 3));
+        v8 r2 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 4), idx, _mm512_load_si512(t + 5));
+        v8 r3 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 6), idx, _mm512_load_si512(t + 7));
+        v8 lo = _mm512_mask_blend_epi64(b4, r0, r1);
+        v8 hi = _mm512_mask_blend_epi64(b4, r2, r3);
+        v8 r = _mm512_mask_blend_epi64(b5, lo, hi);
+        if (j < 5)
+            x->v[j] = r;
+        else
+            y->v[j - 5] = r;
+    }
+}
+
+/* R = k G by the comb: sum over w of d_w 2^(7w) G, one mixed addition per window but the
+ * first (which is the selected point itself, or infinity). */
 static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
-                             uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES])
+                             uint64_t mag[COMB_W][MB8_LANES], uint64_t neg[COMB_W][MB8_LANES])
 {
     pt8 acc, t;
-    fe8 x, y, ny;
-    booth4(mag, neg, k, lane_mask);
-    pt_infinity(&acc);
+    fe8 x, y, ny, zf, one;
+    booth7(mag, neg, k, lane_mask);
     const v8 zero = _mm512_setzero_si512();
-    for (int w = 0; w < 65; w++) {
+    for (int j = 0; j < 5; j++)
+        zf.v[j] = zero;
+    fe8_bcast(&one, P_ONE);
+    for (int w = 0; w < COMB_W; w++) {
         const v8 d = _mm512_load_si512((const void *)mag[w]);
-        if (w == 64) { /* public: 16^64 G = 2^256 G, the top digit is 0 or 1 (bit 255) */
-            fe8_bcast(&x, P256_COMB_TOP[0]);
-            fe8_bcast(&y, P256_COMB_TOP[1]);
-        } else {
-            const v8 sgn = _mm512_load_si512((const void *)neg[w]);
-            v8 s[10];
-            for (int j = 0; j < 10; j++)
-                s[j] = zero;
-            for (int e = 0; e < 8; e++) {
-                const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(e + 1)));
-                const uint64_t *c = P256_COMB[w][e];
-#pragma GCC unroll 10
-                for (int j = 0; j < 10; j++)
-                    s[j] = _mm512_ternarylogic_epi64(s[j], _mm512_set1_epi64((long long)c[j]), m,
-                                                     0xF8);
+        const v8 sgn = _mm512_load_si512((const void *)neg[w]);
+        const v8 z = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        comb_select(&x, &y, P256_COMB[w], d);
+        /* y = -y for negative digits; for d = 0 the entry is discarded below */
+        fsub(&ny, &zf, &y);
+        for (int j = 0; j < 5; j++)
+            y.v[j] = vsel(sgn, ny.v[j], y.v[j]);
+        if (w == 0) { /* acc = (x : y : 1), or infinity (0 : 1 : 0) where d = 0 */
+            for (int j = 0; j < 5; j++) {
+                acc.x.v[j] = vsel(z, zero, x.v[j]);
+                acc.y.v[j] = vsel(z, one.v[j], y.v[j]);
+                acc.z.v[j] = vsel(z, zero, one.v[j]);
             }
-            memcpy(x.v, s, sizeof x.v);
-            memcpy(y.v, s + 5, sizeof y.v);
-            /* y = -y for negative digits; for d = 0 the selected (0, 0) is discarded below */
-            fe8 zf;
-            for (int j = 0; j < 5; j++)
-                zf.v[j] = zero;
-            fsub(&ny, &zf, &y);
-            for (int j = 0; j < 5; j++)
-                y.v[j] = vsel(sgn, ny.v[j], y.v[j]);
+            continue;
         }
         pt_add_affine(&t, &acc, &x, &y);
-        const v8 z = kvec(_mm512_cmpeq_epi64_mask(d, zero));
         v8 *a = (v8 *)&acc;
         const v8 *tv = (const v8 *)&t;
         for (int j = 0; j < 15; j++)
             a[j] = vsel(z, a[j], tv[j]);
     }
     *R = acc;
-    mb8__wipe(mag, 65 * sizeof(*mag));
-    mb8__wipe(neg, 65 * sizeof(*neg));
+    mb8__wipe(mag, COMB_W * sizeof(*mag));
+    mb8__wipe(neg, COMB_W * sizeof(*neg));
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&t, sizeof t);
     mb8__wipe(&x, sizeof x);
@@ -928,8 +955,8 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 struct p256_ws {
     pt8 tab[16];                                /* pt_mul: 0P..15P */
     alignas(64) uint64_t dig[2 * NB][MB8_LANES]; /* pt_mul: the 4-bit windows of the scalar */
-    alignas(64) uint64_t mag[65][MB8_LANES];     /* pt_mul_g: Booth digits, magnitudes */
-    alignas(64) uint64_t neg[65][MB8_LANES];     /* ... and signs */
+    alignas(64) uint64_t mag[COMB_W][MB8_LANES]; /* pt_mul_g: Booth digits, magnitudes */
+    alignas(64) uint64_t neg[COMB_W][MB8_LANES]; /* ... and signs */
 };
 _Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
 
