@@ -466,62 +466,6 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
 
 /* ---- points --------------------------------------------------------------------------- */
 
-/* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_add(pt8 *R, const pt8 *P1, const pt8 *P2)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z, *X2 = &P2->x, *Y2 = &P2->y,
-               *Z2 = &P2->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fmul(&t2, Z1, Z2);
-    fadd(&t3, X1, Y1);
-    fadd(&t4, X2, Y2);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fadd(&t4, Y1, Z1);
-    fadd(&X3, Y2, Z2);
-    fmul(&t4, &t4, &X3);
-    fadd(&X3, &t1, &t2);
-    fsub(&t4, &t4, &X3);
-    fadd(&X3, X1, Z1);
-    fadd(&Y3, X2, Z2);
-    fmul(&X3, &X3, &Y3);
-    fadd(&Y3, &t0, &t2);
-    fsub(&Y3, &X3, &Y3);
-    fmul(&Z3, &b, &t2);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    fadd(&t1, &t2, &t2);
-    fadd(&t2, &t1, &t2);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
 /* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
  * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
 static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
@@ -571,52 +515,6 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     R->z = Z3;
 }
 
-/* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_dbl(pt8 *R, const pt8 *P1)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X = &P1->x, *Y = &P1->y, *Z = &P1->z;
-    fe8 t0, t1, t2, t3, X3, Y3, Z3;
-    fsqr(&t0, X);
-    fsqr(&t1, Y);
-    fsqr(&t2, Z);
-    fmul(&t3, X, Y);
-    fadd(&t3, &t3, &t3);
-    fmul(&Z3, X, Z);
-    fadd(&Z3, &Z3, &Z3);
-    fmul(&Y3, &b, &t2);
-    fsub(&Y3, &Y3, &Z3);
-    fadd(&X3, &Y3, &Y3);
-    fadd(&Y3, &X3, &Y3);
-    fsub(&X3, &t1, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fmul(&Y3, &X3, &Y3);
-    fmul(&X3, &X3, &t3);
-    fadd(&t3, &t2, &t2);
-    fadd(&t2, &t2, &t3);
-    fmul(&Z3, &b, &Z3);
-    fsub(&Z3, &Z3, &t2);
-    fsub(&Z3, &Z3, &t0);
-    fadd(&t3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &t3);
-    fadd(&t3, &t0, &t0);
-    fadd(&t0, &t3, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t0, &t0, &Z3);
-    fadd(&Y3, &Y3, &t0);
-    fmul(&t0, Y, Z);
-    fadd(&t0, &t0, &t0);
-    fmul(&Z3, &t0, &Z3);
-    fsub(&X3, &X3, &Z3);
-    fmul(&Z3, &t0, &t1);
-    fadd(&Z3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &Z3);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
 /* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
  * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
  * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
@@ -648,31 +546,39 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
 }
 
-/* R = 16 P1 for a homogeneous projective P1 (any point, infinity included): to Jacobian
- * (X Z, Y Z^2, Z), with Y set to 1 where Z = 0 (infinity stays a valid Jacobian infinity),
- * four Jacobian doublings (4 x 8 multiplications instead of 4 x 13 for the complete
- * doubling), back to homogeneous (X Z, Y, Z^3). The result is the same point. */
-static IFMA_FN void pt_dbl4(pt8 *R, const pt8 *P1)
+/* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
+ * Not complete: P1 and P2 must not be infinity and P1 != +-P2 (pt_mul shows that its
+ * additions never meet these cases for a scalar in [1, n-1], and masks the infinities).
+ * R may alias P1 or P2. */
+static IFMA_FN void jadd(pt8 *R, const pt8 *P1, const pt8 *P2)
 {
-    pt8 J;
-    fe8 zz, one;
-    fsqr(&zz, &P1->z);
-    fmul(&J.x, &P1->x, &P1->z);
-    fmul(&J.y, &P1->y, &zz);
-    J.z = P1->z;
-    fcanon(&zz, &P1->z);
-    const v8 inf = kvec(fe8_is_zero(&zz));
-    fe8_bcast(&one, P_ONE);
-    for (int j = 0; j < 5; j++)
-        J.y.v[j] = vsel(inf, one.v[j], J.y.v[j]);
-    for (int i = 0; i < 4; i++)
-        jdbl(&J, &J);
-    fsqr(&zz, &J.z);
-    fmul(&R->x, &J.x, &J.z);
-    fmul(&R->z, &zz, &J.z);
-    R->y = J.y;
-    mb8__wipe(&J, sizeof J);
-    mb8__wipe(&zz, sizeof zz);
+    fe8 z1z1, z2z2, u1, u2, s1, s2, h, r, hh, hhh, v, t, X3, Y3, Z3;
+    fsqr(&z1z1, &P1->z);
+    fsqr(&z2z2, &P2->z);
+    fmul(&u1, &P1->x, &z2z2);
+    fmul(&u2, &P2->x, &z1z1);
+    fmul(&t, &z2z2, &P2->z);
+    fmul(&s1, &P1->y, &t);
+    fmul(&t, &z1z1, &P1->z);
+    fmul(&s2, &P2->y, &t);
+    fmul(&t, &P1->z, &P2->z);
+    fsub(&h, &u2, &u1);
+    fsub(&r, &s2, &s1);
+    fmul(&Z3, &t, &h); /* Z1 Z2 H */
+    fsqr(&hh, &h);
+    fmul(&hhh, &hh, &h);
+    fmul(&v, &u1, &hh);
+    fsqr(&t, &r);
+    fsub(&t, &t, &hhh);
+    fsub(&t, &t, &v);
+    fsub(&X3, &t, &v); /* r^2 - H^3 - 2 U1 H^2 */
+    fsub(&t, &v, &X3);
+    fmul(&t, &r, &t);
+    fmul(&s1, &s1, &hhh);
+    fsub(&Y3, &t, &s1); /* r (U1 H^2 - X3) - S1 H^3 */
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
 }
 
 static IFMA void pt_infinity(pt8 *R)
@@ -696,42 +602,70 @@ static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][
     }
 }
 
-/* R = k * P1 (each lane its own k and P1): 64 fixed 4-bit windows, most significant first,
- * each lane's entry of its table 0P..15P chosen by a scan of all 16. */
+/* Each lane's entry dig of tab (16 entries), by a scan of all 16 with mask vectors. */
+static IFMA void tab_select(pt8 *sel, const pt8 tab[16], v8 d)
+{
+    v8 s[15];
+    for (int j = 0; j < 15; j++)
+        s[j] = _mm512_setzero_si512();
+    for (int i = 0; i < 16; i++) {
+        const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
+        const v8 *e = (const v8 *)&tab[i];
+#pragma GCC unroll 15
+        for (int j = 0; j < 15; j++)
+            s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
+    }
+    memcpy(sel, s, sizeof *sel);
+}
+
+/* R = k * P1 (each lane its own k and P1), Jacobian in and out: 64 fixed 4-bit windows,
+ * most significant first, each lane's entry of its table 0P..15P (Jacobian; 0P is
+ * (0 : 1 : 0)) chosen by a scan of all 16.
+ *
+ * The incomplete jadd is safe here: before the addition of window w the accumulator is
+ * 16 m P, m = the value of the digits above w, and the digit d < 16. If m = 0 the
+ * accumulator is infinity and the result is the entry (a mask, inf); if d = 0 the result
+ * is the accumulator (a mask). Otherwise 16 <= 16 m and 16 m + d <= k < n, so 16 m P is
+ * neither d P nor -d P = (n - d) P: no doubling case for a scalar in [1, n-1] (P has prime
+ * order n); lanes with another scalar or an invalid point compute garbage, in the same
+ * time, and are failed by the caller. The table's additions (i-1)P + P, i >= 3, are no
+ * exception either. Infinity in the accumulator is (X : Y : 0), which jdbl keeps at Z = 0. */
 static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES],
                            pt8 tab[16])
 {
-    pt8 acc, sel;
-    pt_infinity(&tab[0]);
+    pt8 acc, sel, t;
+    const v8 zero = _mm512_setzero_si512();
+    for (int j = 0; j < 5; j++)
+        tab[0].x.v[j] = tab[0].z.v[j] = zero;
+    fe8_bcast(&tab[0].y, P_ONE);
     tab[1] = *P1;
     for (int i = 2; i < 16; i++) {
         if (i & 1)
-            pt_add(&tab[i], &tab[i - 1], P1);
+            jadd(&tab[i], &tab[i - 1], P1);
         else
-            pt_dbl(&tab[i], &tab[i / 2]);
+            jdbl(&tab[i], &tab[i / 2]);
     }
-    acc = tab[0];
-    for (int w = 0; w < 2 * NB; w++) {
-        if (w != 0) /* acc is infinity before the first window */
-            pt_dbl4(&acc, &acc);
-        const v8 d = _mm512_load_si512((const void *)dig[w]);
-        v8 s[15];
+    v8 d = _mm512_load_si512((const void *)dig[0]);
+    tab_select(&acc, tab, d);
+    v8 inf = kvec(_mm512_cmpeq_epi64_mask(d, zero)); /* all digits so far 0 */
+    for (int w = 1; w < 2 * NB; w++) {
+        for (int i = 0; i < 4; i++)
+            jdbl(&acc, &acc);
+        d = _mm512_load_si512((const void *)dig[w]);
+        const v8 dz = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        tab_select(&sel, tab, d);
+        jadd(&t, &acc, &sel);
+        v8 *a = (v8 *)&acc;
+        const v8 *sv = (const v8 *)&sel, *tv = (const v8 *)&t;
         for (int j = 0; j < 15; j++)
-            s[j] = _mm512_setzero_si512();
-        for (int i = 0; i < 16; i++) {
-            const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
-            const v8 *e = (const v8 *)&tab[i];
-#pragma GCC unroll 15
-            for (int j = 0; j < 15; j++)
-                s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
-        }
-        memcpy(&sel, s, sizeof sel);
-        pt_add(&acc, &acc, &sel);
+            a[j] = vsel(dz, a[j], vsel(inf, sv[j], tv[j]));
+        inf = _mm512_and_si512(inf, dz);
     }
     *R = acc;
     mb8__wipe(tab, 16 * sizeof(pt8));
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&sel, sizeof sel);
+    mb8__wipe(&t, sizeof t);
 }
 
 /* Booth recoding for the comb (as ecp_nistz256's booth_recode_w7): the signed digit of
@@ -864,6 +798,25 @@ static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
     return inf;
 }
 
+/* Affine x, canonical, of a Jacobian R (x = X / Z^2); bit i set when lane i is infinity
+ * (then x = 0). */
+static IFMA_FN __mmask8 jac_to_affine_x(fe8 *x, const pt8 *R)
+{
+    fe8 zi, t, one;
+    fcanon(&t, &R->z);
+    __mmask8 inf = fe8_is_zero(&t);
+    finv(&zi, &R->z);
+    fsqr(&zi, &zi);
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    fmul(&t, &R->x, &zi);
+    fmul(&t, &t, &one);
+    fcanon(x, &t);
+    mb8__wipe(&zi, sizeof zi);
+    mb8__wipe(&t, sizeof t);
+    return inf;
+}
+
 /* lane status word from per-lane bit masks: bad -> BAD_INPUT, else zero -> ZERO_RESULT */
 static mb8_status_t lanes_status(unsigned lane_mask, unsigned bad, unsigned zero)
 {
@@ -966,13 +919,13 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
     struct p256_ws *w = ws;
     uint64_t(*dig)[MB8_LANES] = w->dig;
     pt8 Q, R;
-    fe8 d, x, y;
+    fe8 d, x;
     uint8_t *outp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
     ok &= peer_load8(&Q, peer, lane_mask);
     digits4(dig, priv, lane_mask);
     pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig, w->tab);
-    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    __mmask8 inf = jac_to_affine_x(&x, &R);
     for (unsigned i = 0; i < MB8_LANES; i++)
         outp[i] = out[i];
     fe8_out(outp, &x, lane_mask);
@@ -986,7 +939,6 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
     mb8__wipe(&R, sizeof R);
     mb8__wipe(&d, sizeof d);
     mb8__wipe(&x, sizeof x);
-    mb8__wipe(&y, sizeof y);
     return st;
 }
 
