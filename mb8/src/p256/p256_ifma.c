@@ -40,8 +40,8 @@
  * additions (#19).
  *
  * Inversions: Fermat; mod p by the fixed addition chain for p - 2 (255 squarings, 12
- * multiplications), mod n with the reference's fixed 4-bit windows over the public n - 2
- * (256 squarings, 78 multiplications).
+ * multiplications), mod n by an addition chain for the public n - 2 (252 squarings, 44
+ * multiplications, values kept below 2n until the end; see ninv).
  *
  * Constant time: no branch and no memory index depends on a scalar, nonce, digest or
  * point; range and curve checks are masks; loop counts and window positions are fixed.
@@ -91,12 +91,6 @@ static const uint64_t N_M[5] = {0x9cac2fc632551ULL, 0xada7179e84f3bULL, 0xffffff
 static const uint64_t N_K0 = 0x1c8aaee00bc4fULL;
 static const uint64_t N_RR[5] = {0x5cc0dea6dc3baULL, 0x192a067d8a084ULL, 0xbec59615571bbULL,
                                  0x1fc245b2392b6ULL, 0x0e12d9559d956ULL};
-static const uint64_t N_ONE[5] = {0x353d039cdaaf0ULL, 0x258e8617b0c46ULL, 0x0000004319055ULL,
-                                  0xfff0000000000ULL, 0x00000000fffffULL};
-static const uint8_t N_MINUS_2[NB] = {0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
-                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                      0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84,
-                                      0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x4f};
 static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212ed6acf005cULL,
                                    0x83415a220abf7ULL, 0x0c30061dd4874ULL};
 /* the comb: 37 windows of 7-bit signed digits, 64 multiples of G each */
@@ -301,14 +295,17 @@ static IFMA void redc_p(fe8 *r, v8 t[10])
     r->v[4] = t[9];
 }
 
-/* r = t * 2^-260 mod n, canonical */
-static IFMA void redc_n(fe8 *r, v8 t[10])
+/* t[5..9] = t * 2^-260 mod n, lazy limbs (below 2n for t < 4n^2: (t + q n) / 2^260 < 4n^2 /
+ * 2^260 + n < 2n) */
+static IFMA void redc_n_rounds(v8 t[10])
 {
-    const v8 msk = vmask52(), z = _mm512_setzero_si512();
+    const v8 z = _mm512_setzero_si512();
     const v8 k0 = _mm512_set1_epi64((long long)N_K0);
 #pragma GCC unroll 5
     for (int i = 0; i < 5; i++) {
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(z, t[i], k0), msk);
+        /* the quotient digit lo(t[i] k0): IFMA reads the low 52 bits of t[i] and its
+         * low half is below 2^52, so no mask is needed */
+        v8 y = _mm512_madd52lo_epu64(z, t[i], k0);
 #pragma GCC unroll 5
         for (int j = 0; j < 5; j++) {
             const v8 nj = _mm512_set1_epi64((long long)N_M[j]);
@@ -317,7 +314,27 @@ static IFMA void redc_n(fe8 *r, v8 t[10])
         }
         t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_srli_epi64(t[i], 52));
     }
+}
+
+/* r = t * 2^-260 mod n, canonical */
+static IFMA void redc_n(fe8 *r, v8 t[10])
+{
+    redc_n_rounds(t);
     norm_reduce(r, t + 5, N_M);
+}
+
+/* r = t * 2^-260 mod n, below 2n (limbs < 2^52), for t < 4n^2: the inversion's chain,
+ * which keeps its values in [0, 2n) and reduces once at the end */
+static IFMA void redc_n_lazy(fe8 *r, v8 t[10])
+{
+    const v8 msk = vmask52();
+    redc_n_rounds(t);
+#pragma GCC unroll 4
+    for (int j = 5; j < 9; j++) {
+        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srli_epi64(t[j], 52));
+        r->v[j - 5] = _mm512_and_si512(t[j], msk);
+    }
+    r->v[4] = t[9];
 }
 
 static IFMA void fmul(fe8 *r, const fe8 *a, const fe8 *b)
@@ -341,11 +358,23 @@ static IFMA_FN __attribute__((noinline)) void nmul(fe8 *r, const fe8 *a, const f
     redc_n(r, t);
 }
 
-static IFMA_FN __attribute__((noinline)) void nsqr(fe8 *r, const fe8 *a)
+/* r = a b and r = a^(2^k) mod n for a, b < 2n, below 2n (ninv) */
+static IFMA_FN __attribute__((noinline)) void nmul_lazy(fe8 *r, const fe8 *a, const fe8 *b)
 {
     v8 t[10];
-    sqr_wide(t, a);
-    redc_n(r, t);
+    mul_wide(t, a, b);
+    redc_n_lazy(r, t);
+}
+
+static IFMA_FN __attribute__((noinline)) void nsqr_lazy_k(fe8 *r, const fe8 *a, int k)
+{
+    v8 t[10];
+    fe8 x = *a;
+    for (int i = 0; i < k; i++) { /* k is public */
+        sqr_wide(t, &x);
+        redc_n_lazy(&x, t);
+    }
+    *r = x;
 }
 
 /* r = a + b mod m (a, b < m) */
@@ -444,23 +473,51 @@ static IFMA_FN void finv(fe8 *r, const fe8 *a)
     mb8__wipe(&t, sizeof t);
 }
 
-/* r = a^(n-2) = a^-1 mod n, Montgomery form: fixed 4-bit windows over the public n - 2 */
+/* The low 128 bits of n - 2 = ffffffff 00000000 ffffffff ffffffff bce6faad a7179e84
+ * f3b9cac2 fc63254f as a sliding window of width 5 (public; generated and checked offline):
+ * square `sq` times, then multiply by a^odd. */
+static const struct {
+    uint8_t sq, odd;
+} NINV_LOW[23] = {{5, 23}, {5, 19}, {5, 19}, {6, 31}, {6, 21}, {6, 27}, {6, 19}, {5, 17},
+                  {5, 15}, {6, 15}, {2, 1},  {9, 19}, {5, 25}, {5, 27}, {5, 19}, {4, 9},
+                  {5, 11}, {9, 23}, {3, 7},  {5, 3},  {8, 25}, {7, 21}, {6, 15}};
+
+/* r = a^(n-2) = a^-1 mod n (0 for 0), Montgomery form, canonical, for a < n: a^1, a^3, ...,
+ * a^31, then x32 = a^(2^32 - 1) for the top 128 bits (ffffffff 00000000 ffffffff
+ * ffffffff) and the sliding window above for the rest: 252 squarings and 44
+ * multiplications (fixed 4-bit windows before: 256 and 78). Intermediate values stay in
+ * [0, 2n) (nmul_lazy), one subtraction at the end. Only the public exponent shapes the
+ * sequence. */
 static IFMA_FN void ninv(fe8 *r, const fe8 *a)
 {
-    fe8 tab[16], acc;
-    fe8_bcast(&tab[0], N_ONE);
-    tab[1] = *a;
-    for (int i = 2; i < 16; i++)
-        nmul(&tab[i], &tab[i - 1], a);
-    acc = tab[0];
-    for (int w = 0; w < 2 * NB; w++) {
-        for (int j = 0; j < 4; j++)
-            nsqr(&acc, &acc);
-        unsigned nib = (N_MINUS_2[w >> 1] >> (w & 1 ? 0 : 4)) & 0xF; /* public */
-        nmul(&acc, &acc, &tab[nib]);
+    fe8 odd[16], x2, x10, x20, t, acc; /* odd[i] = a^(2i + 1) */
+    odd[0] = *a;
+    nsqr_lazy_k(&x2, a, 1);
+    for (int i = 1; i < 16; i++)
+        nmul_lazy(&odd[i], &odd[i - 1], &x2);
+    /* odd[15] = a^31 = a^(2^5 - 1) */
+    nsqr_lazy_k(&t, &odd[15], 5);
+    nmul_lazy(&x10, &t, &odd[15]);
+    nsqr_lazy_k(&t, &x10, 10);
+    nmul_lazy(&x20, &t, &x10);
+    nsqr_lazy_k(&t, &x20, 10);
+    nmul_lazy(&t, &t, &x10); /* x30 */
+    nsqr_lazy_k(&t, &t, 2);
+    nmul_lazy(&x20, &t, &odd[1]); /* x32 (in x20's place) */
+    nsqr_lazy_k(&acc, &x20, 64);
+    nmul_lazy(&acc, &acc, &x20);
+    nsqr_lazy_k(&acc, &acc, 32);
+    nmul_lazy(&acc, &acc, &x20);
+    for (int i = 0; i < 23; i++) {
+        nsqr_lazy_k(&acc, &acc, NINV_LOW[i].sq);
+        nmul_lazy(&acc, &acc, &odd[NINV_LOW[i].odd >> 1]);
     }
-    *r = acc;
-    mb8__wipe(tab, sizeof tab);
+    reduce_once(r, acc.v, N_M);
+    mb8__wipe(odd, sizeof odd);
+    mb8__wipe(&x2, sizeof x2);
+    mb8__wipe(&x10, sizeof x10);
+    mb8__wipe(&x20, sizeof x20);
+    mb8__wipe(&t, sizeof t);
     mb8__wipe(&acc, sizeof acc);
 }
 
