@@ -80,7 +80,7 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
  * MB8_STATUS_UNUSED.
  *
  * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
- * uses a fixed-base comb (64 signed 4-bit digits, a precomputed table of multiples of G).
+ * uses a fixed-base comb (37 signed 7-bit digits, a precomputed table of multiples of G).
  */
 mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES], void *scratch);
