@@ -17,17 +17,18 @@
  * IFMA per round. Mod n it is the generic round (y = lo(t k0), 10 IFMA) and a final masked
  * subtraction makes the result canonical.
  *
- * Points: the reference's complete projective formulas (Renes-Costello-Batina 2016,
- * Algorithms 4 and 6 for a = -3); no exceptional case exists, so nothing secret is
- * masked inside the scalar multiplication.
+ * Points: the comb (below) uses the complete mixed addition of Renes-Costello-Batina 2016
+ * (Algorithm 5, a = -3) on homogeneous projective coordinates; ECDH runs in Jacobian
+ * coordinates with incomplete formulas whose exceptional cases it never meets (see
+ * pt_mul), the infinity and zero-digit cases being masks.
  *
- * Variable base (ECDH): the reference's fixed 4-bit windows, unsigned digits, a per-lane
- * table of 0P..15P; each lane's entry is selected by a scan of all 16 entries with all-ones
- * mask vectors (vpternlogq), never through a secret index. The 4 doublings of a window run
- * in Jacobian coordinates (dbl-2001-b, 8 multiplications instead of 13 for the complete
- * doubling; exception-free on this prime-order curve once infinity is given a nonzero Y,
- * see pt_dbl4), converted from and back to projective around them (6 multiplications);
- * the window's addition stays the complete one.
+ * Variable base (ECDH): 52 windows of 5 bits with signed (Booth) digits in [-16, 16], a
+ * per-lane Jacobian table of 1P..16P; each lane's entry is selected by a scan of all 16
+ * entries with all-ones mask vectors (vpternlogq), never through a secret index, and
+ * negated by a mask. Per window 5 doublings (dbl-2001-b, 4M + 4S) and one addition
+ * (add-1998-cmo-2, 12M + 4S). Before #19: 64 windows of 4 unsigned bits on projective
+ * coordinates, with a conversion to Jacobian and back around each window's doublings and
+ * the complete addition (14 multiplications, 23 additions) per window.
  *
  * Fixed base (key generation, ECDSA's kG): a comb of 37 windows of 7 bits with signed
  * (Booth) digits in [-64, 64]: window w holds the affine multiples j 2^(7w) G, j = 1..64
@@ -96,6 +97,8 @@ static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212
 /* the comb: 37 windows of 7-bit signed digits, 64 multiples of G each */
 #define COMB_W 37
 #define COMB_E 64
+/* ECDH: 52 windows of 5-bit signed digits */
+#define ECDH_W 52
 #include "p256_ifma_table.h"
 
 /* One lane's 5 x 52-bit numbers to and from bytes: the portable kernel's conversions. */
@@ -646,16 +649,34 @@ static IFMA void pt_infinity(pt8 *R)
     fe8_bcast(&R->y, P_ONE);
 }
 
-/* 4-bit digits of 8 big-endian scalars: dig[w][i] = nibble w (most significant first) of
- * lane i. The positions are public; the values only feed masks. */
-static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][NB],
-                    unsigned lane_mask)
+/* Booth recoding for ECDH's windows, as booth7 below with 5-bit windows: the signed digit
+ * of window w (w = 0..51) of each lane comes from the 6 bits v = k bits 5w + 4 .. 5w - 1
+ * (bit -1 = 0, bits above 255 = 0): |d| = ceil(v / 2) for v < 32, ceil((63 - v) / 2)
+ * otherwise (then d <= 0), so |d| <= 16 and k = sum d_w 2^(5w); the top digit (bits 254,
+ * 255) is never negative. Public positions, branch-free digit arithmetic. */
+static void booth5(uint64_t mag[ECDH_W][MB8_LANES], uint64_t neg[ECDH_W][MB8_LANES],
+                   const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
     for (unsigned i = 0; i < MB8_LANES; i++) {
-        for (int w = 0; w < 2 * NB; w++) {
-            uint64_t b = (lane_mask >> i) & 1 ? k[i][w >> 1] : 0; /* lane use is public */
-            dig[w][i] = (b >> (w & 1 ? 0 : 4)) & 0xF;
+        uint8_t le[NB + 2];
+        for (int j = 0; j < NB; j++)
+            le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
+        le[NB] = le[NB + 1] = 0;
+        for (int w = 0; w < ECDH_W; w++) {
+            int bit = 5 * w - 1; /* lowest bit of the 6-bit group */
+            uint64_t v;
+            if (bit < 0) { /* public position */
+                v = ((uint64_t)le[0] << 1) & 0x3F;
+            } else {
+                uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
+                v = (two >> (bit & 7)) & 0x3F;
+            }
+            uint64_t s = mb8__value_barrier(0 - (v >> 5)); /* all-ones when v >= 32 */
+            uint64_t d = ((63 - v) & s) | (v & ~s);
+            mag[w][i] = (d >> 1) + (d & 1);
+            neg[w][i] = s;
         }
+        mb8__wipe(le, sizeof le);
     }
 }
 
@@ -675,47 +696,56 @@ static IFMA void tab_select(pt8 *sel, const pt8 tab[16], v8 d)
     memcpy(sel, s, sizeof *sel);
 }
 
-/* R = k * P1 (each lane its own k and P1), Jacobian in and out: 64 fixed 4-bit windows,
- * most significant first, each lane's entry of its table 0P..15P (Jacobian; 0P is
- * (0 : 1 : 0)) chosen by a scan of all 16.
+/* R = k * P1 (each lane its own k and P1), Jacobian in and out: 52 windows of 5 bits with
+ * signed (Booth) digits, most significant first; each lane's entry |d| P of its table
+ * 1P..16P (Jacobian) chosen by a scan of all 16, negated by a mask for d < 0.
  *
  * The incomplete jadd is safe here: before the addition of window w the accumulator is
- * 16 m P, m = the value of the digits above w, and the digit d < 16. If m = 0 the
- * accumulator is infinity and the result is the entry (a mask, inf); if d = 0 the result
- * is the accumulator (a mask). Otherwise 16 <= 16 m and 16 m + d <= k < n, so 16 m P is
- * neither d P nor -d P = (n - d) P: no doubling case for a scalar in [1, n-1] (P has prime
- * order n); lanes with another scalar or an invalid point compute garbage, in the same
- * time, and are failed by the caller. The table's additions (i-1)P + P, i >= 3, are no
- * exception either. Infinity in the accumulator is (X : Y : 0), which jdbl keeps at Z = 0. */
-static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES],
-                           pt8 tab[16])
+ * 32 m P, m = sum of the digits above w weighted = floor((k + 2^(5w+4)) / 2^(5w+5)) >= 0
+ * (Booth partial sums), and |d| <= 16. If m = 0 the accumulator is infinity and the
+ * result is the entry (a mask, inf); if d = 0 the result is the accumulator (a mask).
+ * Otherwise 32 m >= 32 > |d|, and 32 m + d is the next partial sum, below n (at the last
+ * window it is k itself), so 32 m P is neither d P nor -d P: no doubling case for a scalar
+ * in [1, n-1] (P has prime order n); lanes with another scalar or an invalid point
+ * compute garbage, in the same time, and are failed by the caller. The table's additions
+ * (i-1)P + P, i >= 3, are no exception either. Infinity in the accumulator is
+ * (X : Y : 0), which jdbl keeps at Z = 0. */
+static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[ECDH_W][MB8_LANES],
+                           const uint64_t neg[ECDH_W][MB8_LANES], pt8 tab[16])
 {
     pt8 acc, sel, t;
-    const v8 zero = _mm512_setzero_si512();
+    fe8 ny, zf;
+    const v8 zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
     for (int j = 0; j < 5; j++)
-        tab[0].x.v[j] = tab[0].z.v[j] = zero;
-    fe8_bcast(&tab[0].y, P_ONE);
-    tab[1] = *P1;
-    for (int i = 2; i < 16; i++) {
+        zf.v[j] = zero;
+    tab[0] = *P1;
+    for (int i = 1; i < 16; i++) { /* tab[i] = (i + 1) P */
         if (i & 1)
-            jadd(&tab[i], &tab[i - 1], P1);
-        else
             jdbl(&tab[i], &tab[i / 2]);
+        else
+            jadd(&tab[i], &tab[i - 1], P1);
     }
-    v8 d = _mm512_load_si512((const void *)dig[0]);
-    tab_select(&acc, tab, d);
-    v8 inf = kvec(_mm512_cmpeq_epi64_mask(d, zero)); /* all digits so far 0 */
-    for (int w = 1; w < 2 * NB; w++) {
-        for (int i = 0; i < 4; i++)
-            jdbl(&acc, &acc);
-        d = _mm512_load_si512((const void *)dig[w]);
+    v8 inf = _mm512_set1_epi64(-1); /* all digits so far 0 */
+    for (int w = ECDH_W - 1; w >= 0; w--) {
+        if (w != ECDH_W - 1)
+            for (int i = 0; i < 5; i++)
+                jdbl(&acc, &acc);
+        const v8 d = _mm512_load_si512((const void *)mag[w]);
+        const v8 sgn = _mm512_load_si512((const void *)neg[w]);
         const v8 dz = kvec(_mm512_cmpeq_epi64_mask(d, zero));
-        tab_select(&sel, tab, d);
-        jadd(&t, &acc, &sel);
-        v8 *a = (v8 *)&acc;
-        const v8 *sv = (const v8 *)&sel, *tv = (const v8 *)&t;
-        for (int j = 0; j < 15; j++)
-            a[j] = vsel(dz, a[j], vsel(inf, sv[j], tv[j]));
+        tab_select(&sel, tab, _mm512_sub_epi64(d, one));
+        fsub(&ny, &zf, &sel.y);
+        for (int j = 0; j < 5; j++)
+            sel.y.v[j] = vsel(sgn, ny.v[j], sel.y.v[j]);
+        if (w == ECDH_W - 1) {
+            acc = sel; /* the top digit; Z = 0 (infinity) where it is 0 */
+        } else {
+            jadd(&t, &acc, &sel);
+            v8 *a = (v8 *)&acc;
+            const v8 *sv = (const v8 *)&sel, *tv = (const v8 *)&t;
+            for (int j = 0; j < 15; j++)
+                a[j] = vsel(dz, a[j], vsel(inf, sv[j], tv[j]));
+        }
         inf = _mm512_and_si512(inf, dz);
     }
     *R = acc;
@@ -723,6 +753,7 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&sel, sizeof sel);
     mb8__wipe(&t, sizeof t);
+    mb8__wipe(&ny, sizeof ny);
 }
 
 /* Booth recoding for the comb (as ecp_nistz256's booth_recode_w7): the signed digit of
@@ -964,9 +995,8 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 /* The kernels' tables, in the caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned). */
 struct p256_ws {
     pt8 tab[16];                                /* pt_mul: 0P..15P */
-    alignas(64) uint64_t dig[2 * NB][MB8_LANES]; /* pt_mul: the 4-bit windows of the scalar */
-    alignas(64) uint64_t mag[COMB_W][MB8_LANES]; /* pt_mul_g: Booth digits, magnitudes */
-    alignas(64) uint64_t neg[COMB_W][MB8_LANES]; /* ... and signs */
+    alignas(64) uint64_t mag[ECDH_W][MB8_LANES]; /* pt_mul, pt_mul_g: Booth digits, magnitudes */
+    alignas(64) uint64_t neg[ECDH_W][MB8_LANES]; /* ... and signs */
 };
 _Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
 
@@ -974,14 +1004,14 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
                                  const uint8_t peer[MB8_LANES][NP], unsigned lane_mask, void *ws)
 {
     struct p256_ws *w = ws;
-    uint64_t(*dig)[MB8_LANES] = w->dig;
     pt8 Q, R;
     fe8 d, x;
     uint8_t *outp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
     ok &= peer_load8(&Q, peer, lane_mask);
-    digits4(dig, priv, lane_mask);
-    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig, w->tab);
+    booth5(w->mag, w->neg, priv, lane_mask);
+    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])w->mag, (const uint64_t(*)[MB8_LANES])w->neg,
+           w->tab);
     __mmask8 inf = jac_to_affine_x(&x, &R);
     for (unsigned i = 0; i < MB8_LANES; i++)
         outp[i] = out[i];
@@ -991,7 +1021,8 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
         if ((lane_mask >> i) & 1)
             mask_bytes(out[i], NB, keep >> i);
     mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
-    mb8__wipe(w->dig, sizeof w->dig);
+    mb8__wipe(w->mag, sizeof w->mag);
+    mb8__wipe(w->neg, sizeof w->neg);
     mb8__wipe(&Q, sizeof Q);
     mb8__wipe(&R, sizeof R);
     mb8__wipe(&d, sizeof d);
