@@ -12,6 +12,7 @@
  *   p256-ecdsa    secret nonce k (comb, inversion mod n), key and digest fixed
  *   x25519        secret scalar, peer u fixed (the Montgomery ladder)
  *   x25519-keygen secret scalar
+ *   p384-ecdh, p384-keygen, p384-ecdsa   as the P-256 tests, with 48-byte secrets
  *
  * Usage: dudect_ecc [MEASUREMENTS per test (20000)]   (pin it: taskset -c 0)
  * Exit status 0 when every test's max |t| <= 4.5, 1 otherwise.
@@ -28,6 +29,7 @@
 
 #include "mb8/cpu.h"
 #include "mb8/p256.h"
+#include "mb8/p384.h"
 #include "mb8/x25519.h"
 
 /* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
@@ -36,9 +38,11 @@ static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 #define L MB8_LANES
 #define NCROP 5
 
-enum test { T_ECDH, T_KEYGEN, T_ECDSA, T_X25519, T_X25519_KEYGEN, T_N };
+enum test { T_ECDH, T_KEYGEN, T_ECDSA, T_X25519, T_X25519_KEYGEN, T_P384_ECDH, T_P384_KEYGEN,
+            T_P384_ECDSA, T_N };
 static const char *const names[T_N] = {"p256-ecdh", "p256-keygen", "p256-ecdsa", "x25519",
-                                       "x25519-keygen"};
+                                       "x25519-keygen", "p384-ecdh", "p384-keygen", "p384-ecdsa"};
+#define SB 48 /* secret buffer bytes: P-384's; P-256 and X25519 use the first 32 */
 
 /* The P-256 generator, uncompressed: a valid fixed peer point. */
 static const uint8_t G[65] = {
@@ -75,12 +79,25 @@ static double welch_t(const uint64_t *t, const uint8_t *cls, size_t n, uint64_t 
 }
 
 /* A P-256 scalar in [1, n-1]: 32 random bytes with the top bit cleared (< 2^255 < n). */
-static void rand_scalar(uint8_t s[32])
+/* The P-384 generator, uncompressed: the fixed peer point of p384-ecdh. */
+static const uint8_t G384[97] = {
+    0x04, 0xaa, 0x87, 0xca, 0x22, 0xbe, 0x8b, 0x05, 0x37, 0x8e, 0xb1, 0xc7, 0x1e, 0xf3, 0x20,
+    0xad, 0x74, 0x6e, 0x1d, 0x3b, 0x62, 0x8b, 0xa7, 0x9b, 0x98, 0x59, 0xf7, 0x41, 0xe0, 0x82,
+    0x54, 0x2a, 0x38, 0x55, 0x02, 0xf2, 0x5d, 0xbf, 0x55, 0x29, 0x6c, 0x3a, 0x54, 0x5e, 0x38,
+    0x72, 0x76, 0x0a, 0xb7, 0x36, 0x17, 0xde, 0x4a, 0x96, 0x26, 0x2c, 0x6f, 0x5d, 0x9e, 0x98,
+    0xbf, 0x92, 0x92, 0xdc, 0x29, 0xf8, 0xf4, 0x1d, 0xbd, 0x28, 0x9a, 0x14, 0x7c, 0xe9, 0xda,
+    0x31, 0x13, 0xb5, 0xf0, 0xb8, 0xc0, 0x0a, 0x60, 0xb1, 0xce, 0x1d, 0x7e, 0x81, 0x9d, 0x7a,
+    0x43, 0x1d, 0x7c, 0x90, 0xea, 0x0e, 0x5f};
+
+/* A random secret in the first len bytes of s (32 or 48), below the group order: top bit
+ * clear, nonzero. */
+static void rand_scalar(uint8_t s[SB], int len)
 {
-    if (RAND_bytes(s, 32) != 1)
+    memset(s, 0, SB);
+    if (RAND_bytes(s, len) != 1)
         abort();
     s[0] &= 0x7F;
-    s[31] |= 1;
+    s[len - 1] |= 1;
 }
 
 int main(int argc, char **argv)
@@ -90,9 +107,9 @@ int main(int argc, char **argv)
     uint8_t *cls = malloc(n);
     /* every measurement's secrets, drawn before any timing (as dudect prepares its
      * inputs): both classes then do exactly the same work around the measured call */
-    uint8_t (*all)[L][32] = malloc(n * sizeof(*all));
-    static uint8_t fixed[L][32], secret[L][32], digest[L][32], priv[L][32], out[L][65],
-        out2[L][32], peer[L][65], u[L][32];
+    uint8_t (*all)[L][SB] = malloc(n * sizeof(*all));
+    static uint8_t fixed[L][SB], secret[L][SB], digest[L][SB], priv[L][SB], out[L][97],
+        out2[L][SB], peer[L][65], peer384[L][97], u[L][32], fixed384[L][SB], priv384[L][SB];
     int worst_fail = 0;
 
     if (!t || !sorted || !cls || !all)
@@ -100,11 +117,15 @@ int main(int argc, char **argv)
     printf("# dudect, kernel %s, %zu measurements per test (fixed vs random secrets)\n",
            mb8_cpu_has_ifma() ? "AVX-512 IFMA" : "portable", n);
     for (int l = 0; l < L; l++) {
-        rand_scalar(fixed[l]);
-        memcpy(fixed[l], fixed[0], 32); /* one fixed secret in every lane */
-        rand_scalar(priv[l]);
-        memset(digest[l], 0x3C, 32);
+        rand_scalar(fixed[l], 32);
+        memcpy(fixed[l], fixed[0], SB); /* one fixed secret in every lane */
+        rand_scalar(fixed384[l], 48);
+        memcpy(fixed384[l], fixed384[0], SB);
+        rand_scalar(priv[l], 32);
+        rand_scalar(priv384[l], 48);
+        memset(digest[l], 0x3C, SB);
         memcpy(peer[l], G, 65);
+        memcpy(peer384[l], G384, 97);
         memset(u[l], 0, 32);
         u[l][0] = 9;
     }
@@ -113,24 +134,25 @@ int main(int argc, char **argv)
             return 2;
         for (size_t i = 0; i < n; i++) {
             cls[i] &= 1;
+            int p384 = test >= T_P384_ECDH;
             for (int l = 0; l < L; l++) {
                 if (cls[i])
-                    rand_scalar(all[i][l]);
+                    rand_scalar(all[i][l], p384 ? 48 : 32);
                 else
-                    memcpy(all[i][l], fixed[l], 32);
+                    memcpy(all[i][l], p384 ? fixed384[l] : fixed[l], SB);
             }
         }
         for (size_t i = 0; i < n; i++) {
             const uint8_t *sp[L], *pp[L], *dp[L], *kp[L];
             uint8_t *op[L], *op2[L];
             for (int l = 0; l < L; l++) {
-                memcpy(secret[l], all[i][l], 32);
+                memcpy(secret[l], all[i][l], SB);
                 sp[l] = secret[l];
                 op[l] = out[l];
                 op2[l] = out2[l];
                 dp[l] = digest[l];
-                kp[l] = priv[l];
-                pp[l] = test == T_X25519 ? u[l] : peer[l];
+                kp[l] = test >= T_P384_ECDH ? priv384[l] : priv[l];
+                pp[l] = test == T_X25519 ? u[l] : test >= T_P384_ECDH ? peer384[l] : peer[l];
             }
             unsigned aux;
             _mm_lfence();
@@ -147,6 +169,15 @@ int main(int argc, char **argv)
                 break;
             case T_X25519:
                 (void)mb8_x25519(op, sp, pp, g_scratch);
+                break;
+            case T_P384_ECDH:
+                (void)mb8_p384_ecdh(op, sp, pp, g_scratch);
+                break;
+            case T_P384_KEYGEN:
+                (void)mb8_p384_public_key(op, sp, g_scratch);
+                break;
+            case T_P384_ECDSA:
+                (void)mb8_p384_ecdsa_sign(op, op2, dp, kp, sp, g_scratch);
                 break;
             default:
                 (void)mb8_x25519_public_key(op, sp, g_scratch);

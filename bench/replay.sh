@@ -19,7 +19,8 @@
 #   BENCH_CONNS     concurrent replayed connections (default 256)
 #   BENCH_REPEAT    runs per server and case, in rotation over the servers (default 1)
 #   BENCH_CASES     subset of "a b c d" (default all)
-#   BENCH_SERVERS   subset of "nginx tlsgate tlsgate-prov haproxy haproxy-prov" (default all),
+#   BENCH_SERVERS   subset of "nginx tlsgate tlsgate-prov haproxy haproxy-prov amnginx-engine
+#                   amnginx-prov" (default all; the two anchors only when the kit is there),
 #                   plus "tlsgate-b" / "tlsgate-prov-b": the same configurations run by
 #                   TLSGATE_B_BIN with the environment TLSGATE_B_ENV (e.g. "LD_PRELOAD=...")
 #                   for A/B comparisons of one change in one invocation (BENCH_REPEAT
@@ -33,6 +34,11 @@
 #                   server_us_per_hs p50_ms p99_ms client_cpu_pct errors accepts_diff note";
 #                   per provider server "prov case server summary"
 #   BENCH_NO_INSTALL 1: never call apt-get (fail if a tool is missing)
+#   ANCHORS_DIR     the anchor kit (default ../shared/anchors beside the repo; README.md
+#                   there): Intel's asynch_mode_nginx 0.5.3 with qat_sw (crypto_mb) as the
+#                   QAT engine (heuristic polling, "amnginx-engine") and as qatprovider
+#                   ("amnginx-prov"), started as the kit's handshakes.sh starts them; run
+#                   only, never linked or copied
 #   BENCH_PERF      1: `perf record` the server's worker (all threads, 1999 Hz) over each
 #                   measured run and add its time per handshake by function family
 #                   (bench/perf_families.py) to the report; BENCH_PERF_DIR keeps the
@@ -75,7 +81,16 @@ WARMUP=${BENCH_WARMUP:-2}
 CONNS=${BENCH_CONNS:-256}
 REPEAT=${BENCH_REPEAT:-1}
 CASES=${BENCH_CASES:-a b c d}
-SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ANCHORS=${ANCHORS_DIR:-$ROOT/../shared/anchors}
+HAVE_ANCHORS=0
+[[ -x $ANCHORS/amnginx/sbin/nginx && -f $ANCHORS/qat/qatprovider.so && -f $ANCHORS/qat/qatengine.so ]] &&
+    HAVE_ANCHORS=1 && ANCHORS=$(cd "$ANCHORS" && pwd)
+if ((HAVE_ANCHORS)); then
+    SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov amnginx-engine amnginx-prov}
+else
+    SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
+fi
 SAVE=${BENCH_SAVE:-0}
 WRK=${BENCH_WRK:-0}
 WRK_SECS=${BENCH_WRK_SECONDS:-5}
@@ -93,14 +108,13 @@ done
 for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
 for s in $SERVERS; do
     case $s in nginx | tlsgate | tlsgate-prov | tlsgate-b | tlsgate-prov-b | haproxy | haproxy-prov) ;;
-    *) die "unknown server '$s' in BENCH_SERVERS (nginx tlsgate tlsgate-prov haproxy haproxy-prov)" ;;
+    amnginx-engine | amnginx-prov) ((HAVE_ANCHORS)) || die "$s: no anchor kit at $ANCHORS (ANCHORS_DIR)" ;;
+    *) die "unknown server '$s' in BENCH_SERVERS (nginx tlsgate tlsgate-prov haproxy haproxy-prov amnginx-engine amnginx-prov)" ;;
     esac
 done
 [[ -n ${CASES// /} ]] || die "BENCH_CASES is empty"
 [[ -n ${SERVERS// /} ]] || die "BENCH_SERVERS is empty"
 want() { [[ " $SERVERS " == *" $1 "* ]]; } # server is in BENCH_SERVERS
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # --- tools -------------------------------------------------------------------------------
 install_missing() {
@@ -114,6 +128,9 @@ install_missing() {
         pkgs+=(haproxy)
     fi
     [[ $WRK == 1 ]] && ! command -v wrk >/dev/null 2>&1 && pkgs+=(wrk)
+    # qat_sw's AES-GCM comes from intel-ipsec-mb (the anchor kit's README)
+    { want amnginx-engine || want amnginx-prov; } && ! dpkg -s libipsec-mb1 >/dev/null 2>&1 &&
+        pkgs+=(libipsec-mb1)
     command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
     command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
     [[ $PERF == 1 ]] && ! command -v perf >/dev/null 2>&1 && pkgs+=(linux-perf)
@@ -215,7 +232,7 @@ cleanup() {
     set +e
     [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
     local s
-    for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov; do stop_server "$s"; done
+    for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov amnginx-engine amnginx-prov; do stop_server "$s"; done
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -236,6 +253,25 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
 chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+if ((HAVE_ANCHORS)); then
+    # qatprovider for asynch_mode_nginx, as the kit's handshakes.sh loads it
+    cat >"$TMP/qat.cnf" <<QATCNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = algorithm_sect
+[provider_sect]
+qatprovider = qatprovider_sect
+default = default_sect
+[qatprovider_sect]
+module = $ANCHORS/qat/qatprovider.so
+activate = 1
+[default_sect]
+activate = 1
+[algorithm_sect]
+default_properties = "?provider=qatprovider"
+QATCNF
+fi
 cd "$TMP" # every path below is absolute; nothing stray lands in the caller's directory
 
 # --- helpers -----------------------------------------------------------------------------
@@ -356,6 +392,8 @@ server_title() {
     tlsgate-prov-b) echo "tlsgate + provider (B)" ;;
     haproxy) echo "HAProxy" ;;
     haproxy-prov) echo "HAProxy + provider" ;;
+    amnginx-engine) echo "asynch_mode_nginx + qat_sw engine" ;;
+    amnginx-prov) echo "asynch_mode_nginx + qatprovider" ;;
     esac
 }
 
@@ -392,10 +430,17 @@ write_conf() { # name case port dir
         return
     fi
     {
-        if [[ $name == nginx ]]; then
+        if [[ $name == nginx || $name == amnginx* ]]; then
             echo "daemon off;"
             echo "master_process on;"
         fi
+        # the anchors, configured as the kit's handshakes.sh configures them
+        if [[ $name == amnginx-engine ]]; then
+            echo "load_module $ANCHORS/amnginx/modules/ngx_ssl_engine_qat_module.so;"
+            echo "env OPENSSL_ENGINES;"
+            echo "ssl_engine { use_engine qatengine; default_algorithms ALL; qat_engine { qat_offload_mode async; qat_notify_mode poll; qat_poll_mode heuristic; } }"
+        fi
+        [[ $name == amnginx-prov ]] && echo "env OPENSSL_CONF;"
         echo "worker_processes 1;"
         echo "worker_cpu_affinity 01;"
         if [[ $name == tlsgate-prov* ]]; then
@@ -409,6 +454,7 @@ write_conf() { # name case port dir
         echo "http {"
         echo "    access_log off;"
         [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
+        [[ $name == amnginx* ]] && echo "    client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;"
         echo "    ssl_session_cache off;"
         echo "    ssl_session_tickets off;"
         echo "    server {"
@@ -420,6 +466,7 @@ write_conf() { # name case port dir
         [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
         echo "        root $TMP/html;"
         [[ $name == tlsgate-prov* ]] && echo "        ssl_async on;"
+        [[ $name == amnginx* ]] && echo "        ssl_asynch on;"
         echo "        location = /status { stub_status; }"
         echo "    }"
         echo "}"
@@ -438,6 +485,16 @@ start_server() { # name case
         : >"$d/stdout.log"
         case $name in
         nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+        amnginx-engine)
+            mkdir -p "$d/logs"
+            OPENSSL_ENGINES=$ANCHORS/qat OPENSSL_CONF=/dev/null "$ANCHORS/amnginx/sbin/nginx" -p "$d" \
+                -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+            ;;
+        amnginx-prov)
+            mkdir -p "$d/logs"
+            OPENSSL_CONF=$TMP/qat.cnf "$ANCHORS/amnginx/sbin/nginx" -p "$d" -e "$d/error.log" \
+                -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+            ;;
         tlsgate*-b)
             env "${TG_B_ENV[@]}" TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
                 "$TG_B" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
@@ -715,6 +772,7 @@ VERS="$(openssl version)"
 want nginx && VERS="$VERS; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //')"
 { want tlsgate || want tlsgate-prov; } && VERS="$VERS; tlsgate $("$TG" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }')"
 { want haproxy || want haproxy-prov; } && VERS="$VERS; HAProxy $("$HAPROXY" -v 2>&1 | awk 'NR == 1 { print $3 }')"
+{ want amnginx-engine || want amnginx-prov; } && VERS="$VERS; asynch_mode_nginx $("$ANCHORS/amnginx/sbin/nginx" -v 2>&1 | sed 's/^nginx version: //') + QAT_Engine qat_sw (anchor kit $ANCHORS)"
 echo "$VERS"
 echo "generator: $REPLAY; server worker on CPU $SRV_CPU, generator on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; $CONNS connections; repeat $REPEAT"
 
@@ -827,6 +885,27 @@ report() {
         done
         echo "$line"
     done
+    if want tlsgate-prov && { want amnginx-engine || want amnginx-prov; }; then
+        echo
+        echo "tlsgate + provider against the best anchor (asynch_mode_nginx + qat_sw, engine or"
+        echo "provider), per server CPU-second and in handshakes/s (issue #20 asks >= 1.15):"
+        echo
+        echo "| case | tlsgate / anchor per CPU-s | tlsgate / anchor hs/s |"
+        echo "|---|---:|---:|"
+        for cs in $CASES; do
+            local t tr best=0 bestr=0 v
+            t=$(per_core "$cs" tlsgate-prov)
+            tr=$(mean_rate "$cs" tlsgate-prov)
+            for name in amnginx-engine amnginx-prov; do
+                want "$name" || continue
+                v=$(per_core "$cs" "$name")
+                [[ -n $v ]] && best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
+                v=$(mean_rate "$cs" "$name")
+                [[ -n $v ]] && bestr=$(awk -v a="$bestr" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
+            done
+            echo "| $cs: $(case_short "$cs") | $(awk -v a="${t:-0}" -v b="$best" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') | $(awk -v a="${tr:-0}" -v b="$bestr" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') |"
+        done
+    fi
     if ((${#PERF_LINES[@]})); then
         echo
         echo "Where the worker's CPU time goes (perf record of the worker over each measured run,"

@@ -305,8 +305,12 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
          * batches never wait for a timer), then resume the jobs that completed. */
         accel_queued = 0;
         if (gw_conn_async_paused() > 0) {
+            /* the loop's backlog: events this pass ran (more are likely: the next
+             * epoll_wait does not block while requests wait) and jobs woken to resume; a
+             * batching provider leaves partial batches to fill while it is not 0 */
             if (poll_hook)
-                gw_accel_poll(&accel_queued);
+                gw_accel_poll(&accel_queued,
+                              (unsigned)(nev > 0 ? nev : 0) + (gw_conn_async_woken() ? 1u : 0u));
             gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
         }
         gw_conn_async_process();

@@ -177,7 +177,7 @@ static void hmac_run(const struct hmac_key *k, const void *m1, size_t l1, const 
 static void hkdf_expand(const struct hmac_key *prk, const unsigned char *info, size_t infolen,
                         unsigned char *out, size_t outlen)
 {
-    unsigned char t[MD_MAX];
+    unsigned char t[MD_MAX] = {0}; /* read with length 0 first: gcc 12 -O2 warns otherwise */
     size_t hl = md_size(prk->md), done = 0;
     unsigned char ctr = 1;
 

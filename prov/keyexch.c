@@ -114,12 +114,14 @@ static int kex_set_peer(void *ctx, void *provkey)
 static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_t outlen, int probe)
 {
     struct tg_req r;
-    uint8_t out[32];
+    uint8_t out[48];
+    const int p384 = x->kt == TG_KT_EC && x->key->p384;
+    const size_t nb = p384 ? 48 : 32;
 
-    if (outlen < 32)
-        return -1;
+    if (outlen < nb || (x->kt == TG_KT_EC && x->peer->p384 != x->key->p384))
+        return -1; /* a peer on another curve: the default provider reports it */
     memset(&r, 0, sizeof(r));
-    r.op = x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
+    r.op = p384 ? TG_OP_ECDH_P384 : x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
     r.probe = probe;
     r.priv = x->key->priv;
     r.in = x->peer->pub;
@@ -130,9 +132,9 @@ static int derive_acc(TG_KEX *x, unsigned char *secret, size_t *secretlen, size_
         OPENSSL_cleanse(out, sizeof(out));
         return -1; /* an invalid point or a zero secret: the default reports it */
     }
-    memcpy(secret, out, 32);
+    memcpy(secret, out, nb);
     OPENSSL_cleanse(out, sizeof(out));
-    *secretlen = 32;
+    *secretlen = nb;
     return 1;
 }
 
@@ -162,7 +164,10 @@ static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_
     if (secret == NULL || x->key == NULL || x->peer == NULL)
         return KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
     int acc = tg_key_acc(x->key);
-    enum tg_op op = !acc ? TG_OP_COUNT : x->kt == TG_KT_EC ? TG_OP_ECDH_P256 : TG_OP_X25519;
+    enum tg_op op = !acc                    ? TG_OP_COUNT
+                    : x->kt != TG_KT_EC     ? TG_OP_X25519
+                    : x->key->p384          ? TG_OP_ECDH_P384
+                                            : TG_OP_ECDH_P256;
     tg_count_op(op, TG_C_REQUESTS, 1);
     if (!(x->prov->enable & en) || !acc || !x->key->has_priv || !tg_key_acc(x->peer) ||
         !x->peer->has_pub || !no_kdf(x)) {

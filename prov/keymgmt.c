@@ -117,7 +117,7 @@ static void acc_invalidate(TG_KEY *k)
 struct exported {
     BIGNUM *bn[9];
     char group[32];
-    uint8_t priv[32], pub[65];
+    uint8_t priv[32], pub[97];
     size_t priv_len, pub_len;
     int has_priv, has_pub, multiprime;
 };
@@ -197,6 +197,11 @@ int tg_is_p256_name(const char *name)
            OPENSSL_strcasecmp(name, "secp256r1") == 0;
 }
 
+int tg_is_p384_name(const char *name)
+{
+    return OPENSSL_strcasecmp(name, "secp384r1") == 0 || OPENSSL_strcasecmp(name, "P-384") == 0;
+}
+
 static int acc_rsa(TG_KEY *k, struct exported *x)
 {
     struct tg_rsa_acc *r = &k->rsa;
@@ -261,16 +266,22 @@ static int acc_compute(TG_KEY *k)
         if (!(k->prov->enable & (TG_EN_ECDSA | TG_EN_ECDH)) ||
             !export_inner(k, OSSL_KEYMGMT_SELECT_ALL, &x))
             return 0;
-        if (!tg_is_p256_name(x.group))
+        if (!tg_is_p256_name(x.group) && !tg_is_p384_name(x.group))
             break;
-        if (x.bn[X_ECPRIV] != NULL) {
-            if (BN_bn2binpad(x.bn[X_ECPRIV], k->priv, 32) < 0)
-                break;
-            k->has_priv = 1;
-        }
-        if (x.has_pub && x.pub_len == 65 && x.pub[0] == 0x04) {
-            memcpy(k->pub, x.pub, 65);
-            k->has_pub = 1;
+        {
+            /* P-256 or P-384: scalars of 32 or 48 bytes, points of 65 or 97 */
+            int p384 = tg_is_p384_name(x.group), nb = p384 ? 48 : 32;
+
+            k->p384 = p384;
+            if (x.bn[X_ECPRIV] != NULL) {
+                if (BN_bn2binpad(x.bn[X_ECPRIV], k->priv, nb) < 0)
+                    break;
+                k->has_priv = 1;
+            }
+            if (x.has_pub && x.pub_len == (size_t)(2 * nb + 1) && x.pub[0] == 0x04) {
+                memcpy(k->pub, x.pub, x.pub_len);
+                k->has_pub = 1;
+            }
         }
         ok = k->has_priv || k->has_pub;
         break;
@@ -460,6 +471,7 @@ struct tg_gen {
     void *inner;
     int selection;
     int p256;     /* EC: the group is P-256 */
+    int p384;     /* EC: the group is P-384 */
     int foreign;  /* a parameter or template we do not reproduce: the default generates */
 };
 
@@ -471,8 +483,10 @@ static void gen_scan(struct tg_gen *g, const OSSL_PARAM params[])
         if (strcmp(p->key, OSSL_PKEY_PARAM_GROUP_NAME) == 0) {
             const char *name = NULL;
 
-            if (OSSL_PARAM_get_utf8_string_ptr(p, &name))
+            if (OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
                 g->p256 = tg_is_p256_name(name);
+                g->p384 = tg_is_p384_name(name);
+            }
         } else if (strcmp(p->key, OSSL_PKEY_PARAM_EC_ENCODING) == 0) {
             const char *v = NULL;
 
@@ -538,6 +552,8 @@ static int gen_set_template(void *genctx, void *templ)
     ERR_set_mark();
     if (g->kt == TG_KT_EC && KM(g->kt, GET_PARAMS, get_params)(t->inner, q) && tg_is_p256_name(group))
         g->p256 = 1;
+    else if (g->kt == TG_KT_EC && tg_is_p384_name(group))
+        g->p384 = 1;
     else
         g->foreign = 1;
     ERR_pop_to_mark();
@@ -585,11 +601,33 @@ int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32])
     return 0;
 }
 
-/* Imports a generated pair into a new default-provider key and wraps it. */
+static const uint8_t p384_order[48] = {
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xC7, 0x63, 0x4D, 0x81, 0xF4, 0x37, 0x2D, 0xDF,
+    0x58, 0x1A, 0x0D, 0xB2, 0x48, 0xB0, 0xA7, 0x7A, 0xEC, 0xEC, 0x19, 0x6A, 0xCC, 0xC5, 0x29, 0x73,
+};
+
+int tg_p384_random_scalar(TG_PROV *prov, uint8_t out[48])
+{
+    static const uint8_t zero[48] = {0};
+    int tries;
+
+    for (tries = 0; tries < 64; tries++) {
+        if (RAND_priv_bytes_ex(prov->libctx, out, 48, 0) <= 0)
+            return 0;
+        if (ct_lt_be(out, p384_order, 48) & ct_lt_be(zero, out, 48))
+            return 1;
+    }
+    return 0;
+}
+
+/* Imports a generated pair into a new default-provider key and wraps it (EC: P-384 when
+ * g->p384, else P-256). */
 static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *pub)
 {
     OSSL_PARAM params[4];
-    uint8_t native[32];
+    uint8_t native[48];
+    const int nb = g->kt == TG_KT_EC && g->p384 ? 48 : 32;
     void *inner = KM(g->kt, NEW, new)(g->prov->dflt_provctx);
     TG_KEY *k;
     int ok, i;
@@ -598,15 +636,17 @@ static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *
         return NULL;
     if (g->kt == TG_KT_EC) {
         /* OSSL_PARAM unsigned integers are in native byte order */
-        for (i = 0; i < 32; i++)
+        for (i = 0; i < nb; i++)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
             native[i] = priv[i];
 #else
-            native[i] = priv[31 - i];
+            native[i] = priv[nb - 1 - i];
 #endif
-        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)"prime256v1", 0);
-        params[1] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, native, 32);
-        params[2] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)pub, 65);
+        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
+                                                     (char *)(nb == 48 ? "secp384r1" : "prime256v1"), 0);
+        params[1] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, native, (size_t)nb);
+        params[2] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)pub,
+                                                      (size_t)(2 * nb + 1));
     } else {
         memcpy(native, priv, 32);
         params[0] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PRIV_KEY, native, 32);
@@ -623,8 +663,9 @@ static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *
     k = key_wrap(g->prov, g->kt, inner);
     if (k == NULL)
         return NULL;
-    memcpy(k->priv, priv, 32);
-    memcpy(k->pub, pub, g->kt == TG_KT_EC ? 65 : 32);
+    memcpy(k->priv, priv, (size_t)nb);
+    memcpy(k->pub, pub, g->kt == TG_KT_EC ? (size_t)(2 * nb + 1) : 32);
+    k->p384 = nb == 48;
     k->has_priv = k->has_pub = 1;
     atomic_store(&k->acc_state, 1);
     return k;
@@ -634,11 +675,15 @@ static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *
 static TG_KEY *gen_batched(struct tg_gen *g, int probe)
 {
     struct tg_req r;
-    uint8_t priv[32], pub[65];
+    uint8_t priv[48], pub[97];
     TG_KEY *k = NULL;
 
     memset(&r, 0, sizeof(r));
-    if (g->kt == TG_KT_EC) {
+    if (g->kt == TG_KT_EC && g->p384) {
+        if (!tg_p384_random_scalar(g->prov, priv))
+            return NULL;
+        r.op = TG_OP_KEYGEN_P384;
+    } else if (g->kt == TG_KT_EC) {
         if (!tg_p256_random_scalar(g->prov, priv))
             return NULL;
         r.op = TG_OP_KEYGEN_P256;
@@ -664,15 +709,16 @@ static void *gen(void *genctx, OSSL_CALLBACK *cb, void *cbarg)
     struct tg_gen *g = genctx;
     int keypair = (g->selection & OSSL_KEYMGMT_SELECT_KEYPAIR) != 0;
     int eligible = keypair && !g->foreign &&
-                   ((g->kt == TG_KT_EC && g->p256 && (g->prov->enable & TG_EN_ECDH)) ||
+                   ((g->kt == TG_KT_EC && (g->p256 || g->p384) && (g->prov->enable & TG_EN_ECDH)) ||
                     (g->kt == TG_KT_X25519 && (g->prov->enable & TG_EN_X25519)));
-    enum tg_op op = g->kt == TG_KT_EC ? TG_OP_KEYGEN_P256 : TG_OP_KEYGEN_X25519;
+    enum tg_op op = g->kt == TG_KT_EC ? (g->p384 ? TG_OP_KEYGEN_P384 : TG_OP_KEYGEN_P256)
+                                      : TG_OP_KEYGEN_X25519;
     int probe = 0;
     TG_KEY *k;
     uint8_t pair[32 + 65];
 
     /* an ephemeral pair precomputed in idle time */
-    if (eligible && tg_pool_take(g->prov, g->kt == TG_KT_EC ? TG_POOL_KEYGEN_P256 : TG_POOL_KEYGEN_X25519,
+    if (eligible && !g->p384 && tg_pool_take(g->prov, g->kt == TG_KT_EC ? TG_POOL_KEYGEN_P256 : TG_POOL_KEYGEN_X25519,
                                  pair, g->kt == TG_KT_EC ? 32 + 65 : 32 + 32)) {
         tg_count_op(op, TG_C_REQUESTS, 1);
         k = gen_import(g, pair, pair + 32);

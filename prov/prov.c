@@ -18,6 +18,7 @@
 #include <openssl/provider.h>
 
 #include "mb8/cpu.h"
+#include "policy.h"
 #include "prov.h"
 #include "tlsgate/prov.h"
 
@@ -111,7 +112,7 @@ static const OSSL_ITEM *tg_get_reason_strings(void *provctx)
 
 /* ---- parameters ---- */
 
-#define TG_FIXED_PARAMS 13
+#define TG_FIXED_PARAMS 14
 static OSSL_PARAM tg_gettable[TG_FIXED_PARAMS + TG_C_COUNT + 1];
 
 static void tg_gettable_build(void)
@@ -128,6 +129,7 @@ static void tg_gettable_build(void)
     tg_gettable[n++] = OSSL_PARAM_construct_ulong("flush_us", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("poll", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("queued", NULL);
+    tg_gettable[n++] = OSSL_PARAM_construct_uint("poll_backlog", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_octet_string("metrics", NULL, 0);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("pool_size", NULL);
     tg_gettable[n++] = OSSL_PARAM_construct_uint("idle", NULL);
@@ -174,8 +176,18 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, "flush_us")) != NULL && !OSSL_PARAM_set_ulong(p, prov->flush_us))
         return 0;
     /* the poll: flushes this thread's partial batches (the application's loop hook) */
-    if ((p = OSSL_PARAM_locate(params, "poll")) != NULL && !OSSL_PARAM_set_uint(p, tg_batch_poll()))
-        return 0;
+    if ((p = OSSL_PARAM_locate(params, "poll")) != NULL) {
+        /* "poll_backlog", when the caller passes it with "poll", is an input: the work
+         * its loop still has in this pass (0: about to idle). Read, never written. */
+        const OSSL_PARAM *b = OSSL_PARAM_locate_const(params, "poll_backlog");
+        long backlog = TG_POLICY_BACKLOG_UNKNOWN;
+        unsigned v;
+
+        if (b != NULL && OSSL_PARAM_get_uint(b, &v))
+            backlog = v > 1000000 ? 1000000 : (long)v;
+        if (!OSSL_PARAM_set_uint(p, tg_batch_poll(backlog)))
+            return 0;
+    }
     /* after the poll when both are asked: what is still waiting in this thread's queues */
     if ((p = OSSL_PARAM_locate(params, "queued")) != NULL &&
         !OSSL_PARAM_set_uint(p, tg_batch_queued()))

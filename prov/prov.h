@@ -13,7 +13,13 @@
  *   keyexch.c      ECDH P-256 and X25519
  *   kdf.c          TLS13-KDF and TLS1-PRF: the TLS 1.3 / 1.2 key schedules without EVP overhead
  *   rsa_pad.c      EMSA-PKCS1-v1_5 / EMSA-PSS encoding, TLS premaster check (constant time)
- *   batch.c        per-thread queues, async pause and wake-up, timer thread, counters
+ *   batch.c        per-thread queues, a request's path: queue, async pause and wake-up,
+ *                  completion; the application's poll; fork handling
+ *   batch_int.h    what batch.c, compute.c and timer.c share (the thread state)
+ *   policy.c       the batching policy: adaptive choice and flush rule (pure, unit-tested)
+ *   compute.c      mb8 scratch and one batch's computation (on a stack of its own in a job)
+ *   timer.c        the timer thread (applications that do not poll)
+ *   metrics.c      counters and histograms, the metrics snapshot
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
@@ -29,6 +35,7 @@
 #include <openssl/core_dispatch.h>
 
 #include "mb8/p256.h"
+#include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
 
@@ -113,7 +120,7 @@ struct tg_rsa_acc {
     BN_CTX *bnctx;
 };
 
-#define TG_PRIV_LEN 32
+#define TG_PRIV_LEN 48
 
 typedef struct tg_key {
     enum tg_kt kt;
@@ -125,11 +132,12 @@ typedef struct tg_key {
     pthread_mutex_t acc_lock;
     struct tg_rsa_acc rsa;
     int has_priv, has_pub;
-    /* EC P-256 big-endian d, or X25519 scalar (little-endian): 32 bytes in the secure
-     * heap (when the application set one up); the rest of the object is not secret and
-     * lives in the ordinary heap, so an ephemeral key costs the secure heap 32 bytes */
+    int p384; /* EC: the key is on P-384 (priv 48 bytes, pub 97), else on P-256 */
+    /* EC P-256 / P-384 big-endian d (32 / 48 bytes), or X25519 scalar (little-endian, 32
+     * bytes): TG_PRIV_LEN bytes in the secure heap (when the application set one up); the
+     * rest of the object is not secret and lives in the ordinary heap */
     uint8_t *priv;
-    uint8_t pub[65];  /* EC: 0x04||X||Y; X25519: 32 bytes u */
+    uint8_t pub[97];  /* EC: 0x04||X||Y (65 or 97 bytes); X25519: 32 bytes u */
 } TG_KEY;
 
 /*
@@ -149,6 +157,10 @@ int tg_is_p256_name(const char *name);
 /* A uniform P-256 scalar in [1, n-1] from the private DRBG (constant-time range check).
  * Returns 1, or 0 when the DRBG fails. */
 int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32]);
+/* "secp384r1" or "P-384" (any case). */
+int tg_is_p384_name(const char *name);
+/* A uniform P-384 scalar in [1, n-1], as tg_p256_random_scalar. */
+int tg_p384_random_scalar(TG_PROV *prov, uint8_t out[48]);
 
 /* ---- batching (batch.c) ---- */
 
@@ -161,20 +173,23 @@ enum tg_op {
     TG_OP_KEYGEN_P256,
     TG_OP_X25519,
     TG_OP_KEYGEN_X25519,
+    TG_OP_ECDSA_P384,
+    TG_OP_ECDH_P384,
+    TG_OP_KEYGEN_P384,
     TG_OP_COUNT
 };
 
 /* One private-key operation. Lives in the caller's (job's) stack frame. */
 struct tg_req {
     enum tg_op op;
-    /* inputs: RSA: in = k bytes, key = mb8 key, blind/unblind; ECDSA: in = digest (32),
-     * in2 = nonce (32), priv; ECDH: in = peer point (65), priv; X25519: in = peer u, priv;
-     * keygen: priv */
+    /* inputs: RSA: in = k bytes, key = mb8 key, blind/unblind; ECDSA: in = digest (32 or
+     * 48 for P-384), in2 = nonce (32 / 48), priv; ECDH: in = peer point (65 / 97), priv;
+     * X25519: in = peer u, priv; keygen: priv */
     const uint8_t *in, *in2, *priv;
     const mb8_rsa_key_t *key;
     const uint8_t *blind, *unblind;
-    /* outputs: RSA: out (k bytes); ECDSA: out = r, out2 = s; ECDH/X25519: out (32);
-     * keygen: out = public key (65 or 32) */
+    /* outputs: RSA: out (k bytes); ECDSA: out = r, out2 = s; ECDH/X25519: out (32, P-384
+     * 48); keygen: out = public key (65, 97 or 32) */
     uint8_t *out, *out2;
     unsigned status; /* mb8 lane status (MB8_STATUS_*) */
     int probe;       /* queued as a probe of the load (tg_batch_want) */
@@ -221,11 +236,13 @@ uint64_t tg_now_ns(void);
 int tg_batch_run(TG_PROV *prov, struct tg_req *r);
 
 /*
- * The application's poll: computes every partial queue of the calling thread that did not
- * grow since the previous poll (one that grew is left to fill: the application's loop is
- * still bringing jobs). Returns the requests completed.
+ * The application's poll: computes the calling thread's partial queues that the policy
+ * says to (policy.h, tg_policy_flush). backlog: the work the application's loop still has
+ * in this pass (the gateway passes its ready events; 0: it is about to idle), or
+ * TG_POLICY_BACKLOG_UNKNOWN (-1): then a queue that grew since the previous poll counts as
+ * backlog (the loop is still bringing jobs to it). Returns the requests completed.
  */
-unsigned tg_batch_poll(void);
+unsigned tg_batch_poll(long backlog);
 /* Requests waiting in the calling thread's queues. */
 unsigned tg_batch_queued(void);
 
@@ -253,6 +270,11 @@ enum tg_counter {
     TG_C_QUEUE_WAIT_US,
     TG_C_POOL_HITS,   /* requests served from an idle-time pool */
     TG_C_POOL_MISSES, /* a pool was kept for the key but was empty */
+    TG_C_FLUSH_AGE,   /* partial batches computed because their oldest waited the cap */
+    TG_C_MODE_SINGLE, /* adaptive switches of a thread to single operations */
+    TG_C_MODE_BATCH,  /* adaptive switches of a thread back to batching */
+    TG_C_PROBES,      /* requests queued as probes of the load */
+    TG_C_PROBES_JOINED, /* probes whose batch had company (fill > 1) */
     TG_C_COUNT
 };
 extern _Atomic uint64_t tg_counters[TG_C_COUNT];

@@ -231,9 +231,9 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
 }
 
 /*
- * ECDSA P-256 on mb8: a queued batch, or, with setup (an idle-time pool entry,
- * mb8_p256_ecdsa_sign_setup), only the completion, at once. Returns 1, or -1 when the
- * default provider must sign instead.
+ * ECDSA P-256 or P-384 (k->p384) on mb8: a queued batch, or, with setup (P-256 only: an
+ * idle-time pool entry, mb8_p256_ecdsa_sign_setup), only the completion, at once. Returns
+ * 1, or -1 when the default provider must sign instead.
  */
 static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
                           const unsigned char *tbs, size_t tbslen, int probe,
@@ -241,7 +241,9 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
 {
     TG_KEY *k = s->key;
     size_t mdsize = 0;
-    uint8_t e[32], nonce[32], rb[32], sb[32];
+    const int p384 = k->p384;
+    const size_t nb = p384 ? 48 : 32;
+    uint8_t e[48], nonce[48], rb[48], sb[48];
     struct tg_req r;
     OSSL_PARAM q[2];
     ECDSA_SIG *es = NULL;
@@ -249,8 +251,10 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
     unsigned char *p;
     int ok = 0, tries, derlen;
 
-    if (sigsize < 72) /* ECDSA_size() of P-256: the default provider wants that much */
+    if (sigsize < (p384 ? 104u : 72u)) /* ECDSA_size(): the default provider wants that much */
         return -1;
+    if (p384 && setup != NULL)
+        return -1; /* no P-384 pool: never happens */
     q[0] = OSSL_PARAM_construct_size_t(OSSL_SIGNATURE_PARAM_DIGEST_SIZE, &mdsize);
     q[1] = OSSL_PARAM_construct_end();
     ERR_set_mark();
@@ -259,12 +263,12 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
     ERR_pop_to_mark();
     if ((mdsize != 0 && tbslen != mdsize) || tbslen == 0)
         return -1;
-    /* e = the leftmost 256 bits of the digest (FIPS 186-4 §6.4) */
+    /* e = the leftmost 256 (P-384: 384) bits of the digest (FIPS 186-4 §6.4) */
     memset(e, 0, sizeof(e));
-    if (tbslen >= 32)
-        memcpy(e, tbs, 32);
+    if (tbslen >= nb)
+        memcpy(e, tbs, nb);
     else
-        memcpy(e + 32 - tbslen, tbs, tbslen);
+        memcpy(e + nb - tbslen, tbs, tbslen);
     if (setup != NULL) {
         uint8_t *ro[MB8_LANES] = {rb}, *so[MB8_LANES] = {sb};
         const uint8_t *ep[MB8_LANES] = {e}, *dp[MB8_LANES] = {k->priv}, *sp[MB8_LANES] = {setup};
@@ -273,10 +277,10 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
         ok = mb8_status_lane(mb8_p256_ecdsa_sign_complete(ro, so, ep, dp, sp), 0) == MB8_STATUS_OK;
     }
     for (tries = 0; tries < 4 && !ok; tries++) {
-        if (!tg_p256_random_scalar(s->prov, nonce))
+        if (!(p384 ? tg_p384_random_scalar(s->prov, nonce) : tg_p256_random_scalar(s->prov, nonce)))
             break;
         memset(&r, 0, sizeof(r));
-        r.op = TG_OP_ECDSA_P256;
+        r.op = p384 ? TG_OP_ECDSA_P384 : TG_OP_ECDSA_P256;
         r.probe = probe;
         r.in = e;
         r.in2 = nonce;
@@ -291,8 +295,8 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
     if (!ok)
         return -1;
     ok = 0;
-    if ((es = ECDSA_SIG_new()) == NULL || (br = BN_bin2bn(rb, 32, NULL)) == NULL ||
-        (bs = BN_bin2bn(sb, 32, NULL)) == NULL || !ECDSA_SIG_set0(es, br, bs)) {
+    if ((es = ECDSA_SIG_new()) == NULL || (br = BN_bin2bn(rb, (int)nb, NULL)) == NULL ||
+        (bs = BN_bin2bn(sb, (int)nb, NULL)) == NULL || !ECDSA_SIG_set0(es, br, bs)) {
         BN_free(br);
         BN_free(bs);
         goto done;
@@ -333,7 +337,7 @@ static enum tg_op sig_op(TG_SIG *s)
         return TG_OP_COUNT;
     if (s->kt == TG_KT_RSA)
         return k->rsa.key != NULL ? tg_rsa_op(k->rsa.bits) : TG_OP_COUNT;
-    return k->has_priv ? TG_OP_ECDSA_P256 : TG_OP_COUNT;
+    return !k->has_priv ? TG_OP_COUNT : k->p384 ? TG_OP_ECDSA_P384 : TG_OP_ECDSA_P256;
 }
 
 /* ... and with the context's padding (RSA: PKCS#1 v1.5, PSS or none; X9.31 is not ours)? */

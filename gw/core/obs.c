@@ -81,7 +81,7 @@ const char *gw_obs_key_name(int key)
 
 static const char *const builtin_alg_names[TLSGATE_ALG_COUNT] = {
     "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519",
+    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
 };
 
 const char *gw_obs_alg_name(const tlsgate_metrics_t *m, size_t a, char *buf, size_t cap)
@@ -313,7 +313,13 @@ static void json_provider(gw_obuf_t *b, const gw_obs_t *o)
                        (ull)m->batches);
         for (int k = 0; k < 8; k++)
             gw_obuf_printf(b, "%s%llu", k ? "," : "", (ull)m->fill[k]);
-        gw_obuf_printf(b, "],");
+        gw_obuf_printf(b,
+                       "],\"flush\":{\"full\":%llu,\"poll\":%llu,\"age\":%llu,\"timer\":%llu,"
+                       "\"resume\":%llu},\"mode\":{\"to_single\":%llu,\"to_batch\":%llu},"
+                       "\"probes\":{\"queued\":%llu,\"joined\":%llu},",
+                       (ull)m->flush_full, (ull)m->flush_poll, (ull)m->flush_age,
+                       (ull)m->flush_timer, (ull)m->flush_resume, (ull)m->mode_single,
+                       (ull)m->mode_batch, (ull)m->probes, (ull)m->probes_joined);
         json_hist(b, "queue_wait_us", &m->queue_wait_us);
         gw_obuf_printf(b, ",");
         json_hist(b, "batch_us", &m->batch_us);
@@ -519,6 +525,36 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     prom_alg_counter(b, o, "tlsgate_batches_total", "Batch kernel calls.",
                      offsetof(tlsgate_alg_metrics_t, batches));
     char an[32], labels[64];
+    prom_family(b, "tlsgate_batch_flush_total", "counter",
+                "Batch kernel calls by what triggered them: full, poll (the loop had no other "
+                "work), age (the oldest request waited the cap), timer (arrivals stopped), "
+                "resume (a job resumed early).");
+    for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
+        const tlsgate_alg_metrics_t *m = &o->prov.alg[a];
+        const uint64_t v[5] = {m->flush_full, m->flush_poll, m->flush_age, m->flush_timer,
+                               m->flush_resume};
+        static const char *const why[5] = {"full", "poll", "age", "timer", "resume"};
+        gw_obs_alg_name(&o->prov, a, an, sizeof(an));
+        for (int k = 0; k < 5; k++)
+            gw_obuf_printf(b, "tlsgate_batch_flush_total{alg=\"%s\",reason=\"%s\"} %llu\n", an,
+                           why[k], (ull)v[k]);
+    }
+    prom_family(b, "tlsgate_adaptive_switches_total", "counter",
+                "Adaptive mode switches of a thread: to single operations, back to batching.");
+    for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
+        const tlsgate_alg_metrics_t *m = &o->prov.alg[a];
+        gw_obs_alg_name(&o->prov, a, an, sizeof(an));
+        gw_obuf_printf(b,
+                       "tlsgate_adaptive_switches_total{alg=\"%s\",to=\"single\"} %llu\n"
+                       "tlsgate_adaptive_switches_total{alg=\"%s\",to=\"batch\"} %llu\n",
+                       an, (ull)m->mode_single, an, (ull)m->mode_batch);
+    }
+    prom_alg_counter(b, o, "tlsgate_adaptive_probes_total",
+                     "Requests queued as probes of the load while a thread ran single operations.",
+                     offsetof(tlsgate_alg_metrics_t, probes));
+    prom_alg_counter(b, o, "tlsgate_adaptive_probes_joined_total",
+                     "Probes whose batch had company (more than one lane).",
+                     offsetof(tlsgate_alg_metrics_t, probes_joined));
     prom_family(b, "tlsgate_batch_size", "histogram", "Requests per batch kernel call (1..8).");
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
         const tlsgate_alg_metrics_t *m = &o->prov.alg[a];

@@ -77,6 +77,8 @@ typedef struct sbuf {
 
 static void sb_add(sbuf_t *b, const char *s, size_t n)
 {
+    if (n > SIZE_MAX / 4) /* never: a length underflow upstream (and gcc 12 -O3 sees the path) */
+        abort();
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
         while (cap < b->n + n + 1)

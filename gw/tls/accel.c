@@ -289,7 +289,7 @@ int gw_accel_has_poll(void)
     return 0;
 }
 
-int gw_accel_poll(int *queued)
+int gw_accel_poll(int *queued, unsigned backlog)
 {
     int total = 0;
     *queued = 0;
@@ -297,9 +297,14 @@ int gw_accel_poll(int *queued)
         if (!loaded[i].has_poll)
             continue;
         int done = 0, waiting = 0;
-        /* "queued" is optional (our provider has it): requests left for a later pass */
+        /* "queued" is optional (our provider has it): requests left for a later pass;
+         * "poll_backlog" is an input (our provider reads it, others ignore it): the work
+         * this loop pass still has, so that a partial batch waits only while the loop is
+         * busy with other connections (prov/README.md) */
         OSSL_PARAM params[] = {OSSL_PARAM_construct_int("poll", &done),
-                               OSSL_PARAM_construct_int("queued", &waiting), OSSL_PARAM_END};
+                               OSSL_PARAM_construct_int("queued", &waiting),
+                               OSSL_PARAM_construct_uint("poll_backlog", &backlog),
+                               OSSL_PARAM_END};
         if (OSSL_PROVIDER_get_params(loaded[i].prov, params)) {
             if (done > 0)
                 total += done;

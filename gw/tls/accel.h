@@ -28,10 +28,13 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs);
  * queued and returns how many requests it completed), read it, together with the optional
  * integer "queued" (requests the provider still holds for this thread: a batching provider
  * lets a queue that is still growing wait for the next pass). Called by a worker once per
- * loop pass while async jobs are paused. Returns the total completed (0 when no provider
+ * loop pass while async jobs are paused. backlog: the work this pass still has (its
+ * ready events plus woken jobs; 0 when the loop is about to idle), passed as the input
+ * parameter "poll_backlog": our provider computes a partial batch only when it is 0 or the
+ * batch waited its cap (prov/README.md). Returns the total completed (0 when no provider
  * polls) and sets *queued to the total still held (0 when no provider reports it).
  */
-int gw_accel_poll(int *queued);
+int gw_accel_poll(int *queued, unsigned backlog);
 
 /** Does any loaded provider offer the poll hook? */
 int gw_accel_has_poll(void);

@@ -259,7 +259,7 @@ static void drop(gw_sesscache_t *z, uint32_t i, uint32_t *link)
 static void drop_by_index(gw_sesscache_t *z, uint32_t i)
 {
     slot_t *s = &z->slots[i];
-    uint32_t *link;
+    uint32_t *link = NULL; /* set by find() when it returns i (gcc 12 -O3 cannot tell) */
     if (find(z, s->id, s->id_len, &link) == i)
         drop(z, i, link);
 }

@@ -18,4 +18,9 @@ if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
                                       --leak-check=full $<TARGET_FILE:p256_diff_test>)
   set_tests_properties(ct_p256 PROPERTIES TIMEOUT 240
                        ENVIRONMENT "MB8_FORCE_PORTABLE=1;P256_DIFF_QUICK=1")
+  # p384_diff_test: the same marking for P-384.
+  add_test(NAME ct_p384 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
+                                      --leak-check=full $<TARGET_FILE:p384_diff_test>)
+  set_tests_properties(ct_p384 PROPERTIES TIMEOUT 600
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;P384_DIFF_QUICK=1")
 endif()

@@ -1,16 +1,18 @@
 /*
  * mb8 RSA: the private-key operation with CRT, 8 lanes per call.
  *
- * Numbers are radix-2^52 limbs internally (docs/research/performance.md §2.1): a
- * modulus of `bits` bits is split into two CRT halves of H = ceil(bits/2 / 52) limbs
- * (20 for 2048-bit keys, 30 for 3072, 40 for 4096), and n itself uses 2H limbs.
- * Arithmetic is almost-Montgomery multiplication (Gueron, "Efficient software
- * implementations of modular exponentiation", J. Cryptogr. Eng. 2012) with a fixed
- * 5-bit window; recombination is Garner's; base blinding and the s^e == m fault check
- * follow OpenSSL's rsa_ossl_mod_exp / BN_BLINDING (performance.md §2.3).
+ * Numbers are radix-2^52 limbs internally: a modulus of `bits` bits is split into two CRT
+ * halves of H = ceil(bits/2 / 52) limbs (20 for 2048-bit keys, 30 for 3072, 40 for 4096),
+ * and n itself uses 2H limbs. Arithmetic is almost-Montgomery multiplication (Gueron,
+ * "Efficient software implementations of modular exponentiation", J. Cryptogr. Eng. 2012)
+ * with a dedicated squaring (Drucker-Gueron) and a fixed window (5 bits in the portable
+ * kernel, 4 in the IFMA kernel, whose table then fits L1); recombination is Garner's; base
+ * blinding and the s^e == m fault check follow OpenSSL's rsa_ossl_mod_exp / BN_BLINDING.
  *
- * The portable reference kernel is used today; AVX-512 IFMA kernels will plug in
- * behind the same API (mb8_cpu_has_ifma()). Lane and status conventions: mb8/status.h.
+ * Two kernels sit behind this API, chosen once per process (mb8/cpu.h): the AVX-512 IFMA
+ * kernel (src/rsa/rsa_ifma.c: 8 lanes transposed, vpmadd52luq/huq) and the portable
+ * reference (src/rsa/rsa_ref.c), bit for bit the same results. Lane and status
+ * conventions: mb8/status.h.
  */
 #ifndef MB8_RSA_H
 #define MB8_RSA_H

@@ -40,41 +40,67 @@ static IFMA v8 mask52(void)
     return _mm512_set1_epi64((long long)BN52_MASK);
 }
 
+/* An empty asm that makes the compiler forget where p points: loads through p stay inside
+ * the loop that uses them instead of being hoisted out and spilled to the stack (gcc does
+ * that with fully unrolled rows, one store and one load per IFMA operand). */
+#define OPAQUE_PTR(p) __asm__("" : "+r"(p))
+
 /*
- * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)).
- * r must not alias a, b or m. n is a compile-time constant at every call site.
+ * r = a * b * 2^(-52n) mod m for 8 lanes (transposed; r < 2m for a, b < 2m, 4m < 2^(52n)):
+ * word-serial almost-Montgomery multiplication, operand scanning with a window of n
+ * accumulators that slides down two limbs per pass of two digits b_i, b_(i+1) (n is even).
+ * The pass first finds the two reduction digits y_i, y_(i+1) from the window's two lowest
+ * limbs, then gives every other limb one chain of eight IFMA (the four products of the
+ * digits first, the four of y last, so the y have the shortest path to the next pass): n
+ * independent chains per pass for two IFMA pipes, and each a_j and m_j serves four IFMA of
+ * a pass, so half the loads of one digit per pass (Zen 4 issues one 512-bit load per IFMA
+ * at best). r must not alias a, b or m; n is a compile-time constant at every call site
+ * (n <= 80).
  */
-/*
- * The same multiplication with a window of n accumulators that slides down one limb per
- * digit (acc[j - 1] = acc[j] + ...): for n above what 32 registers hold in place, where
- * the in-place form would load and store an accumulator around every IFMA.
- */
-static IFMA void amm8_slide(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
+static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
                       size_t n)
 {
     const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 acc[80]; /* n <= 80 */
+    v8 acc[80];
 
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = zero;
-    for (size_t i = 0; i < n; i++) {
-        v8 bi = b[i];
-        v8 a0 = _mm512_madd52lo_epu64(acc[0], a[0], bi);
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
-        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
-        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
-        hi = _mm512_madd52hi_epu64(hi, a[0], bi);
-        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+    for (size_t i = 0; i < n; i += 2) {
+        const v8 *ap = a, *mp = m;
+        OPAQUE_PTR(ap);
+        OPAQUE_PTR(mp);
+        v8 b0 = b[i], b1 = b[i + 1];
+        v8 t0 = _mm512_madd52lo_epu64(acc[0], ap[0], b0);
+        v8 y0 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, t0, k0), msk);
+        v8 c0 = _mm512_srli_epi64(_mm512_madd52lo_epu64(t0, mp[0], y0), BN52_BITS);
+        v8 t1 = _mm512_madd52lo_epu64(acc[1], ap[1], b0);
+        t1 = _mm512_madd52hi_epu64(t1, ap[0], b0);
+        t1 = _mm512_madd52lo_epu64(t1, ap[0], b1);
+        t1 = _mm512_madd52lo_epu64(t1, mp[1], y0);
+        t1 = _mm512_add_epi64(_mm512_madd52hi_epu64(t1, mp[0], y0), c0);
+        v8 y1 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, t1, k0), msk);
+        v8 c1 = _mm512_srli_epi64(_mm512_madd52lo_epu64(t1, mp[0], y1), BN52_BITS);
 #pragma GCC unroll 80
-        for (size_t j = 1; j < n; j++) {
-            v8 t = _mm512_madd52lo_epu64(acc[j], a[j], bi);
-            t = _mm512_madd52lo_epu64(t, m[j], y);
-            acc[j - 1] = _mm512_add_epi64(t, hi);
-            hi = _mm512_madd52hi_epu64(zero, a[j], bi);
-            hi = _mm512_madd52hi_epu64(hi, m[j], y);
+        for (size_t j = 2; j < n; j++) {
+            v8 u = _mm512_madd52lo_epu64(acc[j], ap[j], b0);
+            u = _mm512_madd52hi_epu64(u, ap[j - 1], b0);
+            u = _mm512_madd52lo_epu64(u, ap[j - 1], b1);
+            u = _mm512_madd52hi_epu64(u, ap[j - 2], b1);
+            u = _mm512_madd52lo_epu64(u, mp[j], y0);
+            u = _mm512_madd52hi_epu64(u, mp[j - 1], y0);
+            u = _mm512_madd52lo_epu64(u, mp[j - 1], y1);
+            acc[j - 2] = _mm512_madd52hi_epu64(u, mp[j - 2], y1);
         }
-        acc[n - 1] = hi;
+        acc[0] = _mm512_add_epi64(acc[0], c1);
+        v8 u = _mm512_madd52hi_epu64(zero, ap[n - 1], b0);
+        u = _mm512_madd52lo_epu64(u, ap[n - 1], b1);
+        u = _mm512_madd52hi_epu64(u, ap[n - 2], b1);
+        u = _mm512_madd52hi_epu64(u, mp[n - 1], y0);
+        u = _mm512_madd52lo_epu64(u, mp[n - 1], y1);
+        acc[n - 2] = _mm512_madd52hi_epu64(u, mp[n - 2], y1);
+        u = _mm512_madd52hi_epu64(zero, ap[n - 1], b1);
+        acc[n - 1] = _mm512_madd52hi_epu64(u, mp[n - 1], y1);
     }
     /* carry propagation, per lane */
     v8 c = zero;
@@ -86,142 +112,84 @@ static IFMA void amm8_slide(v8 *restrict r, const v8 *a, const v8 *b, const v8 *
     }
 }
 
-
-static IFMA void amm8_inplace(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
-                      size_t n)
-{
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 acc[160]; /* row i works on acc[i .. i + n]: every update in place, no shifting */
-
-#pragma GCC unroll 80
-    for (size_t j = 0; j <= n; j++)
-        acc[j] = zero;
-#pragma GCC unroll 80
-    for (size_t i = 0; i < n; i++) {
-        v8 bi = b[i];
-        v8 *w = acc + i;
-
-        w[n] = zero;
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], a[j], bi);
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++) {
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], a[j], bi);
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
-        }
-        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
-    }
-    /* carry propagation, per lane */
-    v8 c = zero;
-#pragma GCC unroll 80
-    for (size_t j = 0; j < n; j++) {
-        v8 z = _mm512_add_epi64(acc[n + j], c);
-        r[j] = _mm512_and_si512(z, msk);
-        c = _mm512_srli_epi64(z, BN52_BITS);
-    }
-}
-
-/* n <= 24: the in-place form (n + 1 accumulators stay in registers); above: sliding. */
-static IFMA void amm8(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
-                      size_t n)
-{
-    if (n <= 24)
-        amm8_inplace(r, a, b, m, k0, n);
-    else
-        amm8_slide(r, a, b, m, k0, n);
-}
-
-/* The reduction of ams8 in place (n <= 24: the window stays in registers): row i makes
- * limb i of t (2n limbs, destroyed) zero mod 2^52 and carries it into limb i + 1; the
- * result is limbs n .. 2n - 1, normalised into r. */
-static IFMA void ams8_redc_inplace(v8 *restrict r, v8 *t, const v8 *restrict m, v8 k0, size_t n)
-{
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-
-#pragma GCC unroll 80
-    for (size_t i = 0; i < n; i++) {
-        v8 *w = t + i;
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, w[0], k0), msk);
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j] = _mm512_madd52lo_epu64(w[j], m[j], y); /* w[0] == 0 mod 2^52 */
-#pragma GCC unroll 80
-        for (size_t j = 0; j < n; j++)
-            w[j + 1] = _mm512_madd52hi_epu64(w[j + 1], m[j], y);
-        w[1] = _mm512_add_epi64(w[1], _mm512_srli_epi64(w[0], BN52_BITS));
-    }
-    v8 c = zero;
-#pragma GCC unroll 80
-    for (size_t j = 0; j < n; j++) {
-        v8 z = _mm512_add_epi64(t[n + j], c);
-        r[j] = _mm512_and_si512(z, msk);
-        c = _mm512_srli_epi64(z, BN52_BITS);
-    }
-}
-
-
 /*
- * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
- * same value as amm8(r, a, a, ...)). The full square first, each cross product once, then
+ * The square of a (n limbs, 8 lanes) into t[0 .. 2n - 1], lazy limbs: product scanning,
+ * column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for i + j = k - 1 (i < j),
  * doubled (IFMA takes 52-bit operands, so the doubling is of the sums, not of a_i), plus
- * the squares; then Montgomery reduction row by row (separated operand scanning). About
- * n^2 + n + n(2n + 1) IFMA instead of 4n^2: Drucker-Gueron's dedicated squaring,
- * performance.md §2.1. Lazy limbs: each of the 2n accumulators takes < 4n + 2 terms
- * below 2^52 (x2 for the doubling), far from 2^64.
+ * the square term of the column; four chains per column (lo and hi, even and odd i) so
+ * that few columns in flight fill the pipes. n(n + 1) IFMA; each limb < 2(2n + 1) 2^52.
  */
-static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+static IFMA void sqr8(v8 *t, const v8 *a, size_t n)
 {
-    const v8 zero = _mm512_setzero_si512(), msk = mask52();
-    v8 t[160]; /* the square, 2n <= 160 limbs, each column written once */
+    const v8 zero = _mm512_setzero_si512();
 
-    /* product scanning: column k sums lo(a_i a_j) for i + j = k and hi(a_i a_j) for
-     * i + j = k - 1 (i < j), doubled, plus the square term of the column */
 #pragma GCC unroll 160
     for (size_t k = 0; k < 2 * n; k++) {
-        v8 col = zero, colh = zero; /* two independent chains (IFMA latency) */
+        v8 l0 = zero, l1 = zero, h0 = zero, h1 = zero;
         const size_t lo0 = k + 1 > n ? k + 1 - n : 0, lo1 = (k + 1) / 2; /* 2i < k */
         const size_t hi0 = k > n ? k - n : 0, hi1 = k / 2;               /* 2i < k - 1 */
 #pragma GCC unroll 80
-        for (size_t i = lo0; i < lo1; i++)
-            col = _mm512_madd52lo_epu64(col, a[i], a[k - i]);
+        for (size_t i = lo0; i < lo1; i++) {
+            if ((i - lo0) % 2 == 0)
+                l0 = _mm512_madd52lo_epu64(l0, a[i], a[k - i]);
+            else
+                l1 = _mm512_madd52lo_epu64(l1, a[i], a[k - i]);
+        }
 #pragma GCC unroll 80
-        for (size_t i = hi0; i < hi1; i++)
-            colh = _mm512_madd52hi_epu64(colh, a[i], a[k - 1 - i]);
-        col = _mm512_slli_epi64(_mm512_add_epi64(col, colh), 1);
+        for (size_t i = hi0; i < hi1; i++) {
+            if ((i - hi0) % 2 == 0)
+                h0 = _mm512_madd52hi_epu64(h0, a[i], a[k - 1 - i]);
+            else
+                h1 = _mm512_madd52hi_epu64(h1, a[i], a[k - 1 - i]);
+        }
+        v8 col = _mm512_add_epi64(_mm512_add_epi64(l0, l1), _mm512_add_epi64(h0, h1));
+        col = _mm512_slli_epi64(col, 1);
         if (k % 2 == 0)
             col = _mm512_madd52lo_epu64(col, a[k / 2], a[k / 2]);
         else
             col = _mm512_madd52hi_epu64(col, a[k / 2], a[k / 2]);
         t[k] = col;
     }
-    if (n <= 24) {
-        ams8_redc_inplace(r, t, m, k0, n);
-        return;
-    }
-    /* Montgomery reduction with a sliding window of n accumulators (as amm8_slide): row i
-     * makes the lowest limb zero mod 2^52, and limb n + i of the square enters the window */
+}
+
+/*
+ * r = t * 2^(-52n) mod m, r < 2m, for t (2n limbs, 8 lanes, lazy limbs) below m 2^(52n):
+ * Montgomery reduction (separated operand scanning)
+ * with a sliding window of n accumulators, two rows per pass (n even). t is only read.
+ */
+static IFMA void redc8(v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0, size_t n)
+{
+    const v8 zero = _mm512_setzero_si512(), msk = mask52();
+
+    /* Montgomery reduction with a sliding window of n accumulators, two rows per pass (n
+     * is even): row i makes the lowest limb zero mod 2^52 and carries it up, then row i + 1
+     * the next; limbs n + i and n + i + 1 of the square enter the window. Each m_j serves
+     * four IFMA of a pass, so half the loads of one row per pass. */
     v8 acc[80];
 #pragma GCC unroll 80
     for (size_t j = 0; j < n; j++)
         acc[j] = t[j];
-    for (size_t i = 0; i < n; i++) {
-        v8 a0 = acc[0];
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a0, k0), msk);
-        a0 = _mm512_madd52lo_epu64(a0, m[0], y); /* == 0 mod 2^52 */
-        v8 hi = _mm512_srli_epi64(a0, BN52_BITS);
-        hi = _mm512_madd52hi_epu64(hi, m[0], y);
+    for (size_t i = 0; i < n; i += 2) {
+        const v8 *mp = m;
+        OPAQUE_PTR(mp);
+        v8 y0 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, acc[0], k0), msk);
+        v8 c0 = _mm512_srli_epi64(_mm512_madd52lo_epu64(acc[0], mp[0], y0), BN52_BITS);
+        v8 a1 = _mm512_madd52lo_epu64(acc[1], mp[1], y0);
+        a1 = _mm512_add_epi64(_mm512_madd52hi_epu64(a1, mp[0], y0), c0);
+        v8 y1 = _mm512_and_si512(_mm512_madd52lo_epu64(zero, a1, k0), msk);
+        v8 c1 = _mm512_srli_epi64(_mm512_madd52lo_epu64(a1, mp[0], y1), BN52_BITS);
 #pragma GCC unroll 80
-        for (size_t j = 1; j < n; j++) {
-            v8 u = _mm512_madd52lo_epu64(acc[j], m[j], y);
-            acc[j - 1] = _mm512_add_epi64(u, hi);
-            hi = _mm512_madd52hi_epu64(zero, m[j], y);
+        for (size_t j = 2; j < n; j++) {
+            v8 u = _mm512_madd52lo_epu64(acc[j], mp[j], y0);
+            u = _mm512_madd52hi_epu64(u, mp[j - 1], y0);
+            u = _mm512_madd52lo_epu64(u, mp[j - 1], y1);
+            acc[j - 2] = _mm512_madd52hi_epu64(u, mp[j - 2], y1);
         }
-        acc[n - 1] = _mm512_add_epi64(t[n + i], hi);
+        acc[0] = _mm512_add_epi64(acc[0], c1);
+        v8 u = _mm512_madd52hi_epu64(t[n + i], mp[n - 1], y0);
+        u = _mm512_madd52lo_epu64(u, mp[n - 1], y1);
+        acc[n - 2] = _mm512_madd52hi_epu64(u, mp[n - 2], y1);
+        acc[n - 1] = _mm512_madd52hi_epu64(t[n + i + 1], mp[n - 1], y1);
     }
     v8 c = zero;
 #pragma GCC unroll 80
@@ -229,6 +197,48 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
         v8 z = _mm512_add_epi64(acc[j], c);
         r[j] = _mm512_and_si512(z, msk);
         c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+}
+
+/*
+ * Almost-Montgomery squaring for 8 lanes: r = a^2 * 2^(-52n) mod m, r < 2m for a < 2m (the
+ * same value as amm8(r, a, a, ...)), n even: the square (sqr8), then Montgomery reduction
+ * (separated operand scanning) with a sliding window of n accumulators as amm8's. About
+ * n^2 + n + n(2n + 1) IFMA instead of 4n^2 (Drucker-Gueron's dedicated squaring).
+ * One level of Karatsuba on the square (3n^2/4 + 3n/2 IFMA) was measured on Zen 4: no faster
+ * at n = 20 (its additions and the borrow chain of |a0 - a1| cost what the 90 IFMA saved)
+ * and 2-9% slower at 30 and 40.
+ */
+static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
+{
+    v8 t[160]; /* the square, 2n <= 160 limbs */
+
+    sqr8(t, a, n);
+    redc8(r, t, m, k0, n);
+}
+
+#define REDC8_SPECIALISE(N)                                                                        \
+    static IFMA_FN __attribute__((noinline)) void redc8x##N(v8 *restrict r, const v8 *t,           \
+                                                            const v8 *restrict m, v8 k0)           \
+    {                                                                                              \
+        redc8(r, t, m, k0, N);                                                                     \
+    }
+REDC8_SPECIALISE(20)
+REDC8_SPECIALISE(30)
+REDC8_SPECIALISE(40)
+
+static IFMA void redc8n(v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0, size_t n)
+{
+    switch (n) { /* public: the key size */
+    case 20:
+        redc8x20(r, t, m, k0);
+        break;
+    case 30:
+        redc8x30(r, t, m, k0);
+        break;
+    default:
+        redc8x40(r, t, m, k0);
+        break;
     }
 }
 
@@ -241,6 +251,8 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
 AMS8_SPECIALISE(20)
 AMS8_SPECIALISE(30)
 AMS8_SPECIALISE(40)
+AMS8_SPECIALISE(60)
+AMS8_SPECIALISE(80)
 
 static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
 {
@@ -251,8 +263,14 @@ static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0,
     case 30:
         ams8x30(r, a, m, k0);
         break;
-    default:
+    case 40:
         ams8x40(r, a, m, k0);
+        break;
+    case 60:
+        ams8x60(r, a, m, k0);
+        break;
+    default:
+        ams8x80(r, a, m, k0);
         break;
     }
 }
@@ -292,24 +310,38 @@ static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restr
     }
 }
 
-/*
- * r = table[idx_lane] per lane: every entry is read, and selected by a compare mask. Limb
- * by limb, with the selection in a register (a masked store followed by a load of the same
- * address cannot be forwarded and stalls).
- */
-static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
+/* The selection masks of select8: mk[e] is all-ones in the lanes whose index is e. */
+static IFMA void select8_masks(v8 mk[1u << MB8__RSA_WIN_IFMA], v8 idx)
 {
-    v8 mk[1u << MB8__RSA_WIN_IFMA]; /* all-ones in the lanes that want entry e */
-
     for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++)
         mk[e] = _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e)), -1);
-    for (size_t j = 0; j < n; j++) {
+}
+
+/*
+ * Limbs j0 .. j1 - 1 of r = table[idx_lane] per lane: every entry is read, and selected by
+ * the masks of select8_masks. Limb by limb, with the selection in a register (a masked
+ * store followed by a load of the same address cannot be forwarded and stalls). Done in
+ * parts between the squarings, so that its loads and logic overlap their IFMA.
+ */
+static IFMA void select8_part(v8 *r, const v8 *table, size_t n, const v8 *mk, size_t j0,
+                              size_t j1)
+{
+    for (size_t j = j0; j < j1; j++) {
         v8 acc = _mm512_setzero_si512();
 #pragma GCC unroll 32
         for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++) /* acc |= entry & mask */
             acc = _mm512_ternarylogic_epi64(acc, table[(size_t)e * n + j], mk[e], 0xF8);
         r[j] = acc;
     }
+}
+
+/* r = table[idx_lane] per lane, all n limbs. */
+static IFMA void select8(v8 *r, const v8 *table, size_t n, v8 idx)
+{
+    v8 mk[1u << MB8__RSA_WIN_IFMA];
+
+    select8_masks(mk, idx);
+    select8_part(r, table, n, mk, 0, n);
 }
 
 /* Transposes lane arrays (n limbs each; lane i at src[i]) into n vectors. */
@@ -344,13 +376,13 @@ static IFMA void from_vec(uint64_t *const dst[MB8_LANES], const v8 *src, size_t 
  */
 static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *const c[MB8_LANES],
                               const mb8_rsa_key_t *const key[MB8_LANES], int half, size_t h,
-                              unsigned bits, v8 *ws, uint64_t *lws)
+                              unsigned bits, v8 *ws)
 {
     v8 *m = ws, *rr = m + h, *x = rr + h, *y = x + h, *sel = y + h;
     v8 *tab = sel + h; /* 2^w entries of h vectors */
     const uint64_t *mp[MB8_LANES], *rrp[MB8_LANES], *dp[MB8_LANES];
-    uint64_t *red[MB8_LANES];
     uint64_t k0s[MB8_LANES], idx[MB8_LANES] __attribute__((aligned(64)));
+    v8 mk[1u << MB8__RSA_WIN_IFMA];
 
     for (unsigned i = 0; i < MB8_LANES; i++) {
         const mb8_rsa_key_t *k = key[i];
@@ -359,19 +391,14 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
         rrp[i] = half ? mb8__rsa_rrq(k) : mb8__rsa_rrp(k);
         dp[i] = half ? mb8__rsa_dq(k) : mb8__rsa_dp(k);
         k0s[i] = half ? k->k0q : k->k0p;
-        red[i] = lws + (size_t)i * 3 * h; /* 3h limbs per lane */
     }
-    /* c mod m per lane, scalar: redc gives c R^-1 (the portable kernel does the same) */
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        uint64_t *t = red[i] + h;
-
-        memcpy(t, c[i], 2 * h * sizeof(uint64_t));
-        mb8__rsa_redc(red[i], t, mp[i], k0s[i], h);
-    }
+    /* c R^-1 mod m (< 2m), all lanes at once: a Montgomery reduction of the 2h-limb input
+     * (c < n < m R), in the table's space before the table is built */
     v8 k0 = _mm512_loadu_si512((const void *)k0s);
     to_vec(m, mp, h);
     to_vec(rr, rrp, h);
-    to_vec(x, (const uint64_t *const *)red, h);
+    to_vec(tab, c, 2 * h);
+    redc8n(x, tab, m, k0, h);
     /* into the Montgomery domain: two AMMs by R^2 give c R; tab[0] = R mod m, tab[1] = c R */
     amm8n(y, x, rr, m, k0, h);
     amm8n(tab + h, y, rr, m, k0, h);
@@ -389,14 +416,18 @@ static IFMA_FN void exp_half8(uint64_t *const res[MB8_LANES], const uint64_t *co
     select8(x, tab, h, _mm512_load_si512((const void *)idx));
     while (pos > 0) {
         pos -= MB8__RSA_WIN_IFMA;
-        for (int s = 0; s < MB8__RSA_WIN_IFMA; s++) {
+        /* the selection in a part before each squaring: its loads and logic run beside the
+         * squarings' IFMA instead of stalling the multiplication that needs it */
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
+        select8_masks(mk, _mm512_load_si512((const void *)idx));
+        for (size_t s = 0; s < MB8__RSA_WIN_IFMA; s++) {
             v8 *t;
+            select8_part(sel, tab, h, mk, s * h / MB8__RSA_WIN_IFMA,
+                         (s + 1) * h / MB8__RSA_WIN_IFMA);
             ams8n(y, x, m, k0, h);
             t = x, x = y, y = t;
         }
-        for (unsigned i = 0; i < MB8_LANES; i++)
-            idx[i] = mb8__rsa_window(dp[i], h, pos, MB8__RSA_WIN_IFMA);
-        select8(sel, tab, h, _mm512_load_si512((const void *)idx));
         amm8n(y, x, sel, m, k0, h);
         v8 *t = x;
         x = y, y = t;
@@ -449,7 +480,7 @@ static IFMA_FN void fault_check8(uint64_t *const se[MB8_LANES], const uint64_t *
     memcpy(x, sr, nl * sizeof(v8));
     for (int b = (int)k0key->e_bits - 2; b >= 0; b--) {
         v8 *tt;
-        amm8n(y, x, x, n, k0, nl);
+        ams8n(y, x, n, k0, nl);
         tt = x, x = y, y = tt;
         if ((e[b / BN52_BITS] >> (b % BN52_BITS)) & 1) {
             amm8n(y, x, sr, n, k0, nl);
@@ -479,9 +510,8 @@ static int same_e(const mb8_rsa_key_t *const k[MB8_LANES])
 
 size_t mb8__rsa_ifma_scratch_limbs(size_t h)
 {
-    /* per lane: the lane workspace and 3h for the input reduction; then the vectors (plus
-     * 64-byte alignment slack) */
-    return MB8_LANES * (MB8__RSA_WS_LANE(h) + 3 * h) +
+    /* per lane: the lane workspace; then the vectors (plus 64-byte alignment slack) */
+    return MB8_LANES * MB8__RSA_WS_LANE(h) +
            8 * (EXP8_VECS(h) > MODN_VECS(h) ? EXP8_VECS(h) : MODN_VECS(h)) + 8;
 }
 
@@ -504,8 +534,7 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
         first++;
     h = key[first]->h;
     bits = key[first]->bits;
-    uint64_t *lws = scratch + MB8_LANES * MB8__RSA_WS_LANE(h);
-    v8 *vws = (v8 *)(((uintptr_t)(lws + MB8_LANES * 3 * h) + 63) & ~(uintptr_t)63);
+    v8 *vws = (v8 *)(((uintptr_t)(scratch + MB8_LANES * MB8__RSA_WS_LANE(h)) + 63) & ~(uintptr_t)63);
     used = mb8__rsa_ifma_scratch_limbs(h);
 
     /* unused lanes compute a copy of the first used lane (public: the lane pattern) */
@@ -565,8 +594,8 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
         for (unsigned i = 0; i < MB8_LANES; i++)
             in_ok[i] = mb8__rsa_lane_pre(ws[i], in[(lanes >> i & 1) ? i : first], k[i], bl[i]);
     }
-    exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
-    exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0), lws);
+    exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0));
+    exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0));
     if (vec_modn) {
         for (unsigned i = 0; i < MB8_LANES; i++) {
             mb8__rsa_garner(k[i], ws[i]);

@@ -34,7 +34,7 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
  * counts values in [2^(i-1), 2^i), bucket 31 counts values >= 2^30. Units are in the
  * field names (microseconds). Counters only grow (until the process exits).
  */
-#define TLSGATE_METRICS_VERSION 1
+#define TLSGATE_METRICS_VERSION 2
 #define TLSGATE_HIST_BUCKETS 32
 
 /** The bucket of a value (see above): 0 for 0, else min(bit length of v, 31). */
@@ -66,6 +66,9 @@ enum tlsgate_alg {
     TLSGATE_ALG_KEYGEN_P256,
     TLSGATE_ALG_X25519,
     TLSGATE_ALG_KEYGEN_X25519,
+    TLSGATE_ALG_ECDSA_P384,
+    TLSGATE_ALG_ECDH_P384,
+    TLSGATE_ALG_KEYGEN_P384,
     TLSGATE_ALG_COUNT
 };
 
@@ -83,6 +86,17 @@ typedef struct tlsgate_alg_metrics {
     uint64_t fill[8];        /* batches with 1..8 requests (fill[k-1]) */
     tlsgate_hist_t queue_wait_us; /* per request: queued -> its batch computed, µs */
     tlsgate_hist_t batch_us;      /* per batch: kernel time, µs */
+    /* batches by what computed them (prov/README.md, "When an operation is batched") */
+    uint64_t flush_full;   /* the request that filled the batch */
+    uint64_t flush_poll;   /* the application's poll: its loop had no other work */
+    uint64_t flush_age;    /* the oldest request waited the policy's cap */
+    uint64_t flush_timer;  /* the timer thread: arrivals stopped */
+    uint64_t flush_resume; /* a job resumed before its result computed its own queue */
+    /* the adaptive choice (per thread; summed over threads) */
+    uint64_t mode_single;   /* switches to single operations */
+    uint64_t mode_batch;    /* switches back to batching */
+    uint64_t probes;        /* requests queued as probes of the load */
+    uint64_t probes_joined; /* probes whose batch had company (fill > 1) */
 } tlsgate_alg_metrics_t;
 
 typedef struct tlsgate_metrics {
