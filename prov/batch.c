@@ -418,7 +418,7 @@ static int queued_locked(const struct tg_thread *t, const struct tg_req *r)
 /* Pauses the current job until r is done (see the protocol at the top). */
 static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wctx)
 {
-    int resumed = 0;
+    int resumed = 0, consumed = 0;
 
     for (;;) {
         struct tg_req *rs[MB8_LANES];
@@ -462,10 +462,16 @@ static void wait_done(struct tg_thread *t, struct tg_req *r, ASYNC_WAIT_CTX *wct
         ASYNC_pause_job();
         resumed = 1;
         if (r->wfd != NULL)
-            tg_waitfd_drain(r->wfd);
+            consumed = tg_waitfd_drain(r->wfd);
     }
     if (r->wfd != NULL) {
-        tg_waitfd_drain(r->wfd);
+        /* The fd held 0 when r was queued (every request leaves it drained) and r's batch
+         * writes to it once, before done = 1. So when the drain after the last resume
+         * read something, that was r's signal and the fd is empty again: the second
+         * read(2) (EAGAIN), one syscall per request, is needed only when that drain came
+         * first (a spurious or early resume) or the job never paused (#19). */
+        if (!consumed)
+            tg_waitfd_drain(r->wfd);
         tg_waitfd_release(r->wfd);
         r->wfd = NULL;
     }
@@ -544,8 +550,11 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     if (r->flush_ns != 0) {
         /* a thread that polls computes its own queue at the end of its loop pass */
         int polls = atomic_load(&t->polled_ns) + TG_POLLED_RECENTLY_NS > r->queued_ns;
+        uint64_t deadline = tg_timer_deadline();
+        int in_time = deadline != 0 && deadline <= r->queued_ns + r->flush_ns;
 
-        if (!tg_timer_started() || (first && (!polls || tg_timer_asleep())) ||
+        tg_timer_note_flush(r->flush_ns);
+        if (!tg_timer_started() || (first && (polls ? tg_timer_asleep() : !in_time)) ||
             (!polls && tg_timer_long()))
             tg_timer_kick();
     }

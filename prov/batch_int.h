@@ -77,6 +77,10 @@ void tg_timer_kick(void);
 int tg_timer_started(void);
 int tg_timer_asleep(void);
 int tg_timer_long(void);
+/* timer.c: the deadline the timer sleeps until (0: running a pass, or no deadline); the
+ * flush period of the latest timer-managed request (the timer's nap between batches). */
+uint64_t tg_timer_deadline(void);
+void tg_timer_note_flush(uint64_t flush_ns);
 /* timer.c: process-wide set-up (one call per instance), the last instance's stop (joins the
  * thread), fork's prepare/parent/child hooks. */
 void tg_timer_init(void);

@@ -75,7 +75,7 @@ void tg_waitfd_signal(struct tg_waitfd *w)
     } while (n < 0 && errno == EINTR);
 }
 
-void tg_waitfd_drain(struct tg_waitfd *w)
+int tg_waitfd_drain(struct tg_waitfd *w)
 {
     uint64_t v;
     ssize_t n;
@@ -83,6 +83,7 @@ void tg_waitfd_drain(struct tg_waitfd *w)
     do {
         n = read(w->fd, &v, sizeof(v));
     } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(v);
 }
 
 int tg_names_contain(const char *names, const char *name)

@@ -38,8 +38,9 @@ void tg_waitfd_release(struct tg_waitfd *w);
 /** Makes the fd readable (adds 1 to the eventfd counter); retries on EINTR. */
 void tg_waitfd_signal(struct tg_waitfd *w);
 
-/** Reads the counter back to zero (the job does this after a resume); never blocks. */
-void tg_waitfd_drain(struct tg_waitfd *w);
+/** Reads the counter back to zero (the job does this after a resume); never blocks. Returns
+ * 1 when it read a nonzero counter, 0 when the fd was empty (EAGAIN). */
+int tg_waitfd_drain(struct tg_waitfd *w);
 
 /**
  * 1 when `name` is one of the colon-separated names of an OSSL_ALGORITHM

@@ -891,6 +891,23 @@ static void pool_scalar(uint8_t d[NB])
     case 6: /* alternating nibbles */
         memset(d, rng_next() % 2 ? 0x0f : 0xf0, NB);
         break;
+    case 7: /* every 7-bit group of the IFMA comb 0, 63, 64 or 127: its Booth digits 0, 32,
+             * +-64, 64 and -1 */
+        memset(d, 0, NB);
+        for (unsigned w = 0; w < 37; w++) {
+            static const unsigned g[4] = {0x00, 0x3f, 0x40, 0x7f};
+            unsigned v = g[rng_next() % 4];
+            for (unsigned b = 0; b < 7; b++) {
+                unsigned bit = 7 * w + b; /* little-endian bit position */
+                if (bit < 8 * NB && ((v >> b) & 1))
+                    d[NB - 1 - bit / 8] |= (uint8_t)(1u << (bit % 8));
+            }
+        }
+        break;
+    case 8: /* leading zero windows: random below 2^(8 * (1..31)) */
+        rng_bytes(d, NB);
+        memset(d, 0, 1 + rng_next() % (NB - 1));
+        break;
     default:
         rng_bytes(d, NB);
         break;

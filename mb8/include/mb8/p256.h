@@ -18,7 +18,7 @@
  *
  * Scratch: every entry point but mb8_p256_ecdsa_sign_complete takes `scratch`, at least
  * mb8_p256_scratch_size() bytes aligned to MB8_SCRATCH_ALIGN (64), where the IFMA kernels
- * keep their tables (the variable-base window table, the recoded scalar digits; ~26 KB)
+ * keep their tables (the variable-base window table, the recoded scalar digits; ~22 KB)
  * so that a call needs about 15 KB of stack (gcc -fstack-usage, the deepest chain). It holds
  * secrets while a call runs and is wiped before return; one call at a time per scratch.
  * NULL or misaligned: every used lane is MB8_STATUS_BAD_INPUT (outputs not written), on
@@ -80,7 +80,7 @@ mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
  * MB8_STATUS_UNUSED.
  *
  * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
- * uses a fixed-base comb (64 signed 4-bit digits, a precomputed table of multiples of G).
+ * uses a fixed-base comb (37 signed 7-bit digits, a precomputed table of multiples of G).
  */
 mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES], void *scratch);

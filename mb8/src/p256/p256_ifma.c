@@ -17,28 +17,32 @@
  * IFMA per round. Mod n it is the generic round (y = lo(t k0), 10 IFMA) and a final masked
  * subtraction makes the result canonical.
  *
- * Points: the reference's complete projective formulas (Renes-Costello-Batina 2016,
- * Algorithms 4 and 6 for a = -3); no exceptional case exists, so nothing secret is
- * masked inside the scalar multiplication.
+ * Points: the comb (below) uses the complete mixed addition of Renes-Costello-Batina 2016
+ * (Algorithm 5, a = -3) on homogeneous projective coordinates; ECDH runs in Jacobian
+ * coordinates with incomplete formulas whose exceptional cases it never meets (see
+ * pt_mul), the infinity and zero-digit cases being masks.
  *
- * Variable base (ECDH): the reference's fixed 4-bit windows, unsigned digits, a per-lane
- * table of 0P..15P; each lane's entry is selected by a scan of all 16 entries with all-ones
- * mask vectors (vpternlogq), never through a secret index. The 4 doublings of a window run
- * in Jacobian coordinates (dbl-2001-b, 8 multiplications instead of 13 for the complete
- * doubling; exception-free on this prime-order curve once infinity is given a nonzero Y,
- * see pt_dbl4), converted from and back to projective around them (6 multiplications);
- * the window's addition stays the complete one.
+ * Variable base (ECDH): 52 windows of 5 bits with signed (Booth) digits in [-16, 16], a
+ * per-lane Jacobian table of 1P..16P; each lane's entry is selected by a scan of all 16
+ * entries with all-ones mask vectors (vpternlogq), never through a secret index, and
+ * negated by a mask. Per window 5 doublings (dbl-2001-b, 4M + 4S) and one addition
+ * (add-1998-cmo-2, 12M + 4S). Before #19: 64 windows of 4 unsigned bits on projective
+ * coordinates, with a conversion to Jacobian and back around each window's doublings and
+ * the complete addition (14 multiplications, 23 additions) per window.
  *
- * Fixed base (key generation, ECDSA's kG): a comb of 64 windows of 4 bits with signed
- * (Booth) digits in [-8, 8] (65 digits): window w holds the affine multiples j 16^w G,
- * j = 1..8 (p256_ifma_table.h, generated offline); every digit costs one complete mixed
- * addition (RCB Algorithm 5) and no doubling; the entry is found by a full scan of the
- * 8 entries, negated by a masked subtraction for a negative digit, and the addition's
- * result discarded by a mask for a zero digit (the affine table has no infinity).
+ * Fixed base (key generation, ECDSA's kG): a comb of 37 windows of 7 bits with signed
+ * (Booth) digits in [-64, 64]: window w holds the affine multiples j 2^(7w) G, j = 1..64
+ * (p256_ifma_table.h, generated offline, 185 KB); every digit but the first costs one
+ * complete mixed addition (RCB Algorithm 5) and no doubling. Each lane's entry is picked
+ * by register permutes (vpermt2q) indexed by the digit over all 64 entries of the window,
+ * loaded in full every time (comb_select), negated by a masked subtraction for a negative
+ * digit, and the addition's result discarded by a mask for a zero digit (the affine table
+ * has no infinity). 65 windows of 4 bits with a scan of 8 entries before: 37 instead of 64
+ * additions (#19).
  *
  * Inversions: Fermat; mod p by the fixed addition chain for p - 2 (255 squarings, 12
- * multiplications), mod n with the reference's fixed 4-bit windows over the public n - 2
- * (256 squarings, 78 multiplications).
+ * multiplications), mod n by an addition chain for the public n - 2 (252 squarings, 44
+ * multiplications, values kept below 2n until the end; see ninv).
  *
  * Constant time: no branch and no memory index depends on a scalar, nonce, digest or
  * point; range and curve checks are masks; loop counts and window positions are fixed.
@@ -88,14 +92,13 @@ static const uint64_t N_M[5] = {0x9cac2fc632551ULL, 0xada7179e84f3bULL, 0xffffff
 static const uint64_t N_K0 = 0x1c8aaee00bc4fULL;
 static const uint64_t N_RR[5] = {0x5cc0dea6dc3baULL, 0x192a067d8a084ULL, 0xbec59615571bbULL,
                                  0x1fc245b2392b6ULL, 0x0e12d9559d956ULL};
-static const uint64_t N_ONE[5] = {0x353d039cdaaf0ULL, 0x258e8617b0c46ULL, 0x0000004319055ULL,
-                                  0xfff0000000000ULL, 0x00000000fffffULL};
-static const uint8_t N_MINUS_2[NB] = {0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
-                                      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                      0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84,
-                                      0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x4f};
 static const uint64_t B_MONT[5] = {0xdf6229c4bddfdULL, 0xca8843090d89cULL, 0x212ed6acf005cULL,
                                    0x83415a220abf7ULL, 0x0c30061dd4874ULL};
+/* the comb: 37 windows of 7-bit signed digits, 64 multiples of G each */
+#define COMB_W 37
+#define COMB_E 64
+/* ECDH: 52 windows of 5-bit signed digits */
+#define ECDH_W 52
 #include "p256_ifma_table.h"
 
 /* One lane's 5 x 52-bit numbers to and from bytes: the portable kernel's conversions. */
@@ -295,14 +298,17 @@ static IFMA void redc_p(fe8 *r, v8 t[10])
     r->v[4] = t[9];
 }
 
-/* r = t * 2^-260 mod n, canonical */
-static IFMA void redc_n(fe8 *r, v8 t[10])
+/* t[5..9] = t * 2^-260 mod n, lazy limbs (below 2n for t < 4n^2: (t + q n) / 2^260 < 4n^2 /
+ * 2^260 + n < 2n) */
+static IFMA void redc_n_rounds(v8 t[10])
 {
-    const v8 msk = vmask52(), z = _mm512_setzero_si512();
+    const v8 z = _mm512_setzero_si512();
     const v8 k0 = _mm512_set1_epi64((long long)N_K0);
 #pragma GCC unroll 5
     for (int i = 0; i < 5; i++) {
-        v8 y = _mm512_and_si512(_mm512_madd52lo_epu64(z, t[i], k0), msk);
+        /* the quotient digit lo(t[i] k0): IFMA reads the low 52 bits of t[i] and its
+         * low half is below 2^52, so no mask is needed */
+        v8 y = _mm512_madd52lo_epu64(z, t[i], k0);
 #pragma GCC unroll 5
         for (int j = 0; j < 5; j++) {
             const v8 nj = _mm512_set1_epi64((long long)N_M[j]);
@@ -311,7 +317,27 @@ static IFMA void redc_n(fe8 *r, v8 t[10])
         }
         t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_srli_epi64(t[i], 52));
     }
+}
+
+/* r = t * 2^-260 mod n, canonical */
+static IFMA void redc_n(fe8 *r, v8 t[10])
+{
+    redc_n_rounds(t);
     norm_reduce(r, t + 5, N_M);
+}
+
+/* r = t * 2^-260 mod n, below 2n (limbs < 2^52), for t < 4n^2: the inversion's chain,
+ * which keeps its values in [0, 2n) and reduces once at the end */
+static IFMA void redc_n_lazy(fe8 *r, v8 t[10])
+{
+    const v8 msk = vmask52();
+    redc_n_rounds(t);
+#pragma GCC unroll 4
+    for (int j = 5; j < 9; j++) {
+        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srli_epi64(t[j], 52));
+        r->v[j - 5] = _mm512_and_si512(t[j], msk);
+    }
+    r->v[4] = t[9];
 }
 
 static IFMA void fmul(fe8 *r, const fe8 *a, const fe8 *b)
@@ -335,11 +361,23 @@ static IFMA_FN __attribute__((noinline)) void nmul(fe8 *r, const fe8 *a, const f
     redc_n(r, t);
 }
 
-static IFMA_FN __attribute__((noinline)) void nsqr(fe8 *r, const fe8 *a)
+/* r = a b and r = a^(2^k) mod n for a, b < 2n, below 2n (ninv) */
+static IFMA_FN __attribute__((noinline)) void nmul_lazy(fe8 *r, const fe8 *a, const fe8 *b)
 {
     v8 t[10];
-    sqr_wide(t, a);
-    redc_n(r, t);
+    mul_wide(t, a, b);
+    redc_n_lazy(r, t);
+}
+
+static IFMA_FN __attribute__((noinline)) void nsqr_lazy_k(fe8 *r, const fe8 *a, int k)
+{
+    v8 t[10];
+    fe8 x = *a;
+    for (int i = 0; i < k; i++) { /* k is public */
+        sqr_wide(t, &x);
+        redc_n_lazy(&x, t);
+    }
+    *r = x;
 }
 
 /* r = a + b mod m (a, b < m) */
@@ -438,83 +476,55 @@ static IFMA_FN void finv(fe8 *r, const fe8 *a)
     mb8__wipe(&t, sizeof t);
 }
 
-/* r = a^(n-2) = a^-1 mod n, Montgomery form: fixed 4-bit windows over the public n - 2 */
+/* The low 128 bits of n - 2 = ffffffff 00000000 ffffffff ffffffff bce6faad a7179e84
+ * f3b9cac2 fc63254f as a sliding window of width 5 (public; generated and checked offline):
+ * square `sq` times, then multiply by a^odd. */
+static const struct {
+    uint8_t sq, odd;
+} NINV_LOW[23] = {{5, 23}, {5, 19}, {5, 19}, {6, 31}, {6, 21}, {6, 27}, {6, 19}, {5, 17},
+                  {5, 15}, {6, 15}, {2, 1},  {9, 19}, {5, 25}, {5, 27}, {5, 19}, {4, 9},
+                  {5, 11}, {9, 23}, {3, 7},  {5, 3},  {8, 25}, {7, 21}, {6, 15}};
+
+/* r = a^(n-2) = a^-1 mod n (0 for 0), Montgomery form, canonical, for a < n: a^1, a^3, ...,
+ * a^31, then x32 = a^(2^32 - 1) for the top 128 bits (ffffffff 00000000 ffffffff
+ * ffffffff) and the sliding window above for the rest: 252 squarings and 44
+ * multiplications (fixed 4-bit windows before: 256 and 78). Intermediate values stay in
+ * [0, 2n) (nmul_lazy), one subtraction at the end. Only the public exponent shapes the
+ * sequence. */
 static IFMA_FN void ninv(fe8 *r, const fe8 *a)
 {
-    fe8 tab[16], acc;
-    fe8_bcast(&tab[0], N_ONE);
-    tab[1] = *a;
-    for (int i = 2; i < 16; i++)
-        nmul(&tab[i], &tab[i - 1], a);
-    acc = tab[0];
-    for (int w = 0; w < 2 * NB; w++) {
-        for (int j = 0; j < 4; j++)
-            nsqr(&acc, &acc);
-        unsigned nib = (N_MINUS_2[w >> 1] >> (w & 1 ? 0 : 4)) & 0xF; /* public */
-        nmul(&acc, &acc, &tab[nib]);
+    fe8 odd[16], x2, x10, x20, t, acc; /* odd[i] = a^(2i + 1) */
+    odd[0] = *a;
+    nsqr_lazy_k(&x2, a, 1);
+    for (int i = 1; i < 16; i++)
+        nmul_lazy(&odd[i], &odd[i - 1], &x2);
+    /* odd[15] = a^31 = a^(2^5 - 1) */
+    nsqr_lazy_k(&t, &odd[15], 5);
+    nmul_lazy(&x10, &t, &odd[15]);
+    nsqr_lazy_k(&t, &x10, 10);
+    nmul_lazy(&x20, &t, &x10);
+    nsqr_lazy_k(&t, &x20, 10);
+    nmul_lazy(&t, &t, &x10); /* x30 */
+    nsqr_lazy_k(&t, &t, 2);
+    nmul_lazy(&x20, &t, &odd[1]); /* x32 (in x20's place) */
+    nsqr_lazy_k(&acc, &x20, 64);
+    nmul_lazy(&acc, &acc, &x20);
+    nsqr_lazy_k(&acc, &acc, 32);
+    nmul_lazy(&acc, &acc, &x20);
+    for (int i = 0; i < 23; i++) {
+        nsqr_lazy_k(&acc, &acc, NINV_LOW[i].sq);
+        nmul_lazy(&acc, &acc, &odd[NINV_LOW[i].odd >> 1]);
     }
-    *r = acc;
-    mb8__wipe(tab, sizeof tab);
+    reduce_once(r, acc.v, N_M);
+    mb8__wipe(odd, sizeof odd);
+    mb8__wipe(&x2, sizeof x2);
+    mb8__wipe(&x10, sizeof x10);
+    mb8__wipe(&x20, sizeof x20);
+    mb8__wipe(&t, sizeof t);
     mb8__wipe(&acc, sizeof acc);
 }
 
 /* ---- points --------------------------------------------------------------------------- */
-
-/* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_add(pt8 *R, const pt8 *P1, const pt8 *P2)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z, *X2 = &P2->x, *Y2 = &P2->y,
-               *Z2 = &P2->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fmul(&t2, Z1, Z2);
-    fadd(&t3, X1, Y1);
-    fadd(&t4, X2, Y2);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fadd(&t4, Y1, Z1);
-    fadd(&X3, Y2, Z2);
-    fmul(&t4, &t4, &X3);
-    fadd(&X3, &t1, &t2);
-    fsub(&t4, &t4, &X3);
-    fadd(&X3, X1, Z1);
-    fadd(&Y3, X2, Z2);
-    fmul(&X3, &X3, &Y3);
-    fadd(&Y3, &t0, &t2);
-    fsub(&Y3, &X3, &Y3);
-    fmul(&Z3, &b, &t2);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    fadd(&t1, &t2, &t2);
-    fadd(&t2, &t1, &t2);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
 
 /* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
  * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
@@ -565,52 +575,6 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     R->z = Z3;
 }
 
-/* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
-static IFMA_FN void pt_dbl(pt8 *R, const pt8 *P1)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X = &P1->x, *Y = &P1->y, *Z = &P1->z;
-    fe8 t0, t1, t2, t3, X3, Y3, Z3;
-    fsqr(&t0, X);
-    fsqr(&t1, Y);
-    fsqr(&t2, Z);
-    fmul(&t3, X, Y);
-    fadd(&t3, &t3, &t3);
-    fmul(&Z3, X, Z);
-    fadd(&Z3, &Z3, &Z3);
-    fmul(&Y3, &b, &t2);
-    fsub(&Y3, &Y3, &Z3);
-    fadd(&X3, &Y3, &Y3);
-    fadd(&Y3, &X3, &Y3);
-    fsub(&X3, &t1, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fmul(&Y3, &X3, &Y3);
-    fmul(&X3, &X3, &t3);
-    fadd(&t3, &t2, &t2);
-    fadd(&t2, &t2, &t3);
-    fmul(&Z3, &b, &Z3);
-    fsub(&Z3, &Z3, &t2);
-    fsub(&Z3, &Z3, &t0);
-    fadd(&t3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &t3);
-    fadd(&t3, &t0, &t0);
-    fadd(&t0, &t3, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t0, &t0, &Z3);
-    fadd(&Y3, &Y3, &t0);
-    fmul(&t0, Y, Z);
-    fadd(&t0, &t0, &t0);
-    fmul(&Z3, &t0, &Z3);
-    fsub(&X3, &X3, &Z3);
-    fmul(&Z3, &t0, &t1);
-    fadd(&Z3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &Z3);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
 /* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
  * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
  * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
@@ -642,31 +606,39 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
 }
 
-/* R = 16 P1 for a homogeneous projective P1 (any point, infinity included): to Jacobian
- * (X Z, Y Z^2, Z), with Y set to 1 where Z = 0 (infinity stays a valid Jacobian infinity),
- * four Jacobian doublings (4 x 8 multiplications instead of 4 x 13 for the complete
- * doubling), back to homogeneous (X Z, Y, Z^3). The result is the same point. */
-static IFMA_FN void pt_dbl4(pt8 *R, const pt8 *P1)
+/* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
+ * Not complete: P1 and P2 must not be infinity and P1 != +-P2 (pt_mul shows that its
+ * additions never meet these cases for a scalar in [1, n-1], and masks the infinities).
+ * R may alias P1 or P2. */
+static IFMA_FN void jadd(pt8 *R, const pt8 *P1, const pt8 *P2)
 {
-    pt8 J;
-    fe8 zz, one;
-    fsqr(&zz, &P1->z);
-    fmul(&J.x, &P1->x, &P1->z);
-    fmul(&J.y, &P1->y, &zz);
-    J.z = P1->z;
-    fcanon(&zz, &P1->z);
-    const v8 inf = kvec(fe8_is_zero(&zz));
-    fe8_bcast(&one, P_ONE);
-    for (int j = 0; j < 5; j++)
-        J.y.v[j] = vsel(inf, one.v[j], J.y.v[j]);
-    for (int i = 0; i < 4; i++)
-        jdbl(&J, &J);
-    fsqr(&zz, &J.z);
-    fmul(&R->x, &J.x, &J.z);
-    fmul(&R->z, &zz, &J.z);
-    R->y = J.y;
-    mb8__wipe(&J, sizeof J);
-    mb8__wipe(&zz, sizeof zz);
+    fe8 z1z1, z2z2, u1, u2, s1, s2, h, r, hh, hhh, v, t, X3, Y3, Z3;
+    fsqr(&z1z1, &P1->z);
+    fsqr(&z2z2, &P2->z);
+    fmul(&u1, &P1->x, &z2z2);
+    fmul(&u2, &P2->x, &z1z1);
+    fmul(&t, &z2z2, &P2->z);
+    fmul(&s1, &P1->y, &t);
+    fmul(&t, &z1z1, &P1->z);
+    fmul(&s2, &P2->y, &t);
+    fmul(&t, &P1->z, &P2->z);
+    fsub(&h, &u2, &u1);
+    fsub(&r, &s2, &s1);
+    fmul(&Z3, &t, &h); /* Z1 Z2 H */
+    fsqr(&hh, &h);
+    fmul(&hhh, &hh, &h);
+    fmul(&v, &u1, &hh);
+    fsqr(&t, &r);
+    fsub(&t, &t, &hhh);
+    fsub(&t, &t, &v);
+    fsub(&X3, &t, &v); /* r^2 - H^3 - 2 U1 H^2 */
+    fsub(&t, &v, &X3);
+    fmul(&t, &r, &t);
+    fmul(&s1, &s1, &hhh);
+    fsub(&Y3, &t, &s1); /* r (U1 H^2 - X3) - S1 H^3 */
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
 }
 
 static IFMA void pt_infinity(pt8 *R)
@@ -677,64 +649,12 @@ static IFMA void pt_infinity(pt8 *R)
     fe8_bcast(&R->y, P_ONE);
 }
 
-/* 4-bit digits of 8 big-endian scalars: dig[w][i] = nibble w (most significant first) of
- * lane i. The positions are public; the values only feed masks. */
-static void digits4(uint64_t dig[2 * NB][MB8_LANES], const uint8_t k[MB8_LANES][NB],
-                    unsigned lane_mask)
-{
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        for (int w = 0; w < 2 * NB; w++) {
-            uint64_t b = (lane_mask >> i) & 1 ? k[i][w >> 1] : 0; /* lane use is public */
-            dig[w][i] = (b >> (w & 1 ? 0 : 4)) & 0xF;
-        }
-    }
-}
-
-/* R = k * P1 (each lane its own k and P1): 64 fixed 4-bit windows, most significant first,
- * each lane's entry of its table 0P..15P chosen by a scan of all 16. */
-static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t dig[2 * NB][MB8_LANES],
-                           pt8 tab[16])
-{
-    pt8 acc, sel;
-    pt_infinity(&tab[0]);
-    tab[1] = *P1;
-    for (int i = 2; i < 16; i++) {
-        if (i & 1)
-            pt_add(&tab[i], &tab[i - 1], P1);
-        else
-            pt_dbl(&tab[i], &tab[i / 2]);
-    }
-    acc = tab[0];
-    for (int w = 0; w < 2 * NB; w++) {
-        if (w != 0) /* acc is infinity before the first window */
-            pt_dbl4(&acc, &acc);
-        const v8 d = _mm512_load_si512((const void *)dig[w]);
-        v8 s[15];
-        for (int j = 0; j < 15; j++)
-            s[j] = _mm512_setzero_si512();
-        for (int i = 0; i < 16; i++) {
-            const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
-            const v8 *e = (const v8 *)&tab[i];
-#pragma GCC unroll 15
-            for (int j = 0; j < 15; j++)
-                s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
-        }
-        memcpy(&sel, s, sizeof sel);
-        pt_add(&acc, &acc, &sel);
-    }
-    *R = acc;
-    mb8__wipe(tab, 16 * sizeof(pt8));
-    mb8__wipe(&acc, sizeof acc);
-    mb8__wipe(&sel, sizeof sel);
-}
-
-/* Booth recoding for the comb (as ecp_nistz256's booth_recode, with 4-bit windows): the
- * signed digit of window w (w = 0..64) of each lane comes from the 5 bits v = k bits
- * 4w + 3 .. 4w - 1 (bit -1 = 0, bits above 255 = 0): d = floor((v + 1) / 2) for v < 16,
- * floor((v + 1) / 2) - 16 otherwise, so |d| <= 8 and k = sum d_w 16^w. mag[w][i] = |d|,
- * neg[w][i] = all-ones when v >= 16 (d < 0, or d = 0 for v = 31). The 5-bit group is read at
- * a public position; the digit arithmetic is branch-free. */
-static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
+/* Booth recoding for ECDH's windows, as booth7 below with 5-bit windows: the signed digit
+ * of window w (w = 0..51) of each lane comes from the 6 bits v = k bits 5w + 4 .. 5w - 1
+ * (bit -1 = 0, bits above 255 = 0): |d| = ceil(v / 2) for v < 32, ceil((63 - v) / 2)
+ * otherwise (then d <= 0), so |d| <= 16 and k = sum d_w 2^(5w); the top digit (bits 254,
+ * 255) is never negative. Public positions, branch-free digit arithmetic. */
+static void booth5(uint64_t mag[ECDH_W][MB8_LANES], uint64_t neg[ECDH_W][MB8_LANES],
                    const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
     for (unsigned i = 0; i < MB8_LANES; i++) {
@@ -742,20 +662,129 @@ static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
         for (int j = 0; j < NB; j++)
             le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
         le[NB] = le[NB + 1] = 0;
-        for (int w = 0; w < 65; w++) {
-            int bit = 4 * w - 1; /* lowest bit of the 5-bit group */
+        for (int w = 0; w < ECDH_W; w++) {
+            int bit = 5 * w - 1; /* lowest bit of the 6-bit group */
             uint64_t v;
             if (bit < 0) { /* public position */
-                v = ((uint64_t)le[0] << 1) & 0x1F;
+                v = ((uint64_t)le[0] << 1) & 0x3F;
             } else {
                 uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
-                v = (two >> (bit & 7)) & 0x1F;
+                v = (two >> (bit & 7)) & 0x3F;
             }
-            /* s = all-ones when v >= 16 */
-            uint64_t s = mb8__value_barrier(0 - (v >> 4));
-            uint64_t d = ((1u << 5) - 1 - v) & s; /* 31 - v for negative digits */
-            d = (d & s) | (v & ~s);               /* 0..31 folded: 0..15 */
-            d = (d >> 1) + (d & 1);               /* (d + 1) / 2 */
+            uint64_t s = mb8__value_barrier(0 - (v >> 5)); /* all-ones when v >= 32 */
+            uint64_t d = ((63 - v) & s) | (v & ~s);
+            mag[w][i] = (d >> 1) + (d & 1);
+            neg[w][i] = s;
+        }
+        mb8__wipe(le, sizeof le);
+    }
+}
+
+/* Each lane's entry dig of tab (16 entries), by a scan of all 16 with mask vectors. */
+static IFMA void tab_select(pt8 *sel, const pt8 tab[16], v8 d)
+{
+    v8 s[15];
+    for (int j = 0; j < 15; j++)
+        s[j] = _mm512_setzero_si512();
+    for (int i = 0; i < 16; i++) {
+        const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(i)));
+        const v8 *e = (const v8 *)&tab[i];
+#pragma GCC unroll 15
+        for (int j = 0; j < 15; j++)
+            s[j] = _mm512_ternarylogic_epi64(s[j], e[j], m, 0xF8); /* s | (e & m) */
+    }
+    memcpy(sel, s, sizeof *sel);
+}
+
+/* R = k * P1 (each lane its own k and P1), Jacobian in and out: 52 windows of 5 bits with
+ * signed (Booth) digits, most significant first; each lane's entry |d| P of its table
+ * 1P..16P (Jacobian) chosen by a scan of all 16, negated by a mask for d < 0.
+ *
+ * The incomplete jadd is safe here: before the addition of window w the accumulator is
+ * 32 m P, m = sum of the digits above w weighted = floor((k + 2^(5w+4)) / 2^(5w+5)) >= 0
+ * (Booth partial sums), and |d| <= 16. If m = 0 the accumulator is infinity and the
+ * result is the entry (a mask, inf); if d = 0 the result is the accumulator (a mask).
+ * Otherwise 32 m >= 32 > |d|, and 32 m + d is the next partial sum, below n (at the last
+ * window it is k itself), so 32 m P is neither d P nor -d P: no doubling case for a scalar
+ * in [1, n-1] (P has prime order n); lanes with another scalar or an invalid point
+ * compute garbage, in the same time, and are failed by the caller. The table's additions
+ * (i-1)P + P, i >= 3, are no exception either. Infinity in the accumulator is
+ * (X : Y : 0), which jdbl keeps at Z = 0. */
+static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[ECDH_W][MB8_LANES],
+                           const uint64_t neg[ECDH_W][MB8_LANES], pt8 tab[16])
+{
+    pt8 acc, sel, t;
+    fe8 ny, zf;
+    const v8 zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    for (int j = 0; j < 5; j++)
+        zf.v[j] = zero;
+    tab[0] = *P1;
+    for (int i = 1; i < 16; i++) { /* tab[i] = (i + 1) P */
+        if (i & 1)
+            jdbl(&tab[i], &tab[i / 2]);
+        else
+            jadd(&tab[i], &tab[i - 1], P1);
+    }
+    v8 inf = _mm512_set1_epi64(-1); /* all digits so far 0 */
+    for (int w = ECDH_W - 1; w >= 0; w--) {
+        if (w != ECDH_W - 1)
+            for (int i = 0; i < 5; i++)
+                jdbl(&acc, &acc);
+        const v8 d = _mm512_load_si512((const void *)mag[w]);
+        const v8 sgn = _mm512_load_si512((const void *)neg[w]);
+        const v8 dz = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        tab_select(&sel, tab, _mm512_sub_epi64(d, one));
+        fsub(&ny, &zf, &sel.y);
+        for (int j = 0; j < 5; j++)
+            sel.y.v[j] = vsel(sgn, ny.v[j], sel.y.v[j]);
+        if (w == ECDH_W - 1) {
+            acc = sel; /* the top digit; Z = 0 (infinity) where it is 0 */
+        } else {
+            jadd(&t, &acc, &sel);
+            v8 *a = (v8 *)&acc;
+            const v8 *sv = (const v8 *)&sel, *tv = (const v8 *)&t;
+            for (int j = 0; j < 15; j++)
+                a[j] = vsel(dz, a[j], vsel(inf, sv[j], tv[j]));
+        }
+        inf = _mm512_and_si512(inf, dz);
+    }
+    *R = acc;
+    mb8__wipe(tab, 16 * sizeof(pt8));
+    mb8__wipe(&acc, sizeof acc);
+    mb8__wipe(&sel, sizeof sel);
+    mb8__wipe(&t, sizeof t);
+    mb8__wipe(&ny, sizeof ny);
+}
+
+/* Booth recoding for the comb (as ecp_nistz256's booth_recode_w7): the signed digit of
+ * window w (w = 0..36) of each lane comes from the 8 bits v = k bits 7w + 6 .. 7w - 1 (bit
+ * -1 = 0, bits above 255 = 0): d = floor((v + 1) / 2) for v < 128, floor((v + 1) / 2) - 128
+ * otherwise, so |d| <= 64 and k = sum d_w 2^(7w) (37 windows cover 259 bits: the top
+ * digit is never negative). mag[w][i] = |d|, neg[w][i] = all-ones when v >= 128 (d < 0,
+ * or d = 0 for v = 255). The 8-bit group is read at a public position; the digit
+ * arithmetic is branch-free. */
+static void booth7(uint64_t mag[COMB_W][MB8_LANES], uint64_t neg[COMB_W][MB8_LANES],
+                   const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
+{
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        uint8_t le[NB + 2];
+        for (int j = 0; j < NB; j++)
+            le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
+        le[NB] = le[NB + 1] = 0;
+        for (int w = 0; w < COMB_W; w++) {
+            int bit = 7 * w - 1; /* lowest bit of the 8-bit group */
+            uint64_t v;
+            if (bit < 0) { /* public position */
+                v = ((uint64_t)le[0] << 1) & 0xFF;
+            } else {
+                uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
+                v = (two >> (bit & 7)) & 0xFF;
+            }
+            /* s = all-ones when v >= 128 */
+            uint64_t s = mb8__value_barrier(0 - (v >> 7));
+            uint64_t d = (255 - v) & s; /* 255 - v for negative digits */
+            d = d | (v & ~s);           /* 0..255 folded: 0..127 */
+            d = (d >> 1) + (d & 1);     /* ceil(d / 2) */
             mag[w][i] = d;
             neg[w][i] = s;
         }
@@ -763,53 +792,73 @@ static void booth4(uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES],
     }
 }
 
-/* R = k G by the comb: sum over w of d_w 16^w G, one mixed addition per window. */
+/* (x, y) = entry |d| of one comb window for every lane (the digit's magnitude mag in
+ * 1..64; for 0 some entry, discarded by the caller). The window's limb j is 8 vectors of
+ * 8 entries (p256_ifma_table.h); vpermt2q picks each lane's entry among 16 of them by
+ * the low 4 bits of the lane's index, and two masked blends by bits 4 and 5 choose among
+ * the 4 groups. The digit is only a register operand (permute index, blend mask): no
+ * memory address depends on it, every entry is loaded for every selection, and the
+ * permutes and blends have data-independent latency. */
+static IFMA void comb_select(fe8 *x, fe8 *y, const uint64_t tab[10][COMB_E], v8 mag)
+{
+    const v8 idx = _mm512_sub_epi64(mag, _mm512_set1_epi64(1));
+    const __mmask8 b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+    const __mmask8 b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
+#pragma GCC unroll 10
+    for (int j = 0; j < 10; j++) {
+        const v8 *t = (const v8 *)tab[j];
+        v8 r0 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 0), idx, _mm512_load_si512(t + 1));
+        v8 r1 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 2), idx, _mm512_load_si512(t + 3));
+        v8 r2 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 4), idx, _mm512_load_si512(t + 5));
+        v8 r3 = _mm512_permutex2var_epi64(_mm512_load_si512(t + 6), idx, _mm512_load_si512(t + 7));
+        v8 lo = _mm512_mask_blend_epi64(b4, r0, r1);
+        v8 hi = _mm512_mask_blend_epi64(b4, r2, r3);
+        v8 r = _mm512_mask_blend_epi64(b5, lo, hi);
+        if (j < 5)
+            x->v[j] = r;
+        else
+            y->v[j - 5] = r;
+    }
+}
+
+/* R = k G by the comb: sum over w of d_w 2^(7w) G, one mixed addition per window but the
+ * first (which is the selected point itself, or infinity). */
 static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
-                             uint64_t mag[65][MB8_LANES], uint64_t neg[65][MB8_LANES])
+                             uint64_t mag[COMB_W][MB8_LANES], uint64_t neg[COMB_W][MB8_LANES])
 {
     pt8 acc, t;
-    fe8 x, y, ny;
-    booth4(mag, neg, k, lane_mask);
-    pt_infinity(&acc);
+    fe8 x, y, ny, zf, one;
+    booth7(mag, neg, k, lane_mask);
     const v8 zero = _mm512_setzero_si512();
-    for (int w = 0; w < 65; w++) {
+    for (int j = 0; j < 5; j++)
+        zf.v[j] = zero;
+    fe8_bcast(&one, P_ONE);
+    for (int w = 0; w < COMB_W; w++) {
         const v8 d = _mm512_load_si512((const void *)mag[w]);
-        if (w == 64) { /* public: 16^64 G = 2^256 G, the top digit is 0 or 1 (bit 255) */
-            fe8_bcast(&x, P256_COMB_TOP[0]);
-            fe8_bcast(&y, P256_COMB_TOP[1]);
-        } else {
-            const v8 sgn = _mm512_load_si512((const void *)neg[w]);
-            v8 s[10];
-            for (int j = 0; j < 10; j++)
-                s[j] = zero;
-            for (int e = 0; e < 8; e++) {
-                const v8 m = kvec(_mm512_cmpeq_epi64_mask(d, _mm512_set1_epi64(e + 1)));
-                const uint64_t *c = P256_COMB[w][e];
-#pragma GCC unroll 10
-                for (int j = 0; j < 10; j++)
-                    s[j] = _mm512_ternarylogic_epi64(s[j], _mm512_set1_epi64((long long)c[j]), m,
-                                                     0xF8);
+        const v8 sgn = _mm512_load_si512((const void *)neg[w]);
+        const v8 z = kvec(_mm512_cmpeq_epi64_mask(d, zero));
+        comb_select(&x, &y, P256_COMB[w], d);
+        /* y = -y for negative digits; for d = 0 the entry is discarded below */
+        fsub(&ny, &zf, &y);
+        for (int j = 0; j < 5; j++)
+            y.v[j] = vsel(sgn, ny.v[j], y.v[j]);
+        if (w == 0) { /* acc = (x : y : 1), or infinity (0 : 1 : 0) where d = 0 */
+            for (int j = 0; j < 5; j++) {
+                acc.x.v[j] = vsel(z, zero, x.v[j]);
+                acc.y.v[j] = vsel(z, one.v[j], y.v[j]);
+                acc.z.v[j] = vsel(z, zero, one.v[j]);
             }
-            memcpy(x.v, s, sizeof x.v);
-            memcpy(y.v, s + 5, sizeof y.v);
-            /* y = -y for negative digits; for d = 0 the selected (0, 0) is discarded below */
-            fe8 zf;
-            for (int j = 0; j < 5; j++)
-                zf.v[j] = zero;
-            fsub(&ny, &zf, &y);
-            for (int j = 0; j < 5; j++)
-                y.v[j] = vsel(sgn, ny.v[j], y.v[j]);
+            continue;
         }
         pt_add_affine(&t, &acc, &x, &y);
-        const v8 z = kvec(_mm512_cmpeq_epi64_mask(d, zero));
         v8 *a = (v8 *)&acc;
         const v8 *tv = (const v8 *)&t;
         for (int j = 0; j < 15; j++)
             a[j] = vsel(z, a[j], tv[j]);
     }
     *R = acc;
-    mb8__wipe(mag, 65 * sizeof(*mag));
-    mb8__wipe(neg, 65 * sizeof(*neg));
+    mb8__wipe(mag, COMB_W * sizeof(*mag));
+    mb8__wipe(neg, COMB_W * sizeof(*neg));
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&t, sizeof t);
     mb8__wipe(&x, sizeof x);
@@ -832,6 +881,25 @@ static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
     fmul(&t, &R->y, &zi);
     fmul(&t, &t, &one);
     fcanon(y, &t);
+    mb8__wipe(&zi, sizeof zi);
+    mb8__wipe(&t, sizeof t);
+    return inf;
+}
+
+/* Affine x, canonical, of a Jacobian R (x = X / Z^2); bit i set when lane i is infinity
+ * (then x = 0). */
+static IFMA_FN __mmask8 jac_to_affine_x(fe8 *x, const pt8 *R)
+{
+    fe8 zi, t, one;
+    fcanon(&t, &R->z);
+    __mmask8 inf = fe8_is_zero(&t);
+    finv(&zi, &R->z);
+    fsqr(&zi, &zi);
+    for (int j = 0; j < 5; j++)
+        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+    fmul(&t, &R->x, &zi);
+    fmul(&t, &t, &one);
+    fcanon(x, &t);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
@@ -927,9 +995,8 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 /* The kernels' tables, in the caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned). */
 struct p256_ws {
     pt8 tab[16];                                /* pt_mul: 0P..15P */
-    alignas(64) uint64_t dig[2 * NB][MB8_LANES]; /* pt_mul: the 4-bit windows of the scalar */
-    alignas(64) uint64_t mag[65][MB8_LANES];     /* pt_mul_g: Booth digits, magnitudes */
-    alignas(64) uint64_t neg[65][MB8_LANES];     /* ... and signs */
+    alignas(64) uint64_t mag[ECDH_W][MB8_LANES]; /* pt_mul, pt_mul_g: Booth digits, magnitudes */
+    alignas(64) uint64_t neg[ECDH_W][MB8_LANES]; /* ... and signs */
 };
 _Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
 
@@ -937,15 +1004,15 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
                                  const uint8_t peer[MB8_LANES][NP], unsigned lane_mask, void *ws)
 {
     struct p256_ws *w = ws;
-    uint64_t(*dig)[MB8_LANES] = w->dig;
     pt8 Q, R;
-    fe8 d, x, y;
+    fe8 d, x;
     uint8_t *outp[MB8_LANES];
     __mmask8 ok = scalar_load8(&d, priv, lane_mask);
     ok &= peer_load8(&Q, peer, lane_mask);
-    digits4(dig, priv, lane_mask);
-    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])dig, w->tab);
-    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    booth5(w->mag, w->neg, priv, lane_mask);
+    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])w->mag, (const uint64_t(*)[MB8_LANES])w->neg,
+           w->tab);
+    __mmask8 inf = jac_to_affine_x(&x, &R);
     for (unsigned i = 0; i < MB8_LANES; i++)
         outp[i] = out[i];
     fe8_out(outp, &x, lane_mask);
@@ -954,12 +1021,12 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
         if ((lane_mask >> i) & 1)
             mask_bytes(out[i], NB, keep >> i);
     mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
-    mb8__wipe(w->dig, sizeof w->dig);
+    mb8__wipe(w->mag, sizeof w->mag);
+    mb8__wipe(w->neg, sizeof w->neg);
     mb8__wipe(&Q, sizeof Q);
     mb8__wipe(&R, sizeof R);
     mb8__wipe(&d, sizeof d);
     mb8__wipe(&x, sizeof x);
-    mb8__wipe(&y, sizeof y);
     return st;
 }
 
