@@ -176,7 +176,9 @@ void tg_run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, 
     }
     pthread_cond_broadcast(&t->done_cv);
     pthread_mutex_unlock(&t->lock);
-    if (sw != 0)
+    /* the policy's state moves in any case; a switch is one only where the instance acts on
+     * it (with adaptive off every request is queued: no switch to count) */
+    if (sw != 0 && rs[0]->adaptive)
         tg_count_op(op, sw > 0 ? TG_C_MODE_BATCH : TG_C_MODE_SINGLE, 1);
 }
 
@@ -493,6 +495,7 @@ int tg_batch_run(TG_PROV *prov, struct tg_req *r)
     r->status = MB8_STATUS_UNUSED;
     r->queued_ns = now_ns();
     r->flush_ns = prov->poll_app ? 0 : (uint64_t)prov->flush_us * 1000ULL;
+    r->adaptive = prov->adaptive;
     r->fork_gen = tg_fork_gen;
     t = job != NULL ? self_get() : NULL;
     /*

@@ -197,6 +197,7 @@ struct tg_req {
     /* batch.c's bookkeeping */
     uint64_t queued_ns;
     uint64_t flush_ns; /* the instance's timer period, 0 when the timer leaves it alone */
+    int adaptive;      /* its instance chooses single operations (adaptive on) */
     unsigned fork_gen; /* batch.c's fork generation when queued */
     ASYNC_callback_fn cb;
     void *cbarg;

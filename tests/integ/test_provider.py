@@ -177,6 +177,8 @@ def test_handshakes_and_batching(env):
     assert c["requests_async"] > int(m.group(1)), "handshakes were not queued in jobs: %s" % c
     assert multi > 0, "no batch of more than one lane under 64 clients: %s" % c
     assert c["flush_poll"] > 0, "the worker's poll never flushed a partial batch: %s" % c
+    # adaptive off: every request is queued, so no switch of mode is counted
+    assert c["mode_single"] == 0 and c["mode_batch"] == 0, "mode switches with adaptive off: %s" % c
     # P-384 key shares are batched like the others now (#19): nothing falls back
     assert c["fallbacks"] == 0, "a handshake fell back to the default provider: %s" % c
 
