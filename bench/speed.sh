@@ -10,14 +10,14 @@
 #
 # Usage: bench/speed.sh        (after `make build`)
 # Environment: BUILD_DIR (build), BENCH_SECONDS (2), BENCH_ALGS ("rsa2048 rsa3072 rsa4096
-#   ecdsap256 ecdhp256 ecdhx25519"), BENCH_JOBS ("1 8 64"), BENCH_CPU (0),
+#   ecdsap256 ecdhp256 ecdhx25519 ecdsap384 ecdhp384"), BENCH_JOBS ("1 8 64"), BENCH_CPU (0),
 #   BENCH_TSV (also append one tab-separated row per line to this file: alg jobs
 #   default_per_s tlsgate_per_s ratio batches fill_1 .. fill_8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 SECS=${BENCH_SECONDS:-2}
-ALGS=${BENCH_ALGS:-"rsa2048 rsa3072 rsa4096 ecdsap256 ecdhp256 ecdhx25519"}
+ALGS=${BENCH_ALGS:-"rsa2048 rsa3072 rsa4096 ecdsap256 ecdhp256 ecdhx25519 ecdsap384 ecdhp384"}
 JOBS=${BENCH_JOBS:-"1 8 64"}
 CPU=${BENCH_CPU:-0}
 TSV=${BENCH_TSV:-}

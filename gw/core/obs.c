@@ -514,7 +514,7 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
                      "Private-key operations run at once as one default-provider operation.",
                      offsetof(tlsgate_alg_metrics_t, single));
     prom_alg_counter(b, o, "tlsgate_crypto_fallbacks_total",
-                     "Operations the batch kernel refused, computed by the default provider.",
+                     "Operations the provider took but handed to the default provider (a key it cannot batch, an input the kernel refused).",
                      offsetof(tlsgate_alg_metrics_t, fallbacks));
     prom_alg_counter(b, o, "tlsgate_pool_hits_total",
                      "Operations served from an idle-time precomputed pool.",
