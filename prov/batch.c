@@ -62,6 +62,7 @@ atomic_uint tg_pending; /* requests in all queues */
 /* The latest poll of any thread (ns): the timer sleeps no longer than its polls cover. */
 _Atomic uint64_t tg_polled_any_ns;
 unsigned tg_fork_gen; /* fork()s survived: queues before it were dropped */
+_Atomic uint64_t tg_last_batch_ns;
 static const OSSL_CORE_HANDLE *g_handle;
 static OSSL_FUNC_core_thread_start_fn *g_thread_start;
 
@@ -137,6 +138,7 @@ void tg_run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, 
     tg_compute(t, op, rs, n, scratch);
     uint64_t c1 = now_ns();
     floor_update(&batch_ns[op], c1 - c0);
+    atomic_store_explicit(&tg_last_batch_ns, c1 - c0, memory_order_relaxed);
     for (i = 0; i < n; i++)
         newest = rs[i]->queued_ns > newest ? rs[i]->queued_ns : newest;
     /* Only a timer flush leaves the CPU idle while a partial batch waits (the application

@@ -51,6 +51,9 @@ extern struct tg_thread *tg_reg_head;
 extern atomic_uint tg_pending;
 extern _Atomic uint64_t tg_polled_any_ns;
 extern unsigned tg_fork_gen;
+/* batch.c: how long the latest batch took to compute (ns), any operation: the timer's nap
+ * between batches is at least that long (timer.c) */
+extern _Atomic uint64_t tg_last_batch_ns;
 
 /* batch.c: takes t's queue for op (t->lock held); returns its length. */
 unsigned tg_take_locked(struct tg_thread *t, enum tg_op op, struct tg_req **rs);
