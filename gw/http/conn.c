@@ -337,9 +337,9 @@ static void on_timer(gw_timer_t *t)
         gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request head", c->peer_text);
         c->close_after = 1;
         c->keep_alive = 0;
-        snprintf(c->request_line, sizeof(c->request_line), "-");
-        snprintf(c->log_referer, sizeof(c->log_referer), "-");
-        snprintf(c->log_ua, sizeof(c->log_ua), "-");
+        snprintf(c->rq->request_line, sizeof(c->rq->request_line), "-");
+        snprintf(c->rq->log_referer, sizeof(c->rq->log_referer), "-");
+        snprintf(c->rq->log_ua, sizeof(c->rq->log_ua), "-");
         gw_resp_error(c, 408);
         c->state = GW_CONN_WRITE;
         gw_timer_add(&gw_worker->loop, &c->timer, srv(c)->send_timeout_ms);
@@ -370,15 +370,96 @@ static void on_timer(gw_timer_t *t)
     }
 }
 
+/* ---- per-request memory, recycled (issue #21) ----
+ * An idle keep-alive connection keeps only its gw_conn_t and OpenSSL's SSL (whose record
+ * buffers SSL_MODE_RELEASE_BUFFERS frees): the output buffer and the request block go back
+ * to these per-worker free lists when a response ends with nothing else buffered, and the
+ * input buffer is freed (its size is the server's client_header_buffer_size). A worker
+ * keeps at most FREE_MAX of each: enough for the connections busy within one loop pass
+ * under load, so a steady keep-alive load allocates nothing, and a burst's surplus is
+ * returned to malloc. One thread per worker: no locks. */
+#define FREE_MAX 32
+
+typedef union free_node {
+    union free_node *next;
+    char bytes[1];
+} free_node_t;
+
+static free_node_t *free_out, *free_rq;
+static unsigned n_free_out, n_free_rq;
+
+static void *take_block(free_node_t **list, unsigned *n, size_t size)
+{
+    free_node_t *b = *list;
+    if (b) {
+        *list = b->next;
+        (*n)--;
+        return b;
+    }
+    void *p = malloc(size);
+    if (!p)
+        abort(); /* as at start-up: a worker cannot go on without it */
+    return p;
+}
+
+static void give_block(free_node_t **list, unsigned *n, void *p)
+{
+    if (!p)
+        return;
+    if (*n >= FREE_MAX) {
+        free(p);
+        return;
+    }
+    free_node_t *b = p;
+    b->next = *list;
+    *list = b;
+    (*n)++;
+}
+
+static gw_conn_rq_t *rq_take(void)
+{
+    gw_conn_rq_t *rq = take_block(&free_rq, &n_free_rq, sizeof(gw_conn_rq_t));
+    rq->request_line[0] = rq->log_referer[0] = rq->log_ua[0] = '\0';
+    return rq;
+}
+
+/* Give back what only a request in progress needs: called when the connection is idle
+ * (no buffered input, nothing left to write) or freed. */
+static void conn_release_request_memory(gw_conn_t *c)
+{
+    if (c->out_cap == OUT_CAP)
+        give_block(&free_out, &n_free_out, c->out);
+    else
+        free(c->out); /* grown beyond one record (a large page): not recycled */
+    c->out = NULL;
+    c->out_cap = c->out_len = c->out_off = 0;
+    give_block(&free_rq, &n_free_rq, c->rq);
+    c->rq = NULL;
+    free(c->in);
+    c->in = NULL;
+    c->in_cap = c->in_len = 0;
+    c->head_len = 0;
+}
+
+/* Nothing buffered, nothing to write, the socket is drained: give back the request's
+ * memory and OpenSSL's record buffers (nginx's ngx_http_set_keepalive frees its header
+ * buffer and calls SSL_free_buffers the same way; with SSL_MODE_RELEASE_BUFFERS alone, the
+ * read buffer that SSL_read set up for the read that found nothing stays). The next
+ * event allocates them again. */
+static void conn_idle(gw_conn_t *c)
+{
+    conn_release_request_memory(c);
+    if (c->ssl && !c->async_paused)
+        SSL_free_buffers(c->ssl); /* refuses (0) while a record is partly buffered: fine */
+}
+
 /* ---- response helpers ---- */
 
 static void out_reserve(gw_conn_t *c, size_t more)
 {
     if (!c->out) {
         c->out_cap = OUT_CAP;
-        c->out = malloc(c->out_cap);
-        if (!c->out)
-            abort();
+        c->out = take_block(&free_out, &n_free_out, OUT_CAP);
     }
     if (c->out_len + more > c->out_cap) {
         size_t cap = c->out_cap;
@@ -495,12 +576,12 @@ static void copy_log_field(char *dst, size_t cap, const char *v, size_t len)
 
 static void access_log(gw_conn_t *c)
 {
-    if (c->vs->access_log_fd < 0)
+    if (c->vs->access_log_fd < 0 || !c->rq)
         return;
     char line[2048];
     int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n",
-                     c->peer_text, gw_log_date(), c->request_line, c->status,
-                     (unsigned long long)c->bytes_sent, c->log_referer, c->log_ua);
+                     c->peer_text, gw_log_date(), c->rq->request_line, c->status,
+                     (unsigned long long)c->bytes_sent, c->rq->log_referer, c->rq->log_ua);
     if (n > (int)sizeof(line))
         n = (int)sizeof(line);
     ssize_t w = write(c->vs->access_log_fd, line, (size_t)n);
@@ -529,13 +610,13 @@ static void start_request_failure(gw_conn_t *c, int status)
     size_t l = eol ? (size_t)(eol - c->in) : c->in_len;
     if (l && c->in[l - 1] == '\r')
         l--;
-    size_t o = log_escape(c->request_line, sizeof(c->request_line) - 1, c->in, l > 200 ? 200 : l);
-    c->request_line[o] = '\0';
+    size_t o = log_escape(c->rq->request_line, sizeof(c->rq->request_line) - 1, c->in, l > 200 ? 200 : l);
+    c->rq->request_line[o] = '\0';
     c->keep_alive = 0;
     c->close_after = 1;
     c->is_head = 0;
-    snprintf(c->log_referer, sizeof(c->log_referer), "-");
-    snprintf(c->log_ua, sizeof(c->log_ua), "-");
+    snprintf(c->rq->log_referer, sizeof(c->rq->log_referer), "-");
+    snprintf(c->rq->log_ua, sizeof(c->rq->log_ua), "-");
     GW_STAT_ADD(requests, 1);
     gw_log(GW_LOG_INFO, 0, "client %s sent an invalid request, answering %d", c->peer_text,
            status);
@@ -547,21 +628,21 @@ static void start_request_failure(gw_conn_t *c, int status)
 
 static void route_request(gw_conn_t *c)
 {
-    gw_http_request_t *r = &c->req;
+    gw_http_request_t *r = &c->rq->req;
     GW_STAT_ADD(requests, 1);
     c->requests++;
     c->is_head = r->method == GW_HTTP_HEAD;
     c->bytes_sent = 0;
     c->status = 0;
     c->resp_start = c->out_len; /* answers of earlier pipelined requests stay before it */
-    int n = snprintf(c->request_line, sizeof(c->request_line), "%.*s ", (int)r->method_len,
+    int n = snprintf(c->rq->request_line, sizeof(c->rq->request_line), "%.*s ", (int)r->method_len,
                      r->method_str);
     size_t o = (size_t)n;
-    o += log_escape(c->request_line + o, sizeof(c->request_line) - o - 16, r->target,
+    o += log_escape(c->rq->request_line + o, sizeof(c->rq->request_line) - o - 16, r->target,
                     r->target_len);
-    snprintf(c->request_line + o, sizeof(c->request_line) - o, " HTTP/1.%d", r->version_minor);
-    copy_log_field(c->log_referer, sizeof(c->log_referer), r->referer, r->referer_len);
-    copy_log_field(c->log_ua, sizeof(c->log_ua), r->user_agent, r->user_agent_len);
+    snprintf(c->rq->request_line + o, sizeof(c->rq->request_line) - o, " HTTP/1.%d", r->version_minor);
+    copy_log_field(c->rq->log_referer, sizeof(c->rq->log_referer), r->referer, r->referer_len);
+    copy_log_field(c->rq->log_ua, sizeof(c->rq->log_ua), r->user_agent, r->user_agent_len);
 
     /* keepalive_timeout 0 disables keep-alive, as in nginx */
     c->keep_alive = r->keep_alive && c->requests < (unsigned)srv(c)->keepalive_requests &&
@@ -816,11 +897,11 @@ static void conn_drive(gw_conn_t *c)
                 c->head_dirty = 0;
                 gw_http_limits_t lim;
                 head_limits(c, &lim);
-                int r = gw_http_parse_request(c->in, c->in_len, &lim, &c->req);
+                int r = gw_http_parse_request(c->in, c->in_len, &lim, &c->rq->req);
                 if (r > 0) {
                     c->head_len = (size_t)r;
-                    c->body_left = c->req.has_content_length ? c->req.content_length : 0;
-                    c->body_chunked = c->req.chunked;
+                    c->body_left = c->rq->req.has_content_length ? c->rq->req.content_length : 0;
+                    c->body_chunked = c->rq->req.chunked;
                     if (c->body_chunked)
                         gw_http_chunked_init(&c->chunked);
                     route_request(c);
@@ -848,8 +929,14 @@ static void conn_drive(gw_conn_t *c)
                 if (!c->in)
                     abort();
             }
+            if (!c->rq)
+                c->rq = rq_take();
             size_t got = 0;
             int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
+            if (r == IO_AGAIN && c->in_len == 0 && c->out_len == 0) {
+                conn_idle(c);
+                return;
+            }
             if (r == IO_AGAIN || park(c, r, OP_READ))
                 return;
             if (r != IO_OK) {
@@ -1127,8 +1214,7 @@ static void conn_free(gw_conn_t *c)
         w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    free(c->in);
-    free(c->out);
+    conn_release_request_memory(c);
     free(c);
     GW_WSTAT_ADD(conns, -1);
     int was_full = w->n_conns >= w->max_conns;
