@@ -15,7 +15,8 @@
 #   BENCH_SECONDS (ka run, 5), BENCH_TP_COUNT (5), BENCH_TP_MB (200),
 #   BENCH_SUITE (TLS_AES_256_GCM_SHA384), BENCH_TLSGATE_EXTRA (directives added to
 #   tlsgate's server block, e.g. "sendfile off;"), BENCH_TSV (append rows:
-#   idle|server|conns|kb_per_conn, ka|server|conns|req_per_s|us_per_req|client_pct,
+#   idle|server|conns|kb_per_conn, BENCH_PERF (a directory: perf record of the worker in tp),
+#   ka|server|conns|req_per_s|us_per_req|client_pct,
 #   tp|server|suite|mb_per_s|cpu_ms_per_gb|client_pct).
 set -euo pipefail
 die() { echo "bulk.sh: error: $*" >&2; exit 1; }
@@ -189,10 +190,18 @@ tp_run() { # name
     local name=$1 out="$TMP/curl-$1.txt" c0 c1 t0 t1 urls=() i
     for ((i = 0; i < TP_COUNT; i++)); do urls+=(-o /dev/null "https://127.0.0.1:$PORT/big.bin"); done
     timeout 60 taskset -c "$CLI_CPU" curl -sSk -o /dev/null "https://127.0.0.1:$PORT/big.bin" || die "$name: warm-up download failed"
+    local perf=""
+    if [[ -n ${BENCH_PERF:-} ]]; then # BENCH_PERF=DIR: perf record the worker during the run
+        mkdir -p "$BENCH_PERF"
+        perf record -q -o "$BENCH_PERF/perf-tp-$name.data" -p "$WORKER" 2>/dev/null &
+        perf=$!
+        sleep 0.5
+    fi
     c0=$(cpu_ticks "$WORKER"); t0=$(now_ns)
     timeout 120 taskset -c "$CLI_CPU" curl -sSk --tlsv1.3 --tls13-ciphers "$SUITE" \
         -w '%{http_code} %{size_download}\n' "${urls[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "$name: curl failed"; }
     c1=$(cpu_ticks "$WORKER"); t1=$(now_ns)
+    [[ -z $perf ]] || { kill -INT "$perf"; wait "$perf" || true; }
     local bytes
     bytes=$(awk '$1 == 200 { s += $2 } END { print s + 0 }' "$out")
     ((bytes == TP_COUNT * TP_MB * 1024 * 1024)) || { cat "$out" >&2; die "$name: short downloads ($bytes B)"; }
