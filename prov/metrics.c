@@ -16,6 +16,7 @@ const char *const tg_counter_names[TG_C_COUNT] = {
     "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
     "flush_timer",  "flush_resume",   "queue_wait_us", "pool_hits",    "pool_misses",
     "flush_age",    "mode_single",    "mode_batch",   "probes",       "probes_joined",
+    "gcm_records",  "gcm_bytes",      "gcm_tag_failures",
 };
 _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 
