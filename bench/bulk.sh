@@ -174,10 +174,18 @@ idle_run() { # name
 ka_run() { # name
     local name=$1 out="$TMP/wrk-$1.txt" c0 c1 t0 t1
     timeout 30 taskset -c "$CLI_CPU" wrk -t1 -c50 -d1s "https://127.0.0.1:$PORT/0kb.bin" >/dev/null 2>&1 || true
+    local perf=""
+    if [[ -n ${BENCH_PERF:-} ]]; then
+        mkdir -p "$BENCH_PERF"
+        perf record -q -g -o "$BENCH_PERF/perf-ka-$name.data" -p "$WORKER" 2>/dev/null &
+        perf=$!
+        sleep 0.5
+    fi
     c0=$(cpu_ticks "$WORKER"); t0=$(now_ns)
     timeout $((SECS + 20)) taskset -c "$CLI_CPU" wrk -t1 -c50 -d"${SECS}s" "https://127.0.0.1:$PORT/0kb.bin" >"$out" 2>&1 ||
         { cat "$out" >&2; die "$name: wrk failed"; }
     c1=$(cpu_ticks "$WORKER"); t1=$(now_ns)
+    [[ -z $perf ]] || { kill -INT "$perf"; wait "$perf" || true; }
     local reqs
     reqs=$(awk '/requests in/ { print $1; exit }' "$out")
     [[ -n $reqs ]] || { cat "$out" >&2; die "$name: no wrk result"; }

@@ -210,6 +210,54 @@ static int io_sendfile(gw_conn_t *c)
     return IO_OK;
 }
 
+/* A file body sent through OpenSSL's records: one send per record (OpenSSL 3.0 writes each
+ * record to its BIO at once) costs the kernel a syscall and a socket-buffer entry per
+ * 16 KiB. A buffering BIO between SSL and the socket for the time of the body lets the
+ * records of one file read (4) leave in one send; it is removed (its memory freed) once the
+ * body is flushed, so idle and small-answer connections never hold it. */
+#define WBUF_SIZE (FILE_CAP + 4 * 64) /* 4 records and their headers, tags, content types */
+
+static void wbuf_push(gw_conn_t *c)
+{
+    if (c->wbuf || !c->ssl)
+        return;
+    BIO *sock = SSL_get_wbio(c->ssl);
+    BIO *b = BIO_new(BIO_f_buffer());
+    if (!b || !sock || BIO_set_write_buffer_size(b, WBUF_SIZE) <= 0 || !BIO_up_ref(sock)) {
+        BIO_free(b);
+        ERR_clear_error();
+        return; /* one send per record, as without */
+    }
+    BIO_push(b, sock);
+    SSL_set0_wbio(c->ssl, b); /* drops SSL's reference to sock; b's chain holds ours */
+    c->wbuf = b;
+}
+
+static void wbuf_pop(gw_conn_t *c)
+{
+    BIO *sock = BIO_next(c->wbuf);
+    BIO_up_ref(sock);
+    c->wbuf = NULL;
+    SSL_set0_wbio(c->ssl, sock); /* frees the buffer BIO and its reference to sock */
+}
+
+/* Send what the buffer holds; IO_OK once empty (the buffer removed), IO_AGAIN, IO_ERROR. */
+static int wbuf_flush(gw_conn_t *c)
+{
+    ERR_clear_error();
+    errno = 0;
+    if (BIO_flush(c->wbuf) > 0) {
+        wbuf_pop(c);
+        return IO_OK;
+    }
+    if (BIO_should_retry(c->wbuf))
+        return IO_AGAIN;
+    if (errno != EPIPE && errno != ECONNRESET && errno != 0)
+        gw_log(GW_LOG_INFO, errno, "send() failed for client %s", c->peer_text);
+    ERR_clear_error();
+    return IO_ERROR;
+}
+
 /* ---- server selection ---- */
 
 static int name_matches(const char *pattern, const char *host, size_t hlen)
@@ -889,6 +937,8 @@ static int fill_from_file(gw_conn_t *c)
         c->out = b;
         c->out_cap = FILE_CAP;
     }
+    if (c->ssl && c->file_left > (uint64_t)FILE_CAP && !c->async_paused)
+        wbuf_push(c); /* a large body: several records per send */
     size_t room = c->out_cap - c->out_len;
     size_t want = c->file_left < room ? (size_t)c->file_left : room;
     size_t rec = c->ssl ? (size_t)srv(c)->ssl_buffer_size : 0;
@@ -1112,6 +1162,15 @@ static void conn_drive(gw_conn_t *c)
             }
             if (c->file_left)
                 continue;
+            if (c->wbuf) {
+                int r = wbuf_flush(c);
+                if (r == IO_AGAIN)
+                    return;
+                if (r != IO_OK) {
+                    conn_close(c);
+                    return;
+                }
+            }
             finish_request(c);
             if (c->state == GW_CONN_LINGER) {
                 c->state = GW_CONN_WRITE; /* start_close decides how to end */
@@ -1290,6 +1349,7 @@ static void conn_free(gw_conn_t *c)
          * alert already made its session non-resumable inside OpenSSL. */
         if (SSL_is_init_finished(c->ssl))
             SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+        c->wbuf = NULL; /* SSL_free frees the BIO chain */
         SSL_free(c->ssl);
     }
     c->ssl = NULL;

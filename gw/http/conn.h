@@ -92,6 +92,8 @@ typedef struct gw_conn {
     uint64_t file_off, file_left;
     int is_head;
     int close_after;         /* close once the response is written */
+    BIO *wbuf;               /* a file body over OpenSSL's records: BIO_f_buffer on the
+                                socket, so the records of one read leave in one send */
 
     /* async TLS (ssl_async on): while a job is paused no other SSL call is made and the
      * SSL is never freed; a connection closed meanwhile is drained (freed after). */
