@@ -128,7 +128,12 @@ static int io_read(gw_conn_t *c, char *buf, size_t len, size_t *got)
         ERR_clear_error();
         errno = 0;
         int r = SSL_read_ex(c->ssl, buf, len, got);
-        return r == 1 ? IO_OK : ssl_result(c, r, "SSL_read");
+        if (r == 1)
+            return IO_OK;
+        r = ssl_result(c, r, "SSL_read");
+        if (r == IO_AGAIN && SSL_want_read(c->ssl))
+            c->rd_ready = 0; /* the socket said EAGAIN */
+        return r;
     }
     ssize_t n = recv(c->fd, buf, len, 0);
     if (n > 0) {
@@ -139,7 +144,11 @@ static int io_read(gw_conn_t *c, char *buf, size_t len, size_t *got)
         c->read_eof = 1;
         return IO_EOF;
     }
-    if (errno == EAGAIN || errno == EINTR)
+    if (errno == EAGAIN) {
+        c->rd_ready = 0;
+        return IO_AGAIN;
+    }
+    if (errno == EINTR)
         return IO_AGAIN;
     if (errno == ECONNRESET)
         return IO_EOF;
@@ -165,6 +174,23 @@ static int io_write(gw_conn_t *c, const char *buf, size_t len, size_t *put)
     if (errno != EPIPE && errno != ECONNRESET)
         gw_log(GW_LOG_INFO, errno, "send() failed for client %s", c->peer_text);
     return IO_ERROR;
+}
+
+/* After each read of the socket BIO: a read that got fewer bytes than asked (OpenSSL asks
+ * for all the room it has: read-ahead) or EAGAIN leaves the socket drained, so the next
+ * read waits for an input event (edge-triggered epoll reports every arrival). */
+static long rd_callback(BIO *b, int oper, const char *argp, size_t len, int argi, long argl,
+                        int ret, size_t *processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        gw_conn_t *c = (gw_conn_t *)BIO_get_callback_arg(b);
+        if (ret > 0 ? processed && *processed < len : BIO_should_retry(b))
+            c->rd_ready = 0;
+    }
+    return ret;
 }
 
 /* sendfile on: the file body goes out by the kernel, by kTLS (SSL_sendfile: OpenSSL
@@ -837,7 +863,7 @@ static void start_close(gw_conn_t *c)
         }
         ERR_clear_error();
     }
-    int unread = c->in_len > c->head_len || (c->ssl && SSL_pending(c->ssl) > 0) ||
+    int unread = c->in_len > c->head_len || (c->ssl && SSL_has_pending(c->ssl)) ||
                  c->body_left || c->body_chunked || c->status >= 400;
     if (!unread || c->read_eof) {
         conn_close(c);
@@ -1057,7 +1083,13 @@ static void conn_drive(gw_conn_t *c)
             if (!c->rq)
                 c->rq = rq_take();
             size_t got = 0;
-            int r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
+            int r;
+            if (!c->rd_ready && !(c->ssl && SSL_has_pending(c->ssl)))
+                r = IO_AGAIN; /* no input event since the last EAGAIN (an EPOLLOUT edge after
+                               * our answer, say): no read that would find nothing (nginx's
+                               * rev->ready) */
+            else
+                r = io_read(c, c->in + c->in_len, c->in_cap - c->in_len, &got);
             if (r == IO_AGAIN && c->in_len == 0 && c->out_len == 0) {
                 conn_idle(c);
                 return;
@@ -1266,6 +1298,8 @@ void gw_conn_resume(gw_conn_t *c)
 static void on_event(gw_io_t *io, uint32_t events)
 {
     gw_conn_t *c = (gw_conn_t *)io;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        c->rd_ready = 1; /* also while paused: the drive after the wake reads it */
     /* "While a job is paused, no other SSL function is called on that connection": socket
      * events wait for the job's wake (edge-triggered: the drive after it reads them). */
     if (c->async_paused || c->async_retry) {
@@ -1396,6 +1430,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->fd = fd;
     c->file_fd = -1;
     c->laddr = laddr;
+    c->rd_ready = 1;
     c->vs = laddr->default_server;
     c->timer.cb = on_timer;
     c->accept_us = gw_now_us();
@@ -1423,6 +1458,9 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
             return;
         }
         SSL_set_app_data(c->ssl, c);
+        BIO *rb = SSL_get_rbio(c->ssl);
+        BIO_set_callback_arg(rb, (char *)c);
+        BIO_set_callback_ex(rb, rd_callback);
         SSL_set_accept_state(c->ssl);
         if (SSL_get_mode(c->ssl) & SSL_MODE_ASYNC) {
             c->async_fd_mode = c->vs->conf->srv.ssl_async_notify == GW_ASYNC_NOTIFY_FD;

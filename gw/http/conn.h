@@ -69,6 +69,8 @@ typedef struct gw_conn {
     char *in;
     size_t in_len, in_cap, in_max;
     int read_eof;
+    int rd_ready;            /* bytes may wait in the socket: set by an input event, cleared
+                                when a read found none (EAGAIN / WANT_READ) */
     int head_dirty;          /* bytes arrived that may complete the head: parse again */
     int nl_seen;             /* the buffered head has a line end (else: request line) */
 

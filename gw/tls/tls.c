@@ -232,6 +232,10 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
                               SSL_MODE_RELEASE_BUFFERS);
     if (s->srv.ssl_buffer_size > 0)
         SSL_CTX_set_max_send_fragment(ctx, (long)s->srv.ssl_buffer_size);
+    /* read what the socket holds in one read (a record's header and body, or several
+     * records), not 5 bytes then the body: one syscall per request record, and a short
+     * read tells the connection the socket is drained (http/conn.c rd_ready) */
+    SSL_CTX_set_read_ahead(ctx, 1);
     const char *ciphers = s->srv.ssl_ciphers; /* the merge step set the default */
     if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
         gw_ssl_reason(why, sizeof(why));

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Bulk transfer and idle keep-alive (issue #21): large files with `sendfile on|off` and
 `ssl_buffer_size`, record sizes, plain-TCP sendfile, keep-alive after idle (the request
-memory given back and taken again), pipelined requests with a file answer.
+memory given back and taken again), pipelined requests with a file answer, requests in
+separate or trickled records (read-ahead and the drained-socket flag).
 
 Usage: python3 tests/integ/test_bulk.py BIN [TEST...]
 """
@@ -143,6 +144,30 @@ def test_pipelined_with_file(env):
         for want in (b"small\n", BIG, b"small\n"):
             r, buf = h.read_response(s, buf, timeout=10)
             assert r.status == 200 and r.body == want, (r.status, len(r.body))
+    finally:
+        s.close()
+
+
+def test_requests_in_separate_records(env):
+    """Read-ahead (one read takes what the socket holds) and the drained-socket flag: two
+    requests in two TLS records sent back to back (both may arrive in one read: the second
+    waits in OpenSSL's buffer), and a request trickled over three records with pauses."""
+    _, port = serve(env)
+    s = env.tls_socket(port)
+    try:
+        for _ in range(3):
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n")
+            s.sendall(b"GET /small.txt HTTP/1.1\r\nHost: a.test\r\n\r\n")
+            buf = b""
+            for _ in range(2):
+                r, buf = h.read_response(s, buf)
+                assert r.status == 200 and r.body == b"small\n", r
+            assert buf == b"", buf
+        for part in (b"GET /small.txt HT", b"TP/1.1\r\nHost: a.", b"test\r\n\r\n"):
+            s.sendall(part)
+            time.sleep(0.1)
+        r, buf = h.read_response(s)
+        assert r.status == 200 and r.body == b"small\n", r
     finally:
         s.close()
 
