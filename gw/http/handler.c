@@ -248,11 +248,35 @@ static const gw_http_header_t *find_header(const gw_http_request_t *r, const cha
     return NULL;
 }
 
+static char *put_hex(char *o, uint64_t v)
+{
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    while (n)
+        *o++ = tmp[--n];
+    return o;
+}
+
+/* "\"MTIME-SIZE\"" in lower-case hex, as nginx (and our former snprintf) */
+static void make_etag(char *out, uint64_t mtime, uint64_t size)
+{
+    char *o = out;
+    *o++ = '"';
+    o = put_hex(o, mtime);
+    *o++ = '-';
+    o = put_hex(o, size);
+    *o++ = '"';
+    *o = '\0';
+}
+
 static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *path)
 {
     char etag[64], lm[32];
-    snprintf(etag, sizeof(etag), "\"%llx-%llx\"", (unsigned long long)st->st_mtime,
-             (unsigned long long)st->st_size);
+    make_etag(etag, (uint64_t)st->st_mtime, (uint64_t)st->st_size);
     gw_format_http_date(st->st_mtime, lm);
     const gw_http_request_t *r = &c->rq->req;
     uint64_t size = (uint64_t)st->st_size;
