@@ -85,4 +85,8 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m)
         hist_copy(&a->queue_wait_us, (enum tg_op)op, TG_H_QUEUE_WAIT);
         hist_copy(&a->batch_us, (enum tg_op)op, TG_H_BATCH);
     }
+    m->gcm_records = atomic_load_explicit(&tg_counters[TG_C_GCM_RECORDS], memory_order_relaxed);
+    m->gcm_bytes = atomic_load_explicit(&tg_counters[TG_C_GCM_BYTES], memory_order_relaxed);
+    m->gcm_tag_failures =
+        atomic_load_explicit(&tg_counters[TG_C_GCM_TAG_FAILURES], memory_order_relaxed);
 }

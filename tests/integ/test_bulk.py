@@ -7,6 +7,7 @@ separate or trickled records (read-ahead and the drained-socket flag).
 Usage: python3 tests/integ/test_bulk.py BIN [TEST...]
 """
 import hashlib
+import json
 import os
 import re
 import socket
@@ -170,6 +171,44 @@ def test_requests_in_separate_records(env):
         assert r.status == 200 and r.body == b"small\n", r
     finally:
         s.close()
+
+
+def test_record_cipher_counters(env):
+    """With the provider preferred, AES-GCM records are the provider's (intel-ipsec-mb)
+    where the library and a VAES CPU are present: /status and /metrics count them."""
+    env.write("html/big.bin", BIG)
+    port = env.port()
+    conf = env.conf("""
+    server {
+        listen 127.0.0.1:%d ssl;
+        server_name a.test;
+        %s
+        root %s;
+        location = /status { status; }
+        location = /metrics { metrics; }
+    }""" % (port, env.tls("a_rsa"), env.html),
+                    main='ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\n')
+    env.start(conf, port=port)
+    base = "https://a.test:%d" % port
+    for suite in ("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"):
+        st, _, body = env.get(base + "/big.bin", "--tls13-ciphers", suite)
+        assert st == 200 and body == BIG, (st, len(body))
+    st, _, body = env.get(base + "/status")
+    assert st == 200, st
+    rc = json.loads(body)["provider"]["record_cipher"]
+    st, _, prom = env.get(base + "/metrics")
+    assert st == 200, st
+    m = re.search(rb"^tlsgate_record_cipher_records_total (\d+)$", prom, re.M)
+    assert m, prom[-500:]
+    if rc["records"] == 0:
+        print("note: the provider's AES-GCM is not offered here (no intel-ipsec-mb or no "
+              "VAES): OpenSSL's was used")
+        assert rc["bytes"] == 0 and rc["tag_failures"] == 0, rc
+        return
+    # each body is about 200 KB: at least its 16 KiB records, both downloads
+    assert rc["records"] >= 2 * len(BIG) // 16384, rc
+    assert rc["bytes"] >= 2 * len(BIG), rc
+    assert rc["tag_failures"] == 0, rc
 
 
 def test_many_idle_then_busy(env):
