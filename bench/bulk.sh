@@ -11,19 +11,19 @@
 #
 # Usage (repo root, after a build):  flock /tmp/tlsgate-bench.lock bench/bulk.sh
 # Environment: TLSGATE_BIN (build/tlsgate), NGINX_BIN, BENCH_PARTS ("idle ka tp"),
-#   BENCH_SERVERS ("nginx tlsgate"; also tlsgate-prov), BENCH_IDLE_CONNS (4000),
+#   BENCH_SERVERS ("nginx tlsgate tlsgate-prov"), BENCH_IDLE_CONNS (4000),
 #   BENCH_SECONDS (ka run, 5), BENCH_TP_COUNT (5), BENCH_TP_MB (200),
 #   BENCH_SUITE (TLS_AES_256_GCM_SHA384), BENCH_TLSGATE_EXTRA (directives added to
 #   tlsgate's server block, e.g. "sendfile off;"), BENCH_TSV (append rows:
 #   idle|server|conns|kb_per_conn, BENCH_PERF (a directory: perf record of the worker in tp),
 #   ka|server|conns|req_per_s|us_per_req|client_pct,
-#   tp|server|suite|mb_per_s|cpu_ms_per_gb|client_pct).
+#   tp|server|suite|mb_per_s|cpu_ms_per_gb|client_pct; tab-separated in the file).
 set -euo pipefail
 die() { echo "bulk.sh: error: $*" >&2; exit 1; }
 note() { echo "bulk.sh: $*" >&2; }
 
 PARTS=${BENCH_PARTS:-idle ka tp}
-SERVERS=${BENCH_SERVERS:-nginx tlsgate}
+SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov}
 IDLE_N=${BENCH_IDLE_CONNS:-4000}
 SECS=${BENCH_SECONDS:-5}
 TP_COUNT=${BENCH_TP_COUNT:-5}
@@ -149,7 +149,7 @@ start_server() { # name
     local t
     for t in /proc/"$WORKER"/task/*; do taskset -pc "$SRV_CPU" "${t##*/}" >/dev/null 2>&1 || true; done
 }
-emit() { echo "$1"; [[ -z $TSV ]] || echo "$1" >>"$TSV"; }
+emit() { echo "$1"; [[ -z $TSV ]] || tr '|' '\t' <<<"$1" >>"$TSV"; }
 
 idle_run() { # name
     local name=$1 r0 r1 out="$TMP/idle-$1.txt"
