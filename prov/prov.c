@@ -311,6 +311,7 @@ static void tg_teardown(void *provctx)
     if (tg_batch_teardown())
         tg_pool_clear(); /* no instance left to use the precomputed entries */
     tg_kdf_cache_wipe(); /* this thread's (others' at their exit) */
+    tg_gcm_cache_wipe();
     tg_prov_free(provctx);
 }
 

@@ -304,6 +304,8 @@ void *tg_batch_scratch(void);
 /* 1 when intel-ipsec-mb's VAES AES-GCM can run here (library found, same ABI, CPU with
  * AVX-512, VAES and VPCLMULQDQ; TLSGATE_GCM=off says no); decided once per process. */
 int tg_gcm_available(void);
+/* Wipes this thread's cache of expanded AES-GCM keys (others' go at their thread's exit). */
+void tg_gcm_cache_wipe(void);
 extern const OSSL_DISPATCH tg_aes128gcm_functions[], tg_aes256gcm_functions[];
 
 /* ---- idle-time pools (pool.c) ---- */

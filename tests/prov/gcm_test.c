@@ -10,6 +10,8 @@
  * - the TLS 1.2 path (TLS1 AAD control, fixed and explicit nonces, EVP_Cipher in place):
  *   same record bytes and return values, each side reads the other's records, a bad tag,
  *   a short record or a bad AAD length fails on both;
+ * - more live contexts than the per-thread cache of expanded keys, and a copied context
+ *   that outlives its original;
  * - TLS 1.3 (TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384) and TLS 1.2
  *   (ECDHE-ECDSA-AES128/256-GCM) handshakes between a server preferring tlsgate and a
  *   client with only the default provider, records of 1..16,384 bytes both ways, a key
@@ -277,6 +279,66 @@ static void test_stream_256(void **state)
 {
     (void)state;
     diff_stream("AES-256-GCM", 32);
+}
+
+/* More live contexts than the provider's per-thread cache of expanded keys (64): records
+ * interleaved over 200 keys (each use may find its expansion taken by another key), and a
+ * copy that outlives its original (the copy shares the original's expansion, which the
+ * original's free wipes). */
+static void test_many_contexts(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    EVP_CIPHER *tg = fetch_tg("AES-256-GCM"), *df = EVP_CIPHER_fetch(g_plain, "AES-256-GCM", NULL);
+    if (tg == NULL)
+        skip();
+    EVP_CIPHER_CTX *a[N], *b[N];
+    unsigned char key[32], iv[12], msg[300], o1[300], o2[300], t1[16], t2[16];
+    int n;
+    for (int i = 0; i < N; i++) {
+        fill(key, sizeof(key));
+        a[i] = EVP_CIPHER_CTX_new();
+        b[i] = EVP_CIPHER_CTX_new();
+        assert_true(EVP_EncryptInit_ex2(a[i], tg, key, NULL, NULL));
+        assert_true(EVP_EncryptInit_ex2(b[i], df, key, NULL, NULL));
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int j = 0; j < N; j++) {
+            int i = (int)((j * 7 + round * 13) % N);
+            size_t len = rnd() % sizeof(msg);
+            fill(iv, sizeof(iv));
+            fill(msg, len);
+            assert_true(EVP_EncryptInit_ex2(a[i], NULL, NULL, iv, NULL));
+            assert_true(EVP_EncryptInit_ex2(b[i], NULL, NULL, iv, NULL));
+            assert_true(EVP_EncryptUpdate(a[i], o1, &n, msg, (int)len));
+            assert_true(EVP_EncryptUpdate(b[i], o2, &n, msg, (int)len));
+            assert_true(EVP_EncryptFinal_ex(a[i], o1 + len, &n));
+            assert_true(EVP_EncryptFinal_ex(b[i], o2 + len, &n));
+            assert_true(EVP_CIPHER_CTX_ctrl(a[i], EVP_CTRL_AEAD_GET_TAG, 16, t1));
+            assert_true(EVP_CIPHER_CTX_ctrl(b[i], EVP_CTRL_AEAD_GET_TAG, 16, t2));
+            if (memcmp(o1, o2, len) != 0 || memcmp(t1, t2, 16) != 0)
+                fail_msg("context %d round %d (%zu bytes): tlsgate and default differ", i, round,
+                         len);
+        }
+    }
+    /* a copy outlives its original */
+    EVP_CIPHER_CTX *cp = EVP_CIPHER_CTX_new();
+    assert_true(EVP_CIPHER_CTX_copy(cp, a[0]));
+    EVP_CIPHER_CTX_free(a[0]);
+    a[0] = cp;
+    fill(iv, sizeof(iv));
+    fill(msg, 100);
+    assert_true(EVP_EncryptInit_ex2(a[0], NULL, NULL, iv, NULL));
+    assert_true(EVP_EncryptInit_ex2(b[0], NULL, NULL, iv, NULL));
+    assert_true(EVP_EncryptUpdate(a[0], o1, &n, msg, 100) && EVP_EncryptFinal_ex(a[0], o1, &n));
+    assert_true(EVP_EncryptUpdate(b[0], o2, &n, msg, 100) && EVP_EncryptFinal_ex(b[0], o2, &n));
+    assert_memory_equal(o1, o2, 100);
+    for (int i = 0; i < N; i++) {
+        EVP_CIPHER_CTX_free(a[i]);
+        EVP_CIPHER_CTX_free(b[i]);
+    }
+    EVP_CIPHER_free(tg);
+    EVP_CIPHER_free(df);
 }
 
 /* Misuse gives the same verdict on both sides. */
@@ -557,6 +619,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_available),  cmocka_unit_test(test_stream_128),
         cmocka_unit_test(test_stream_256), cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_many_contexts),
         cmocka_unit_test(test_tls12_128),  cmocka_unit_test(test_tls12_256),
         cmocka_unit_test(test_handshakes),
     };
