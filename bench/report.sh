@@ -18,6 +18,8 @@
 #   async       bench/async.sh: async TLS against the fake accelerator     (full run only)
 #   mb8         bench/mb8.sh: mb8 kernels vs OpenSSL, dudect              (full run only)
 #   adaptive    bench/adaptive.sh: issue #7's adaptive batching goals     (full run only)
+#   bulk        bench/bulk.sh: server CPU per GB (sendfile on) and per keep-alive request,
+#               worker memory per idle TLS connection: nginx, tlsgate, tlsgate + provider
 #
 # Environment:
 #   BENCH_QUICK     1: short runs and fewer cases (speed: rsa2048 ecdsap256 ecdhx25519 at 1
@@ -39,14 +41,14 @@ cd "$ROOT"
 QUICK=${BENCH_QUICK:-0}
 [[ $QUICK == 0 || $QUICK == 1 ]] || die "BENCH_QUICK must be 0 or 1"
 if [[ $QUICK == 1 ]]; then
-    DEF_PARTS="speed matrix replay histograms"
+    DEF_PARTS="speed matrix replay histograms bulk"
 else
-    DEF_PARTS="speed matrix replay histograms async mb8 adaptive"
+    DEF_PARTS="speed matrix replay histograms async mb8 adaptive bulk"
 fi
 PARTS=${BENCH_PARTS:-$DEF_PARTS}
 for p in $PARTS; do
-    case $p in speed | matrix | replay | histograms | async | mb8 | adaptive) ;;
-    *) die "unknown part '$p' in BENCH_PARTS (speed matrix replay histograms async mb8 adaptive)" ;;
+    case $p in speed | matrix | replay | histograms | async | mb8 | adaptive | bulk) ;;
+    *) die "unknown part '$p' in BENCH_PARTS (speed matrix replay histograms async mb8 adaptive bulk)" ;;
     esac
 done
 OUT=${BENCH_OUT:-$ROOT/bench/out}
@@ -62,7 +64,8 @@ fi
 # the scripts read these themselves: clear them so that each part gets what this script
 # chooses (BENCH_SECONDS is passed on explicitly)
 unset BENCH_CASES BENCH_SERVERS BENCH_CONNS BENCH_REPEAT BENCH_WARMUP BENCH_SAVE BENCH_TSV \
-    BENCH_ALGS BENCH_JOBS BENCH_LOADS BENCH_PARTS BENCH_SECONDS BENCH_OUT
+    BENCH_ALGS BENCH_JOBS BENCH_LOADS BENCH_PARTS BENCH_SECONDS BENCH_OUT BENCH_IDLE_CONNS \
+    BENCH_TP_COUNT BENCH_TP_MB BENCH_SUITE BENCH_TLSGATE_EXTRA BENCH_PERF
 
 # --- tools and build ---------------------------------------------------------------------
 if [[ ${BENCH_NO_INSTALL:-0} != 1 ]]; then
@@ -138,6 +141,14 @@ run_part() { # part: runs the script with this mode's settings; log in logs/PART
     async) env=(TLSGATE_BIN="$TG" BUILD_DIR="$(dirname "$TG")" BENCH_SECONDS="$(secs 5)") ;;
     mb8) env=(BUILD_DIR="$(dirname "$TG")") ;;
     adaptive) env=(TLSGATE_BIN="$TG" BENCH_SECONDS="$(secs 5)") ;;
+    bulk)
+        env=(BENCH_TSV="$OUT/bulk.tsv" TLSGATE_BIN="$TG")
+        if q; then
+            env+=(BENCH_SECONDS="$(secs 2)" BENCH_IDLE_CONNS=1000 BENCH_TP_COUNT=2)
+        else
+            env+=(BENCH_SECONDS="$(secs 5)")
+        fi
+        ;;
     esac
     note "running bench/$p.sh (${env[*]}); log: ${OUT#"$ROOT"/}/logs/$p.log"
     t0=$(date +%s)
@@ -397,6 +408,33 @@ if tp:
                 "; ".join(notes)))
     plots.append(("throughput", "100 MB downloads, one connection (MB/s)", "MB/s",
                   [s.replace("TLS_", "") for s in suites], ["nginx", "tlsgate"], td))
+
+# --- bulk (issue #21) ----------------------------------------------------------------------
+rows = tsv("bulk.tsv")
+if rows:
+    w()
+    w("## Bulk transfer, keep-alive CPU and idle memory, tlsgate vs nginx (`bench/bulk.sh`)")
+    w()
+    w("One worker on CPU 0, clients on CPU 1, TLS 1.3, ECDSA P-256, `sendfile on;` on both. "
+      "CPU per GB: curl fetches a 200 MB file (random bytes) several times over one "
+      "connection, TLS_AES_256_GCM_SHA384, worker CPU / 10^9 B. Per keep-alive request: "
+      "`wrk -t1 -c50` on a 0-byte file. Idle memory: N connections held open after one "
+      "request each, the worker's RSS delta / N. Issue #21's goals: CPU per GB <= 0.5x, "
+      "per request <= 0.9x, memory <= 0.8x nginx's.")
+    w()
+    w("| figure | server | value | × nginx |")
+    w("|---|---|---:|---:|")
+    what = {"idle": ("memory per idle TLS connection (KB)", 3),
+            "ka": ("server CPU per keep-alive request (µs)", 4),
+            "tp": ("server CPU per GB (ms)", 4)}
+    for kind in ("tp", "ka", "idle"):
+        label, col = what[kind]
+        rs = [r for r in rows if r[0] == kind]
+        base = [num(r[col]) for r in rs if r[1] == "nginx"]
+        for r in rs:
+            v = num(r[col])
+            w("| %s | %s | %s | %s |" % (label, TITLE.get(r[1], r[1]), ("%.1f" % v) if kind != "tp" else f0(v),
+                                       "—" if r[1] == "nginx" or not base else "**%.2f×**" % (v / base[0])))
 
 # --- replay ---------------------------------------------------------------------------------
 rows = tsv("replay.tsv")

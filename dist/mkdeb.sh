@@ -55,6 +55,7 @@ Architecture: $arch
 Maintainer: tlsgate developers <tlsgate@localhost>
 Installed-Size: $size
 Depends: $shlibs, openssl
+Recommends: libipsec-mb1
 Suggests: logrotate
 Section: httpd
 Priority: optional

@@ -16,6 +16,7 @@ const char *const tg_counter_names[TG_C_COUNT] = {
     "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
     "flush_timer",  "flush_resume",   "queue_wait_us", "pool_hits",    "pool_misses",
     "flush_age",    "mode_single",    "mode_batch",   "probes",       "probes_joined",
+    "gcm_records",  "gcm_bytes",      "gcm_tag_failures",
 };
 _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 
@@ -87,4 +88,8 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m)
         hist_copy(&a->queue_wait_us, (enum tg_op)op, TG_H_QUEUE_WAIT);
         hist_copy(&a->batch_us, (enum tg_op)op, TG_H_BATCH);
     }
+    m->gcm_records = atomic_load_explicit(&tg_counters[TG_C_GCM_RECORDS], memory_order_relaxed);
+    m->gcm_bytes = atomic_load_explicit(&tg_counters[TG_C_GCM_BYTES], memory_order_relaxed);
+    m->gcm_tag_failures =
+        atomic_load_explicit(&tg_counters[TG_C_GCM_TAG_FAILURES], memory_order_relaxed);
 }

@@ -84,6 +84,14 @@ static const OSSL_ALGORITHM tg_kdf[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+static const OSSL_ALGORITHM tg_cipher[] = {
+    {"AES-256-GCM:id-aes256-GCM:2.16.840.1.101.3.4.1.46", TG_ALG_PROPS, tg_aes256gcm_functions,
+     "tlsgate AES-256-GCM (intel-ipsec-mb VAES)"},
+    {"AES-128-GCM:id-aes128-GCM:2.16.840.1.101.3.4.1.6", TG_ALG_PROPS, tg_aes128gcm_functions,
+     "tlsgate AES-128-GCM (intel-ipsec-mb VAES)"},
+    {NULL, NULL, NULL, NULL},
+};
+
 static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id, int *no_cache)
 {
     const TG_PROV *prov = provctx;
@@ -100,6 +108,8 @@ static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id,
         return tg_keyexch;
     case OSSL_OP_KDF:
         return prov->enable & TG_EN_KDF ? tg_kdf : NULL;
+    case OSSL_OP_CIPHER:
+        return prov->enable & TG_EN_GCM && tg_gcm_available() ? tg_cipher : NULL;
     default:
         return NULL;
     }
@@ -301,6 +311,7 @@ static void tg_teardown(void *provctx)
     if (tg_batch_teardown())
         tg_pool_clear(); /* no instance left to use the precomputed entries */
     tg_kdf_cache_wipe(); /* this thread's (others' at their exit) */
+    tg_gcm_cache_wipe();
     tg_prov_free(provctx);
 }
 
@@ -344,6 +355,8 @@ static int parse_enable(const char *s, unsigned *out)
             v |= TG_EN_X25519;
         else if (strcmp(tok, "kdf") == 0)
             v |= TG_EN_KDF;
+        else if (strcmp(tok, "gcm") == 0)
+            v |= TG_EN_GCM;
         else
             return 0;
     }
@@ -411,15 +424,15 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     }
     if (enable != NULL && !parse_enable(enable, &prov->enable)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT,
-                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, all, "
-                 "none",
+                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, gcm, "
+                 "all, none",
                  enable);
         return 0;
     }
-    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s",
+    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s%s",
              prov->enable & TG_EN_RSA ? "rsa," : "", prov->enable & TG_EN_ECDSA ? "ecdsa," : "",
              prov->enable & TG_EN_ECDH ? "ecdh," : "", prov->enable & TG_EN_X25519 ? "x25519," : "",
-             prov->enable & TG_EN_KDF ? "kdf," : "");
+             prov->enable & TG_EN_KDF ? "kdf," : "", prov->enable & TG_EN_GCM ? "gcm," : "");
     if (prov->enable_str[0] != '\0')
         prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
     else

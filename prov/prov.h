@@ -60,7 +60,8 @@ enum {
     TG_EN_ECDH = 1u << 2,
     TG_EN_X25519 = 1u << 3,
     TG_EN_KDF = 1u << 4, /* TLS13-KDF and TLS1-PRF (kdf.c) */
-    TG_EN_ALL = 0x1Fu,
+    TG_EN_GCM = 1u << 5, /* AES-128/256-GCM record ciphers (cipher_gcm.c) */
+    TG_EN_ALL = 0x3Fu,
 };
 
 /* Key types we manage, and the default provider's algorithms we delegate to. */
@@ -276,6 +277,9 @@ enum tg_counter {
     TG_C_MODE_BATCH,  /* adaptive switches of a thread back to batching */
     TG_C_PROBES,      /* requests queued as probes of the load */
     TG_C_PROBES_JOINED, /* probes whose batch had company (fill > 1) */
+    TG_C_GCM_RECORDS, /* AES-GCM messages (records) completed by cipher_gcm.c */
+    TG_C_GCM_BYTES,   /* AES-GCM payload bytes encrypted or decrypted */
+    TG_C_GCM_TAG_FAILURES, /* AES-GCM decryptions whose tag did not match */
     TG_C_COUNT
 };
 extern _Atomic uint64_t tg_counters[TG_C_COUNT];
@@ -304,6 +308,15 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m);
 
 /* This thread's mb8 scratch (any batch), or NULL without memory. */
 void *tg_batch_scratch(void);
+
+/* ---- record ciphers (cipher_gcm.c) ---- */
+
+/* 1 when intel-ipsec-mb's VAES AES-GCM can run here (library found, same ABI, CPU with
+ * AVX-512, VAES and VPCLMULQDQ; TLSGATE_GCM=off says no); decided once per process. */
+int tg_gcm_available(void);
+/* Wipes this thread's cache of expanded AES-GCM keys (others' go at their thread's exit). */
+void tg_gcm_cache_wipe(void);
+extern const OSSL_DISPATCH tg_aes128gcm_functions[], tg_aes256gcm_functions[];
 
 /* ---- idle-time pools (pool.c) ---- */
 

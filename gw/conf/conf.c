@@ -284,6 +284,8 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_handshake_timeout_ms = GW_UNSET_MS;
     s->limit_conn_per_ip = GW_UNSET_INT;
     s->ssl_reject_handshake = GW_UNSET_INT;
+    s->sendfile = GW_UNSET_INT;
+    s->ssl_buffer_size = GW_UNSET_SIZE;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -517,6 +519,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
     INHERIT(limit_conn_per_ip, GW_UNSET_INT);
     INHERIT(ssl_reject_handshake, GW_UNSET_INT);
+    INHERIT(sendfile, GW_UNSET_INT);
+    INHERIT(ssl_buffer_size, GW_UNSET_SIZE);
     if (!s->ssl_password_file)
         s->ssl_password_file = gw_conf_xstrdup(h->ssl_password_file);
     if (h->n_conf_cmds > 0) {

@@ -129,6 +129,8 @@ typedef struct gw_srv_settings {
     int limit_conn_per_ip;             /* 0 = off (default); per worker, checked at accept */
     int ssl_reject_handshake;          /* 0/1, default 0: unrecognized_name alert */
     char *ssl_password_file;           /* passphrases for encrypted keys, one a line; NULL */
+    int sendfile;                      /* 0/1, default 0: static files by kTLS + sendfile */
+    int64_t ssl_buffer_size;           /* bytes of file data per TLS record, default 16k */
 } gw_srv_settings_t;
 
 /**

@@ -1592,6 +1592,17 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_password_file", HS, 0, 1, 1, SRV(ssl_password_file), set_path, ANY, "*FILE*", NULL,
      "Passphrases for encrypted PEM keys, one a line, tried in order for each key (nginx). "
      "Without it an encrypted key is an error (never a terminal prompt)."},
+    {"sendfile", HS, 0, 1, 1, SRV(sendfile), set_flag, ANY, "`on` \\| `off`", "off",
+     "Send static files with the kernel's help: on TLS, OpenSSL is asked for kernel TLS "
+     "(`SSL_OP_ENABLE_KTLS`, as nginx's `ssl_conf_command Options KTLS`) and, where the "
+     "kernel took the connection's transmit keys, file bodies go out by `SSL_sendfile` "
+     "(no `pread`, no copy to user space); plain TCP uses `sendfile(2)`. Where the kernel has "
+     "no `tls` module or does not take the cipher, file bodies go out through OpenSSL's "
+     "records as with `off`."},
+    {"ssl_buffer_size", HS, 0, 1, 1, SRV(ssl_buffer_size), set_size, 512, 16384, "*SIZE*", "16k",
+     "Largest TLS record sent (512 to 16k bytes; OpenSSL's max_send_fragment, so handshake "
+     "records too): smaller records let a client use the first bytes sooner, 16k costs the "
+     "least CPU per byte (nginx's directive of the same name)."},
     {"send_timeout", HS, 0, 1, 1, SRV(send_timeout_ms), set_time, TIME1, "*TIME*", "60s",
      "Close the connection when the client accepts no data for this long."},
     {"ssl_certificate", HS, GW_DIR_MULTI, 1, 1, SRV(certs), set_certificate, ANY, "*FILE*", NULL,

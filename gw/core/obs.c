@@ -325,7 +325,10 @@ static void json_provider(gw_obuf_t *b, const gw_obs_t *o)
         json_hist(b, "batch_us", &m->batch_us);
         gw_obuf_printf(b, "}");
     }
-    gw_obuf_printf(b, "}}");
+    gw_obuf_printf(b, "},\"record_cipher\":{\"impl\":\"aes-gcm\",\"records\":%llu,\"bytes\":%llu,"
+                      "\"tag_failures\":%llu}}",
+                   (ull)o->prov.gcm_records, (ull)o->prov.gcm_bytes,
+                   (ull)o->prov.gcm_tag_failures);
 }
 
 static void json_obs(gw_obuf_t *b, const gw_obs_t *o)
@@ -555,6 +558,16 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     prom_alg_counter(b, o, "tlsgate_adaptive_probes_joined_total",
                      "Probes whose batch had company (more than one lane).",
                      offsetof(tlsgate_alg_metrics_t, probes_joined));
+    prom_family(b, "tlsgate_record_cipher_records_total", "counter",
+                "TLS records sealed or opened by the provider's AES-GCM (intel-ipsec-mb).");
+    gw_obuf_printf(b, "tlsgate_record_cipher_records_total %llu\n", (ull)o->prov.gcm_records);
+    prom_family(b, "tlsgate_record_cipher_bytes_total", "counter",
+                "Payload bytes of those records.");
+    gw_obuf_printf(b, "tlsgate_record_cipher_bytes_total %llu\n", (ull)o->prov.gcm_bytes);
+    prom_family(b, "tlsgate_record_cipher_tag_failures_total", "counter",
+                "Records the provider's AES-GCM refused: the tag did not match.");
+    gw_obuf_printf(b, "tlsgate_record_cipher_tag_failures_total %llu\n",
+                   (ull)o->prov.gcm_tag_failures);
     prom_family(b, "tlsgate_batch_size", "histogram", "Requests per batch kernel call (1..8).");
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
         const tlsgate_alg_metrics_t *m = &o->prov.alg[a];

@@ -12,6 +12,9 @@ gw_worker_stats_t *gw_wstats = &local_wstats;
 /* The numeric part of an algorithm's metrics: uint64_t words from `requests` to the end. */
 #define ALG_WORDS_OFF offsetof(tlsgate_alg_metrics_t, requests)
 #define ALG_WORDS ((sizeof(tlsgate_alg_metrics_t) - ALG_WORDS_OFF) / sizeof(uint64_t))
+_Static_assert(offsetof(tlsgate_metrics_t, gcm_tag_failures) ==
+                   offsetof(tlsgate_metrics_t, gcm_records) + 2 * sizeof(uint64_t),
+               "the record cipher counters are 3 consecutive words");
 _Static_assert(ALG_WORDS_OFF % sizeof(uint64_t) == 0, "alg metrics words misaligned");
 _Static_assert((sizeof(tlsgate_alg_metrics_t) - ALG_WORDS_OFF) % sizeof(uint64_t) == 0,
                "alg metrics not whole words");
@@ -80,6 +83,10 @@ void gw_stats_store_provider(gw_worker_stats_t *ws, const tlsgate_metrics_t *m,
             st(&dst[i], v);
         }
     }
+    const uint64_t *gs = &m->gcm_records, *gb = base ? &base->gcm_records : NULL;
+    uint64_t *gd = &d->gcm_records;
+    for (size_t i = 0; i < 3; i++) /* gcm_records, gcm_bytes, gcm_tag_failures */
+        st(&gd[i], gb && gs[i] >= gb[i] ? gs[i] - gb[i] : gs[i]);
     /* release: a reader that sees prov_valid (acquire) sees the names written above */
     __atomic_store_n(&ws->obs.prov_valid, 1, __ATOMIC_RELEASE);
 }
@@ -102,6 +109,10 @@ void gw_obs_add(gw_obs_t *dst, const gw_obs_t *src)
         for (size_t i = 0; i < ALG_WORDS; i++)
             st(&d[i], ld(&d[i]) + ld(&s[i]));
     }
+    uint64_t *gd = &dst->prov.gcm_records;
+    const uint64_t *gs = &src->prov.gcm_records;
+    for (size_t i = 0; i < 3; i++)
+        st(&gd[i], ld(&gd[i]) + ld(&gs[i]));
     __atomic_store_n(&dst->prov_valid, 1, __ATOMIC_RELEASE);
 }
 

@@ -28,6 +28,19 @@ enum gw_conn_state {
 
 struct gw_conn;
 
+/**
+ * What a connection keeps only while a request is in progress (from its head's first byte
+ * to its response's end): the parsed head and the access log's copies of its fields. An
+ * idle keep-alive connection holds none (gw_conn_t.rq is NULL), nor input or output
+ * buffers: they go back to the worker's free lists (issue #21: memory per idle connection).
+ */
+typedef struct gw_conn_rq {
+    gw_http_request_t req;
+    char request_line[512];  /* escaped copies for the access log: the head itself is */
+    char log_referer[256];   /* dropped from the buffer before a body is read */
+    char log_ua[256];
+} gw_conn_rq_t;
+
 /** A wait fd of a paused async job, registered in epoll (ssl_async_notify fd). */
 typedef struct gw_async_fd {
     gw_io_t io; /* first: epoll dispatch */
@@ -56,11 +69,13 @@ typedef struct gw_conn {
     char *in;
     size_t in_len, in_cap, in_max;
     int read_eof;
+    int rd_ready;            /* bytes may wait in the socket: set by an input event, cleared
+                                when a read found none (EAGAIN / WANT_READ) */
     int head_dirty;          /* bytes arrived that may complete the head: parse again */
     int nl_seen;             /* the buffered head has a line end (else: request line) */
 
-    /* the current request */
-    gw_http_request_t req;
+    /* the current request (NULL while idle: see gw_conn_rq_t) */
+    gw_conn_rq_t *rq;
     size_t head_len;
     size_t resp_start;       /* out_len when this request's answer began (pipelining) */
     unsigned requests;
@@ -70,9 +85,6 @@ typedef struct gw_conn {
     uint64_t body_left;      /* Content-Length body bytes still to discard */
     int body_chunked;
     gw_http_chunked_t chunked;
-    char request_line[512];  /* escaped copies for the access log: the head itself is */
-    char log_referer[256];   /* dropped from the buffer before a body is read */
-    char log_ua[256];
     uint64_t bytes_sent;     /* body bytes sent, for the access log */
 
     /* output */
@@ -82,6 +94,8 @@ typedef struct gw_conn {
     uint64_t file_off, file_left;
     int is_head;
     int close_after;         /* close once the response is written */
+    BIO *wbuf;               /* a file body over OpenSSL's records: BIO_f_buffer on the
+                                socket, so the records of one read leave in one send */
 
     /* async TLS (ssl_async on): while a job is paused no other SSL call is made and the
      * SSL is never freed; a connection closed meanwhile is drained (freed after). */

@@ -111,7 +111,7 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
 
 static void handle_status(gw_conn_t *c)
 {
-    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
+    if (c->rq->req.method != GW_HTTP_GET && c->rq->req.method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
     }
@@ -177,7 +177,7 @@ static void handle_status(gw_conn_t *c)
  * response copies. */
 static void handle_obs(gw_conn_t *c, int prometheus)
 {
-    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
+    if (c->rq->req.method != GW_HTTP_GET && c->rq->req.method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
     }
@@ -248,13 +248,37 @@ static const gw_http_header_t *find_header(const gw_http_request_t *r, const cha
     return NULL;
 }
 
+static char *put_hex(char *o, uint64_t v)
+{
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    while (n)
+        *o++ = tmp[--n];
+    return o;
+}
+
+/* "\"MTIME-SIZE\"" in lower-case hex, as nginx (and our former snprintf) */
+static void make_etag(char *out, uint64_t mtime, uint64_t size)
+{
+    char *o = out;
+    *o++ = '"';
+    o = put_hex(o, mtime);
+    *o++ = '-';
+    o = put_hex(o, size);
+    *o++ = '"';
+    *o = '\0';
+}
+
 static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *path)
 {
     char etag[64], lm[32];
-    snprintf(etag, sizeof(etag), "\"%llx-%llx\"", (unsigned long long)st->st_mtime,
-             (unsigned long long)st->st_size);
+    make_etag(etag, (uint64_t)st->st_mtime, (uint64_t)st->st_size);
     gw_format_http_date(st->st_mtime, lm);
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     uint64_t size = (uint64_t)st->st_size;
     char extra[512];
 
@@ -313,7 +337,7 @@ static void redirect_dir(gw_conn_t *c, const char *norm)
 {
     /* nginx answers a directory without its trailing slash with 301 to "path/" */
     char extra[4096 + 64];
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     int n = snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm,
                      r->query ? "?" : "", r->query ? (int)r->query_len : 0,
                      r->query ? r->query : "");
@@ -329,7 +353,7 @@ static void redirect_dir(gw_conn_t *c, const char *norm)
 static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char *norm,
                           long nl)
 {
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     if (r->method != GW_HTTP_GET && r->method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
@@ -403,7 +427,7 @@ static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char
 void gw_http_handle(gw_conn_t *c)
 {
     const gw_server_t *s = c->vs->conf;
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
         return;

@@ -136,7 +136,7 @@ static const gw_conf_cmd_t default_headers[] = {
 
 static void add_host(sbuf_t *b, const gw_conn_t *c)
 {
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     if (r->host && r->host_len) {
         size_t n = r->host_len;
         const char *h = r->host;
@@ -160,7 +160,7 @@ static void add_host(sbuf_t *b, const gw_conn_t *c)
 static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
 {
     const gw_conn_t *c = p->c;
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     while (*v) {
         if (*v != '$') {
             const char *d = strchr(v, '$');
@@ -244,7 +244,7 @@ static void add_escaped_path(sbuf_t *b, const char *s, size_t n)
 static void build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
 {
     gw_conn_t *c = p->c;
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     const gw_location_t *loc = p->loc;
     sbuf_t b = {0};
     sb_add(&b, r->method_str, r->method_len);
@@ -726,7 +726,7 @@ static int pull_body(gw_proxy_t *p)
 
 void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, size_t norm_len)
 {
-    const gw_http_request_t *r = &c->req;
+    const gw_http_request_t *r = &c->rq->req;
     if (r->method == GW_HTTP_CONNECT) {
         gw_resp_error(c, 405);
         return;

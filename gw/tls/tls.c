@@ -88,6 +88,8 @@ static uint64_t server_options(const gw_server_t *s, uint64_t no_versions)
         op |= SSL_OP_CIPHER_SERVER_PREFERENCE;
     if (s->srv.ssl_session_tickets == 0)
         op |= SSL_OP_NO_TICKET;
+    if (s->srv.sendfile == 1)
+        op |= SSL_OP_ENABLE_KTLS; /* OpenSSL falls back to its own records without it */
     return op;
 }
 
@@ -228,6 +230,12 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     SSL_CTX_set_options(ctx, server_options(s, no));
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_RELEASE_BUFFERS);
+    if (s->srv.ssl_buffer_size > 0)
+        SSL_CTX_set_max_send_fragment(ctx, (long)s->srv.ssl_buffer_size);
+    /* read what the socket holds in one read (a record's header and body, or several
+     * records), not 5 bytes then the body: one syscall per request record, and a short
+     * read tells the connection the socket is drained (http/conn.c rd_ready) */
+    SSL_CTX_set_read_ahead(ctx, 1);
     const char *ciphers = s->srv.ssl_ciphers; /* the merge step set the default */
     if (!SSL_CTX_set_cipher_list(ctx, ciphers)) {
         gw_ssl_reason(why, sizeof(why));
@@ -315,6 +323,8 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     if (!SSL_set_cipher_list(ssl, s->srv.ssl_ciphers))
         return 0;
     SSL_set_num_tickets(ssl, SSL_CTX_get_num_tickets(ctx));
+    if (s->srv.ssl_buffer_size > 0)
+        SSL_set_max_send_fragment(ssl, (long)s->srv.ssl_buffer_size);
     char why[256];
     if (apply_conf_cmds(NULL, ssl, s, why, sizeof(why)) != 0)
         return 0;

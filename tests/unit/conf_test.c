@@ -148,6 +148,8 @@ static void check_srv_defaults(const gw_srv_settings_t *s)
     assert_int_equal(s->ssl_session_cache, GW_SESSION_CACHE_NONE);
     assert_int_equal(s->ssl_session_cache_size, 20480);
     assert_int_equal(s->ssl_session_tickets, 1);
+    assert_int_equal(s->sendfile, 0);
+    assert_int_equal(s->ssl_buffer_size, 16384);
     assert_int_equal(s->n_conf_cmds, 0);
     assert_int_equal(s->n_certs, 0);
 }
@@ -327,6 +329,31 @@ static void test_cpu_affinity(void **state)
         "at most 64 digits");
     expect_main_error("worker_cpu_affinity auto 01 10;",
                       "t.conf:1: worker_cpu_affinity: invalid number of arguments");
+}
+
+/* sendfile and ssl_buffer_size (issue #21): values, inheritance, bounds */
+static void test_bulk_directives(void **state)
+{
+    gw_conf_t *c = with_server("sendfile on;\nssl_buffer_size 4k;\n");
+    gw_server_t *s = server0(c);
+    assert_int_equal(s->srv.sendfile, 1);
+    assert_int_equal(s->srv.ssl_buffer_size, 4096);
+    gw_conf_free(c);
+    c = with_server("ssl_buffer_size 512;\n");
+    assert_int_equal(server0(c)->srv.ssl_buffer_size, 512);
+    gw_conf_free(c);
+    expect_server_error("ssl_buffer_size 511;",
+                        "t.conf:2: ssl_buffer_size: invalid value \"511\": must be between 512 "
+                        "and 16384");
+    expect_server_error("ssl_buffer_size 32k;",
+                        "t.conf:2: ssl_buffer_size: invalid value \"32k\": must be between 512 "
+                        "and 16384");
+    expect_server_error("ssl_buffer_size big;",
+                        "t.conf:2: ssl_buffer_size: invalid value \"big\": not a size (bytes, "
+                        "or with k, m or g suffix)");
+    expect_server_error("sendfile yes;",
+                        "t.conf:2: sendfile: invalid value \"yes\": must be \"on\" or \"off\"");
+    expect_server_error("sendfile;", "t.conf:2: sendfile: invalid number of arguments");
 }
 
 static void test_main_value_errors(void **state)
@@ -1323,6 +1350,7 @@ int main(void)
         cmocka_unit_test_teardown(test_worker_processes_auto, teardown),
         cmocka_unit_test_teardown(test_cpu_affinity, teardown),
         cmocka_unit_test_teardown(test_main_value_errors, teardown),
+        cmocka_unit_test_teardown(test_bulk_directives, teardown),
         cmocka_unit_test_teardown(test_server_directives, teardown),
         cmocka_unit_test_teardown(test_inheritance, teardown),
         cmocka_unit_test_teardown(test_certificates, teardown),

@@ -34,7 +34,7 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
  * counts values in [2^(i-1), 2^i), bucket 31 counts values >= 2^30. Units are in the
  * field names (microseconds). Counters only grow (until the process exits).
  */
-#define TLSGATE_METRICS_VERSION 2
+#define TLSGATE_METRICS_VERSION 3
 #define TLSGATE_HIST_BUCKETS 32
 
 /** The bucket of a value (see above): 0 for 0, else min(bit length of v, 31). */
@@ -103,6 +103,10 @@ typedef struct tlsgate_metrics {
     uint32_t version; /* TLSGATE_METRICS_VERSION */
     uint32_t n_alg;   /* TLSGATE_ALG_COUNT */
     tlsgate_alg_metrics_t alg[TLSGATE_ALG_COUNT];
+    /* AES-GCM record ciphers (prov/cipher_gcm.c; version 3) */
+    uint64_t gcm_records;      /* records (messages) sealed or opened */
+    uint64_t gcm_bytes;        /* their payload bytes */
+    uint64_t gcm_tag_failures; /* records whose tag did not match (opening) */
 } tlsgate_metrics_t;
 
 #endif
