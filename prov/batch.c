@@ -132,7 +132,7 @@ void tg_run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, 
 {
     uint64_t c0 = now_ns(), wait_ns = 0, newest = 0;
     struct tg_costs costs;
-    int probe = rs[0]->probe, sw;
+    int probe = rs[0]->probe, adaptive = rs[0]->adaptive, sw; /* rs[] is gone after completion */
     unsigned i;
 
     tg_compute(t, op, rs, n, scratch);
@@ -180,7 +180,7 @@ void tg_run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, 
     pthread_mutex_unlock(&t->lock);
     /* the policy's state moves in any case; a switch is one only where the instance acts on
      * it (with adaptive off every request is queued: no switch to count) */
-    if (sw != 0 && rs[0]->adaptive)
+    if (sw != 0 && adaptive)
         tg_count_op(op, sw > 0 ? TG_C_MODE_BATCH : TG_C_MODE_SINGLE, 1);
 }
 
