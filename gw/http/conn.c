@@ -187,7 +187,7 @@ static long rd_callback(BIO *b, int oper, const char *argp, size_t len, int argi
     (void)argl;
     if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
         gw_conn_t *c = (gw_conn_t *)BIO_get_callback_arg(b);
-        if (ret > 0 ? processed && *processed < len : BIO_should_retry(b))
+        if (ret > 0 ? processed && *processed < len && !c->pending_eof : BIO_should_retry(b))
             c->rd_ready = 0;
     }
     return ret;
@@ -1350,6 +1350,8 @@ static void on_event(gw_io_t *io, uint32_t events)
     gw_conn_t *c = (gw_conn_t *)io;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         c->rd_ready = 1; /* also while paused: the drive after the wake reads it */
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        c->pending_eof = 1; /* data and FIN in one edge: the short read leaves the EOF */
     /* "While a job is paused, no other SSL function is called on that connection": socket
      * events wait for the job's wake (edge-triggered: the drive after it reads them). */
     if (c->async_paused || c->async_retry) {

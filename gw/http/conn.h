@@ -69,6 +69,9 @@ typedef struct gw_conn {
     char *in;
     size_t in_len, in_cap, in_max;
     int read_eof;
+    int pending_eof;         /* the peer's FIN was reported (EPOLLRDHUP/HUP/ERR): a short
+                              * read then does not drain the socket, the EOF is still to read
+                              * (nginx's rev->pending_eof) */
     int rd_ready;            /* bytes may wait in the socket: set by an input event, cleared
                                 when a read found none (EAGAIN / WANT_READ) */
     int head_dirty;          /* bytes arrived that may complete the head: parse again */
