@@ -179,8 +179,6 @@ unsigned mb8__rsa_lane_post(uint8_t *out, const mb8_rsa_key_t *k, const uint8_t 
 void mb8__rsa_garner(const mb8_rsa_key_t *k, uint64_t *ws);
 unsigned mb8__rsa_finish(uint8_t *out, const mb8_rsa_key_t *k, uint64_t in_ok, const uint64_t *se,
                          uint64_t *ws);
-/* Montgomery reduction of t (2n limbs, t < m 2^(52n); destroyed): r = t 2^(-52n) mod m, r < 2m. */
-void mb8__rsa_redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n);
 /* The w-bit window of d (n limbs) at bit pos; pos public, the value secret. */
 unsigned mb8__rsa_window(const uint64_t *d, size_t n, size_t pos, unsigned w);
 

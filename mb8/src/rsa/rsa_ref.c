@@ -269,15 +269,13 @@ void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uin
     }
 }
 
-/* One out-of-line instance of redc_n for the once-per-half reduction of the input. */
-void mb8__rsa_redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n)
+/* Montgomery reduction of t (2n limbs, t < m 2^(52n); destroyed): r = t 2^(-52n) mod m,
+ * r < 2m; one out-of-line instance of redc_n for the once-per-half reduction of the input
+ * (the IFMA kernel reduces its input with its own 8-lane redc8). */
+static __attribute__((noinline)) void redc(uint64_t *r, uint64_t *t, const uint64_t *m,
+                                           uint64_t k0, size_t n)
 {
     redc_n(r, t, m, k0, n);
-}
-
-static void redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0, size_t n)
-{
-    mb8__rsa_redc(r, t, m, k0, n);
 }
 
 unsigned mb8__rsa_window(const uint64_t *e, size_t n, size_t pos, unsigned w)
