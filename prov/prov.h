@@ -113,8 +113,9 @@ struct tg_rsa_acc {
     BN_MONT_CTX *mont;
     /* Blinding pair (A = r^e, Ai = r^-1 mod n), updated by squaring per use and
      * regenerated every TG_BLIND_REFRESH uses (as OpenSSL's BN_BLINDING). Am and Aim are
-     * their Montgomery forms (x * R mod n), which the squaring updates: a Montgomery
-     * squaring and a conversion instead of a multiplication and a long division. */
+     * their Montgomery forms (x * R mod n): a use squares both forms by two Montgomery
+     * multiplications (A (A R) / R = A^2, (A R)^2 / R = A^2 R), no long division and no
+     * conversion. The redraw inverts a blinded random value with GMP (keymgmt.c). */
     pthread_mutex_t blind_lock;
     BIGNUM *A, *Ai, *Am, *Aim;
     unsigned blind_uses;

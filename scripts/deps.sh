@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|test|bench]   (default: test). Idempotent.
 set -eu
 what=${1:-test}
-pkgs="build-essential cmake pkg-config libssl-dev openssl libhiredis-dev libipsec-mb-dev"
+pkgs="build-essential cmake pkg-config libssl-dev openssl libhiredis-dev libipsec-mb-dev libgmp-dev"
 case "$what" in
   build) ;;
   test)  pkgs="$pkgs libcmocka-dev clang curl wrk python3 procps valgrind haproxy dpkg-dev groff-base logrotate redis-server nginx-light" ;;
