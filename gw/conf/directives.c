@@ -16,6 +16,7 @@
 
 #include "conf.h"
 #include "lexer.h"
+#include "deploy_set.h"
 
 #define FIELD(base, d, type) ((type *)((char *)(base) + (d)->offset))
 
@@ -464,8 +465,11 @@ static int set_access_log(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
         return gw_conf_bad_value(p, n, 1, "empty path");
     if (strncmp(a, "syslog:", 7) == 0)
         return gw_conf_bad_value(p, n, 1, "only a file is supported");
-    if (n->n_args > 2 && strcmp(n->args[2], "combined") != 0)
-        return gw_conf_bad_value(p, n, 2, "only the \"combined\" format is supported");
+    if (n->n_args > 2) { /* a log_format name, checked once the http block is read */
+        replace_str(&s->dep.access_log_format, gw_conf_xstrdup(n->args[2]));
+        s->dep.access_log_format_line = n->line;
+        s->dep.access_log_format_file = p->file;
+    }
     replace_str(&s->access_log, gw_conf_abs_path(p, a));
     s->access_log_set = 1;
     return 0;
@@ -1557,7 +1561,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "exact match wins, then the longest prefix."},
     /* http and server */
     {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY,
-     "`off` \\| *FILE* [`combined`]", "off", "Log requests to *FILE* in the combined format."},
+     "`off` \\| *FILE* [*FORMAT*]", "off",
+     "Log requests to *FILE* in the `combined` format or a `log_format` of the http block."},
     {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, TIME0,
      "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
      "keep-alive (responses say `Connection: close`)."},
@@ -1660,8 +1665,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "secret of the master process rotate every `ssl_session_timeout`, the same in all "
      "workers; the previous key still decrypts for one period. `redis://` shares keys across "
      "a fleet: for each period one gateway writes a random key (SET NX with expiry), the "
-     "others read it; the previous key still decrypts; until Redis is reached, the "
-     "automatic local keys are used. A server without one inherits http's."},
+     "others read it; the previous key still decrypts; until the fleet's key is known (the "
+     "first milliseconds after a start or reload, or Redis out of reach since the start) "
+     "no ticket is issued (TLS 1.2 gets a session ID instead), so no client holds a ticket "
+     "the fleet cannot read. A server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "
@@ -1718,6 +1725,7 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Serve the same figures in the Prometheus text format (`text/plain; version=0.0.4`), "
      "names prefixed `tlsgate_`: `tlsgate_handshakes_total`, `tlsgate_handshake_seconds`, "
      "`tlsgate_batch_size`, ... Counters survive reloads and worker exits."},
+#include "directives_deploy.inc" /* issue #23: conf/deploy.c */
 };
 
 const size_t gw_conf_n_directives = sizeof(gw_conf_directives) / sizeof(gw_conf_directives[0]);

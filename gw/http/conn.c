@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/resume.h"
+#include "tls/sni_ack.h"
 #include "net/limits.h"
 #include "net/listen.h"
 #include "proxy/proxy.h"
@@ -422,6 +423,7 @@ static int sni_switch(SSL *ssl, int *alert)
     if (!vs)
         return reject_or_go(c, alert);
     c->sni_matched = 1;
+    gw_tls_sni_used(ssl); /* tls/sni_ack.h: the reply acknowledges the name */
     if (vs != c->vs && vs->ssl_ctx) {
         if (!gw_tls_switch(ssl, vs->ssl_ctx, vs->conf)) {
             *alert = SSL_AD_INTERNAL_ERROR;
@@ -928,6 +930,19 @@ static void start_close(gw_conn_t *c)
     conn_drive(c);
 }
 
+/* A failed handshake: OpenSSL has written its fatal alert (or the plain-HTTP 400 went
+ * out). Closing now with client bytes unread (the rest of a flight, early data) makes the
+ * kernel answer with RST, which can overtake the alert, so the client never learns why;
+ * as nginx's lingering close: FIN after the alert, then drain until EOF or LINGER_MS. */
+static void linger_after_alert(gw_conn_t *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    c->state = GW_CONN_LINGER;
+    c->in_len = c->head_len = 0;
+    gw_timer_add(&gw_worker->loop, &c->timer, LINGER_MS);
+    conn_drive(c);
+}
+
 /* Discard request body bytes already buffered or arriving. Returns 1 when the body is
  * complete, 0 to wait, -status on a framing error. */
 static int consume_body(gw_conn_t *c)
@@ -1085,7 +1100,10 @@ static void conn_drive(gw_conn_t *c)
                     "The plain HTTP request was sent to HTTPS port.\r\n";
                 ssize_t w = send(c->fd, plain400, sizeof(plain400) - 1, MSG_NOSIGNAL);
                 (void)w;
-                shutdown(c->fd, SHUT_WR);
+            }
+            if (rr == IO_ERROR && !c->read_eof) {
+                linger_after_alert(c);
+                return;
             }
             conn_close(c);
             return;

@@ -1,4 +1,5 @@
 #include "tls/tls.h"
+#include "tls/sni_ack.h"
 #include "tls/keys.h"
 
 #include "core/log.h"
@@ -277,6 +278,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (client_hello_cb)
         SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
+    gw_tls_sni_ack_setup(ctx); /* RFC 6066 §3: acknowledge a server_name that was used */
     if (s->srv.ssl_async == 1) {
         /* Every SSL call runs in an async job that an accelerator may pause. */
         SSL_CTX_set_mode(ctx, SSL_MODE_ASYNC);

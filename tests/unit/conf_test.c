@@ -830,8 +830,7 @@ static void test_ssl_settings(void **state)
 static void test_access_log_and_misc(void **state)
 {
     expect_server_error("access_log a.log main;",
-                        "t.conf:2: access_log: invalid value \"main\": only the \"combined\" "
-                        "format is supported");
+                        "t.conf:2: access_log: unknown log format \"main\"");
     expect_server_error("access_log off combined;",
                         "t.conf:2: access_log: invalid number of arguments");
     expect_server_error("access_log syslog:server=1.2.3.4;",
