@@ -294,11 +294,26 @@ GW_DEPLOY_SETTER(gw_conf_set_deploy_flag)
     return 0;
 }
 
+GW_DEPLOY_SETTER(gw_conf_set_verify_client)
+{
+    (void)sc;
+    static const char *const names[] = {"off", "on", "optional", "optional_no_ca"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(n->args[1], names[i]) == 0) {
+            *FIELD(base, d, int) = i;
+            ((gw_srv_settings_t *)base)->dep.ssl_verify_line = n->line;
+            return 0;
+        }
+    return gw_conf_bad_value(p, n, 1, "must be on, off, optional or optional_no_ca");
+}
+
 void gw_conf_deploy_srv_init(gw_deploy_srv_t *s)
 {
     memset(s, 0, sizeof(*s));
     s->underscores_in_headers = GW_UNSET_INT;
     s->real_ip_recursive = GW_UNSET_INT;
+    s->ssl_verify_client = GW_UNSET_INT;
+    s->ssl_verify_depth = GW_UNSET_INT;
 }
 
 void gw_conf_deploy_loc_init(gw_deploy_loc_t *l)
@@ -322,6 +337,19 @@ void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
                                         : h->underscores_in_headers;
     if (s->real_ip_recursive == GW_UNSET_INT)
         s->real_ip_recursive = h->real_ip_recursive == GW_UNSET_INT ? 0 : h->real_ip_recursive;
+    if (s->ssl_verify_client == GW_UNSET_INT) {
+        s->ssl_verify_client = h->ssl_verify_client == GW_UNSET_INT ? GW_VERIFY_OFF
+                                                                     : h->ssl_verify_client;
+        s->ssl_verify_line = h->ssl_verify_line;
+    }
+    if (s->ssl_verify_depth == GW_UNSET_INT)
+        s->ssl_verify_depth = h->ssl_verify_depth == GW_UNSET_INT ? 1 : h->ssl_verify_depth;
+    if (!s->ssl_client_certificate)
+        s->ssl_client_certificate = gw_conf_xstrdup(h->ssl_client_certificate);
+    if (!s->ssl_trusted_certificate)
+        s->ssl_trusted_certificate = gw_conf_xstrdup(h->ssl_trusted_certificate);
+    if (!s->ssl_crl)
+        s->ssl_crl = gw_conf_xstrdup(h->ssl_crl);
     if (!s->access_log_format && h->access_log_format) {
         s->access_log_format = gw_conf_xstrdup(h->access_log_format);
         s->access_log_format_line = h->access_log_format_line;
@@ -360,6 +388,9 @@ void gw_conf_deploy_srv_free(gw_deploy_srv_t *s)
     free(s->real_ip_from);
     free(s->real_ip_header);
     free(s->access_log_format);
+    free(s->ssl_client_certificate);
+    free(s->ssl_trusted_certificate);
+    free(s->ssl_crl);
     for (size_t i = 0; i < s->n_log_formats; i++) {
         free(s->log_formats[i].name);
         free(s->log_formats[i].format);
@@ -400,8 +431,18 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
 {
     const gw_conf_t *c = p->conf;
     const gw_deploy_srv_t *http = &c->http.srv.dep;
-    for (size_t i = 0; i < c->http.n_servers; i++)
-        check_format(p, &c->http.servers[i].srv, http);
+    for (size_t i = 0; i < c->http.n_servers; i++) {
+        const gw_server_t *s = &c->http.servers[i];
+        check_format(p, &s->srv, http);
+        int v = s->srv.dep.ssl_verify_client;
+        /* nginx: "no ssl_client_certificate for ssl_verify_client" */
+        if ((v == GW_VERIFY_ON || v == GW_VERIFY_OPTIONAL) && !s->srv.dep.ssl_client_certificate &&
+            !s->srv.dep.ssl_trusted_certificate)
+            gw_errlist_add(p->errs, "%s:%d: ssl_verify_client: no ssl_client_certificate or "
+                           "ssl_trusted_certificate for ssl_verify_client",
+                           s->file ? s->file : p->file,
+                           s->srv.dep.ssl_verify_line ? s->srv.dep.ssl_verify_line : s->line);
+    }
     if (c->http.n_servers == 0)
         check_format(p, &c->http.srv, http);
 }

@@ -73,7 +73,22 @@ typedef struct gw_deploy_srv {
     const char *access_log_format_file; /* borrowed from conf->files */
     gw_log_format_t *log_formats; /* http level only */
     size_t n_log_formats;
+    /* mutual TLS (tls/verify.c) */
+    int ssl_verify_client;        /* enum gw_verify_client, default off */
+    char *ssl_client_certificate; /* CA certificates: verify, and names sent to clients */
+    char *ssl_trusted_certificate; /* CA certificates: verify only (not sent) */
+    int ssl_verify_depth;         /* default 1 */
+    char *ssl_crl;                /* PEM CRLs, checked for the whole chain */
+    int ssl_verify_line;          /* where ssl_verify_client was given, for messages */
 } gw_deploy_srv_t;
+
+/** ssl_verify_client */
+enum gw_verify_client {
+    GW_VERIFY_OFF = 0,
+    GW_VERIFY_ON,           /* a valid certificate is required */
+    GW_VERIFY_OPTIONAL,     /* asked for; if sent it must be valid */
+    GW_VERIFY_OPTIONAL_NO_CA, /* asked for; its chain is not checked against the CAs */
+};
 
 /**
  * Parse "ADDR", "ADDR/BITS" (IPv4 or IPv6) or "all" into *out. Returns 0, or -1 when the

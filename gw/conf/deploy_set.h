@@ -20,6 +20,7 @@ GW_DEPLOY_SETTER(gw_conf_set_real_ip_header);
 GW_DEPLOY_SETTER(gw_conf_set_log_format);
 GW_DEPLOY_SETTER(gw_conf_set_include);
 GW_DEPLOY_SETTER(gw_conf_set_deploy_flag);
+GW_DEPLOY_SETTER(gw_conf_set_verify_client);
 
 /** Settings initialised "not given" (called by gw_conf_srv_init / gw_conf_loc_init). */
 void gw_conf_deploy_srv_init(gw_deploy_srv_t *s);

@@ -561,6 +561,7 @@ static void give_out(char *out, size_t cap)
 
 static void conn_release_request_memory(gw_conn_t *c)
 {
+    gw_vars_release(c);
     give_out(c->out, c->out_cap);
     c->out = NULL;
     c->out_cap = c->out_len = c->out_off = 0;
@@ -677,6 +678,8 @@ void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t c
     out_append(c, head, (size_t)(o - head));
     if (extra)
         out_append(c, extra, strlen(extra));
+    c->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
+    gw_headers_emit(c, status); /* add_header: http/headers.c */
     out_append(c, "\r\n", 2);
 }
 
@@ -710,6 +713,8 @@ void gw_resp_error(gw_conn_t *c, int status)
     if (status >= 400 && status != 404 && status != 403 && status != 405 && status != 416 &&
         status != 421)
         c->close_after = 1; /* framing or limits failed: the connection cannot go on */
+    if (c->rq && gw_error_page(c, status)) /* error_page: http/headers.c */
+        return;
     gw_resp_page(c, status, status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
 
@@ -746,6 +751,8 @@ static void copy_log_field(char *dst, size_t cap, const char *v, size_t len)
 static void access_log(gw_conn_t *c)
 {
     if (c->vs->access_log_fd < 0 || !c->rq)
+        return;
+    if (gw_logfmt_write(c, c->vs->access_log_fd)) /* log_format: http/logfmt.c */
         return;
     char line[2048];
     int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n",
@@ -813,6 +820,7 @@ static void route_request(gw_conn_t *c)
     c->bytes_sent = 0;
     c->status = 0;
     c->resp_start = c->out_len; /* answers of earlier pipelined requests stay before it */
+    gw_vars_request(c); /* real client address, underscores, head copy: http/vars.h */
     if (laddr_logs(c->laddr)) { /* the log's copies, only when a server here logs */
         int n = snprintf(c->rq->request_line, sizeof(c->rq->request_line), "%.*s ",
                          (int)r->method_len, r->method_str);
@@ -1505,6 +1513,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->timer.cb = on_timer;
     c->accept_us = gw_now_us();
     gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
+    gw_vars_accepted(c, peer, plen); /* http/vars.h */
     const gw_srv_settings_t *s = srv(c);
     c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;
     if (c->in_max < (size_t)s->client_header_buffer_size)

@@ -218,7 +218,16 @@ static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
                 }
             }
         } else {
-            sb_add(b, v, n + 1);
+            /* the other variables (http/vars.h); unknown names stay literal */
+            gw_vbuf_t vb = {0};
+            if (gw_vars_eval((gw_conn_t *)c, s, n, &vb)) {
+                for (size_t i = 0; i < vb.len; i++) /* a value never ends the field line */
+                    if ((unsigned char)vb.s[i] >= ' ' && vb.s[i] != 0x7f)
+                        sb_add(b, vb.s + i, 1);
+            } else {
+                sb_add(b, v, n + 1);
+            }
+            gw_vbuf_free(&vb);
         }
 #undef VAR
         v = s + n;
@@ -424,6 +433,7 @@ static int start_attempt(gw_proxy_t *p)
         }
         p->peer = peer;
         p->tries++;
+        gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text); /* $upstream_addr */
         gw_upconn_t *uc = gw_upconn_get(p->up, peer, &p->post);
         if (!uc) {
             if (p->tries < (int)n)
@@ -574,8 +584,13 @@ static int forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
         snprintf(line, sizeof(line), "Content-Length: %llu\r\n", cl);
         sb_str(&b, line);
     }
-    sb_str(&b, ka ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
     gw_resp_append(c, b.s, b.n);
+    c->v.head_bytes = b.n;
+    c->v.upstream_status = status;
+    gw_headers_emit(c, status); /* add_header: http/headers.c */
+    const char *last = ka ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    gw_resp_append(c, last, strlen(last));
+    c->v.head_bytes += strlen(last);
     free(b.s);
     c->status = status;
     GW_STAT_ADD(responses[status / 100], 1);
