@@ -184,6 +184,7 @@ typedef struct gw_listen {
     int reuseport;
     int backlog;         /* default 511 */
     int default_server;
+    int proxy_protocol;  /* a PROXY protocol header (v1 or v2) comes first (net/proxy_protocol.h) */
     int line;            /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 

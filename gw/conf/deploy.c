@@ -446,3 +446,26 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
     if (c->http.n_servers == 0)
         check_format(p, &c->http.srv, http);
 }
+
+int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_conf_node_t *g,
+                          unsigned char *seen_pp)
+{
+    const char *key = g->args[0];
+    if (strcmp(key, "proxy_protocol") != 0)
+        return 0;
+    if (g->has_block || g->n_args != 2) {
+        gw_conf_error(p, g->line, key, "invalid number of arguments");
+        return 1;
+    }
+    if ((*seen_pp)++) {
+        gw_conf_error(p, g->line, key, "directive is duplicate");
+        return 1;
+    }
+    if (strcasecmp(g->args[1], "on") == 0)
+        ss->server.srv.dep.stream_proxy_protocol = 1;
+    else if (strcasecmp(g->args[1], "off") == 0)
+        ss->server.srv.dep.stream_proxy_protocol = 0;
+    else
+        gw_conf_bad_value(p, g, 1, "must be \"on\" or \"off\"");
+    return 1;
+}

@@ -80,6 +80,7 @@ typedef struct gw_deploy_srv {
     int ssl_verify_depth;         /* default 1 */
     char *ssl_crl;                /* PEM CRLs, checked for the whole chain */
     int ssl_verify_line;          /* where ssl_verify_client was given, for messages */
+    int stream_proxy_protocol;    /* stream server: `proxy_protocol on` toward the upstream */
 } gw_deploy_srv_t;
 
 /** ssl_verify_client */

@@ -772,6 +772,8 @@ static int set_listen(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             l.reuseport = 1;
         } else if (strcmp(a, "default_server") == 0) {
             l.default_server = 1;
+        } else if (strcmp(a, "proxy_protocol") == 0) {
+            l.proxy_protocol = 1; /* issue #23: net/proxy_protocol.h */
         } else if (strncmp(a, "backlog=", 8) == 0) {
             int64_t v;
             if (parse_u64(a + 8, strlen(a + 8), &v) != 0 || v < 1 || v > 65535) {
@@ -1372,9 +1374,12 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
         gw_conf_scope_t in = {.ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s,
                               .seen = seen};
         int saw_pass = 0, saw_to = 0, saw_cto = 0;
+        unsigned char saw_dep = 0;
         for (size_t k = 0; k < ch->n_children; k++) {
             const gw_conf_node_t *g = &ch->children[k];
             const char *key = g->args[0];
+            if (gw_conf_stream_deploy(p, ss, g, &saw_dep)) /* issue #23: conf/deploy.c */
+                continue;
             int64_t *tp = NULL;
             if (strcmp(key, "proxy_pass") == 0) {
                 if (g->has_block || g->n_args != 2 || saw_pass++) {
@@ -1533,9 +1538,12 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Connection processing settings."},
     {"stream", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_stream, ANY, "`{ ... }`", NULL,
      "TLS termination for raw TCP (nginx's stream module): `upstream NAME { ... }` blocks as "
-     "in http, and `server { listen ADDR:PORT [ssl]; proxy_pass ADDR:PORT|NAME; "
-     "proxy_timeout TIME; proxy_connect_timeout TIME; ssl_...; }` (timeouts 10m and 60s; the "
-     "ssl_ directives of an http server apply, except OCSP stapling). See docs/proxy.md."},
+     "in http, and `server { listen ADDR:PORT [ssl] [proxy_protocol]; proxy_pass "
+     "ADDR:PORT|NAME; proxy_timeout TIME; proxy_connect_timeout TIME; proxy_protocol on|off; "
+     "ssl_...; }` (timeouts 10m and 60s; the ssl_ directives of an http server apply, except "
+     "OCSP stapling). `proxy_protocol on` sends a PROXY protocol v1 header to the upstream "
+     "naming the client (the address a PROXY header of the client's connection gave, else "
+     "the TCP peer) and the address it connected to. See docs/proxy.md."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
      "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
     /* events */
@@ -1545,12 +1553,17 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"server", H, GW_DIR_BLOCK | GW_DIR_MULTI, 0, 0, NOFIELD, set_server, ANY, "`{ ... }`", NULL,
      "A virtual server: its addresses, names, settings and locations. Needs a `listen`."},
     /* server */
-    {"listen", S, GW_DIR_MULTI, 1, 5, SERVER(listens), set_listen, ANY,
+    {"listen", S, GW_DIR_MULTI, 1, 6, SERVER(listens), set_listen, ANY,
      "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`reuseport`] [`backlog=`*N*] "
-     "[`default_server`]",
+     "[`default_server`] [`proxy_protocol`]",
      NULL,
      "Address to accept connections on; numeric addresses only, `*:`*PORT* and a bare *PORT* "
-     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`."},
+     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`. With "
+     "`proxy_protocol` (http and stream) every connection starts with a PROXY protocol v1 or "
+     "v2 header (read before the TLS handshake, within its timeout: `ssl_handshake_timeout`, "
+     "or `client_header_timeout` without TLS); a malformed one closes the connection with an "
+     "error log line. `$proxy_protocol_addr` holds its client address; `real_ip_header "
+     "proxy_protocol` with `set_real_ip_from` makes it `$remote_addr`."},
     {"server_name", S, GW_DIR_MULTI | GW_DIR_DEFAULT_DOC, 1, -1, SERVER(server_names),
      set_server_name, ANY, "*NAME*...", "\"\"",
      "Host names of the server: exact names, `*.example.com`, `.example.com` (both), or `\"\"` "

@@ -9,6 +9,9 @@
 
 #include "http/conn.h"
 #include "http/vars.h"
+#include "core/log.h"
+#include "net/proxy_protocol.h"
+#include "proxy/stream.h"
 
 int gw_access_denied(gw_conn_t *c)
 {
@@ -114,4 +117,29 @@ void gw_access_real_ip(gw_conn_t *c)
     }
     if (found)
         set_client(c, fam, a, 0);
+}
+
+int gw_access_proxy_protocol(gw_conn_t *c)
+{
+    gw_pp_t pp;
+    const char *why = NULL;
+    int r = gw_pp_read(c->fd, &pp, &why);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        /* a peer that closed first is not a broken header (a balancer's TCP check) */
+        int closed = strncmp(why, "connection", 10) == 0;
+        gw_log(closed ? GW_LOG_INFO : GW_LOG_ERROR, 0, "client %s: %s%s", c->peer_text,
+               closed ? "" : "broken PROXY protocol header: ", why);
+        gw_pp_discard(c->fd); /* so that the close is a FIN, not a reset */
+        return -1;
+    }
+    c->v.pp_pending = 0;
+    if (pp.family) {
+        inet_ntop(pp.family, pp.src, c->v.pp_addr, sizeof(c->v.pp_addr));
+        c->v.pp_port = pp.src_port;
+    }
+    if (!c->ssl && c->laddr->stream)
+        gw_stream_start(c);
+    return 1;
 }

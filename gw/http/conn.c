@@ -21,6 +21,7 @@
 #include "http/resume.h"
 #include "tls/sni_ack.h"
 #include "net/limits.h"
+#include "net/proxy_protocol.h"
 #include "net/listen.h"
 #include "proxy/proxy.h"
 #include "proxy/stream.h"
@@ -445,6 +446,13 @@ static void on_timer(gw_timer_t *t)
                "connection is kept until the accelerator completes it", c->peer_text,
                DRAIN_WARN_MS / 1000);
         gw_timer_add(&gw_worker->loop, &c->timer, DRAIN_WARN_MS);
+        return;
+    }
+    if (c->v.pp_pending) {
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the PROXY protocol header",
+               c->peer_text);
+        gw_pp_discard(c->fd); /* what came of the header: a FIN, not a reset */
+        conn_close(c);
         return;
     }
     switch (c->state) {
@@ -1062,6 +1070,15 @@ static int fill_from_file(gw_conn_t *c)
 
 static void conn_drive(gw_conn_t *c)
 {
+    if (c->v.pp_pending) { /* listen ... proxy_protocol: http/access.c */
+        int r = gw_access_proxy_protocol(c);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            conn_close(c);
+            return;
+        }
+    }
     for (;;) {
         switch (c->state) {
         case GW_CONN_HANDSHAKE: {
@@ -1514,6 +1531,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->accept_us = gw_now_us();
     gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
     gw_vars_accepted(c, peer, plen); /* http/vars.h */
+    c->v.pp_pending = laddr->listen && laddr->listen->proxy_protocol;
     const gw_srv_settings_t *s = srv(c);
     c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;
     if (c->in_max < (size_t)s->client_header_buffer_size)
@@ -1549,7 +1567,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         c->state = GW_CONN_HANDSHAKE;
     } else {
         c->state = GW_CONN_READ_HEAD;
-        if (laddr->stream)
+        if (laddr->stream && !c->v.pp_pending) /* else after the PROXY header */
             gw_stream_start(c);
     }
     if (gw_loop_add(&w->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) != 0) {

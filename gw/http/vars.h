@@ -35,6 +35,7 @@ typedef struct gw_conn_vars {
     uint64_t serial;              /* $connection */
     char pp_addr[64];             /* $proxy_protocol_addr, "" without PROXY protocol */
     int pp_port;
+    int pp_pending;               /* listen ... proxy_protocol: the header is still to read */
     const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
                                           error_page), NULL: the server's */
     int64_t start_us;             /* wall clock, microseconds: $request_time, $msec */
@@ -97,6 +98,14 @@ int gw_access_denied(struct gw_conn *c);
 
 /** set_real_ip_from / real_ip_header for the current request (called by gw_vars_request). */
 void gw_access_real_ip(struct gw_conn *c);
+
+/**
+ * listen ... proxy_protocol: read the header (net/proxy_protocol.h) before anything else
+ * of the connection. Returns 1 when it has been read ($proxy_protocol_addr/_port set; a
+ * plain stream connection's relay is started), 0 to wait for more bytes, -1 when the
+ * header is malformed or the connection ended first (logged; the caller closes).
+ */
+int gw_access_proxy_protocol(struct gw_conn *c);
 
 /* ---- response headers and error pages (http/headers.c) ---- */
 

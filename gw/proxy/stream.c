@@ -1,6 +1,8 @@
 #include "proxy/stream.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 #include "core/log.h"
 #include "http/conn.h"
+#include "net/proxy_protocol.h"
 #include "proxy/upstream.h"
 #include "worker.h"
 
@@ -28,6 +31,38 @@ typedef struct gw_stream {
     int up_eof;               /* the upstream ended its direction */
     int client_shut;          /* ... and the client was told (close_notify / SHUT_WR) */
 } gw_stream_t;
+
+/* `proxy_protocol on`: the v1 header naming the client (the PROXY header's address when
+ * the listener had one, else the TCP peer) and the address the client connected to. */
+static size_t pp_header(gw_conn_t *c, char *out, size_t cap)
+{
+    struct sockaddr_storage src = {0}, dst = {0};
+    socklen_t dl = sizeof(dst);
+    if (getsockname(c->fd, (struct sockaddr *)&dst, &dl) != 0)
+        dst.ss_family = AF_UNSPEC;
+    const char *text = c->v.pp_addr[0] ? c->v.pp_addr : c->v.tcp_text;
+    int port = c->v.pp_addr[0] ? c->v.pp_port : c->v.tcp_port;
+    char mapped[80];
+    if (dst.ss_family == AF_INET6 && !strchr(text, ':')) {
+        /* an IPv4 client on an IPv6 socket: name it IPv4-mapped, in the same family */
+        snprintf(mapped, sizeof(mapped), "::ffff:%s", text);
+        text = mapped;
+    }
+    if (strchr(text, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&src;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
+            src.ss_family = AF_UNSPEC;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&src;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, text, &a->sin_addr) != 1)
+            src.ss_family = AF_UNSPEC;
+    }
+    return gw_pp_write_v1(out, cap, (struct sockaddr *)&src, (struct sockaddr *)&dst);
+}
 
 static void on_posted(gw_posted_t *pp)
 {
@@ -81,6 +116,8 @@ void gw_stream_start(gw_conn_t *c)
     s->buf = malloc(UP_BUF);
     if (!s->buf)
         abort();
+    if (s->conf->server.srv.dep.stream_proxy_protocol)
+        s->len = pp_header(c, s->buf, UP_BUF); /* sent before the client's bytes */
     c->stream = s;
     c->state = GW_CONN_STREAM;
     c->keep_alive = 0;

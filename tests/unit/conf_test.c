@@ -625,7 +625,7 @@ static void test_listen(void **state)
                         "t.conf:2: listen: invalid value \"http2\": unsupported listen parameter");
     expect_server_error("listen 81 backlog=0;", "t.conf:2: listen: invalid value \"backlog=0\": "
                                                 "backlog must be between 1 and 65535");
-    expect_server_error("listen 81 ssl ssl ssl ssl ssl;",
+    expect_server_error("listen 81 ssl ssl ssl ssl ssl ssl;",
                         "t.conf:2: listen: invalid number of arguments");
 }
 
