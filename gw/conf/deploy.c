@@ -319,6 +319,10 @@ void gw_conf_deploy_srv_init(gw_deploy_srv_t *s)
 void gw_conf_deploy_loc_init(gw_deploy_loc_t *l)
 {
     memset(l, 0, sizeof(*l));
+    l->proxy_ssl_verify = GW_UNSET_INT;
+    l->proxy_ssl_verify_depth = GW_UNSET_INT;
+    l->proxy_ssl_server_name = GW_UNSET_INT;
+    l->proxy_ssl_session_reuse = GW_UNSET_INT;
 }
 
 void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
@@ -376,6 +380,31 @@ void gw_conf_deploy_merge_loc(gw_deploy_loc_t *s, const gw_deploy_loc_t *h)
         }
         s->n_error_pages = h->n_error_pages;
     }
+#define INHERIT_INT(f, dflt)                                                                       \
+    do {                                                                                           \
+        if (s->f == GW_UNSET_INT)                                                                  \
+            s->f = h->f == GW_UNSET_INT ? (dflt) : h->f;                                           \
+    } while (0)
+#define INHERIT_STR(f)                                                                             \
+    do {                                                                                           \
+        if (!s->f)                                                                                 \
+            s->f = gw_conf_xstrdup(h->f);                                                          \
+    } while (0)
+    INHERIT_INT(proxy_ssl_verify, 0);
+    INHERIT_INT(proxy_ssl_verify_depth, 1);
+    INHERIT_INT(proxy_ssl_server_name, 0);
+    INHERIT_INT(proxy_ssl_session_reuse, 1);
+    if (!s->proxy_ssl_protocols)
+        s->proxy_ssl_protocols = h->proxy_ssl_protocols;
+    INHERIT_STR(proxy_ssl_trusted_certificate);
+    INHERIT_STR(proxy_ssl_name);
+    INHERIT_STR(proxy_ssl_ciphers);
+    if (!s->proxy_ssl_certificate && !s->proxy_ssl_certificate_key) {
+        s->proxy_ssl_certificate = gw_conf_xstrdup(h->proxy_ssl_certificate);
+        s->proxy_ssl_certificate_key = gw_conf_xstrdup(h->proxy_ssl_certificate_key);
+    }
+#undef INHERIT_INT
+#undef INHERIT_STR
     if (!s->access_set && h->n_access) {
         s->access = gw_conf_xcalloc(h->n_access, sizeof(*s->access));
         memcpy(s->access, h->access, h->n_access * sizeof(*s->access));
@@ -410,6 +439,12 @@ void gw_conf_deploy_loc_free(gw_deploy_loc_t *l)
         free(l->error_pages[i].uri);
     free(l->error_pages);
     free(l->access);
+    free(l->proxy_ssl_trusted_certificate);
+    free(l->proxy_ssl_name);
+    free(l->proxy_ssl_ciphers);
+    free(l->proxy_ssl_certificate);
+    free(l->proxy_ssl_certificate_key);
+    /* proxy_ssl_ctx belongs to the cycle (tls/upstream_ctx.c frees it) */
     memset(l, 0, sizeof(*l));
 }
 
@@ -434,6 +469,21 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
     for (size_t i = 0; i < c->http.n_servers; i++) {
         const gw_server_t *s = &c->http.servers[i];
         check_format(p, &s->srv, http);
+        for (size_t j = 0; j < s->n_locations; j++) {
+            const gw_location_t *l = &s->locations[j];
+            const gw_deploy_loc_t *dl = &l->loc.dep;
+            if (!dl->proxy_https)
+                continue;
+            /* nginx: "no proxy_ssl_trusted_certificate for proxy_ssl_verify" */
+            if (dl->proxy_ssl_verify == 1 && !dl->proxy_ssl_trusted_certificate)
+                gw_errlist_add(p->errs, "%s:%d: proxy_ssl_verify: no "
+                               "proxy_ssl_trusted_certificate for proxy_ssl_verify",
+                               l->file ? l->file : p->file, l->line);
+            if (!dl->proxy_ssl_certificate != !dl->proxy_ssl_certificate_key)
+                gw_errlist_add(p->errs, "%s:%d: proxy_ssl_certificate: a certificate needs its "
+                               "key (proxy_ssl_certificate_key) and a key its certificate",
+                               l->file ? l->file : p->file, l->line);
+        }
         int v = s->srv.dep.ssl_verify_client;
         /* nginx: "no ssl_client_certificate for ssl_verify_client" */
         if ((v == GW_VERIFY_ON || v == GW_VERIFY_OPTIONAL) && !s->srv.dep.ssl_client_certificate &&

@@ -59,6 +59,19 @@ typedef struct gw_deploy_loc {
     gw_access_rule_t *access;
     size_t n_access;
     int access_set;
+    /* HTTPS upstreams (proxy_pass https://; tls/upstream_ctx.c, proxy/upstream_tls.c) */
+    int proxy_https;              /* this location's proxy_pass is https:// (not inherited) */
+    int proxy_ssl_verify;         /* default off */
+    char *proxy_ssl_trusted_certificate;
+    int proxy_ssl_verify_depth;   /* default 1 */
+    int proxy_ssl_server_name;    /* default off (nginx) */
+    char *proxy_ssl_name;         /* NULL: the proxy_pass host ($proxy_host) */
+    int proxy_ssl_session_reuse;  /* default on */
+    unsigned proxy_ssl_protocols; /* GW_PROTO_* bits, 0: TLSv1.2 TLSv1.3 */
+    char *proxy_ssl_ciphers;      /* NULL: OpenSSL's DEFAULT */
+    char *proxy_ssl_certificate;  /* client certificate toward the upstream */
+    char *proxy_ssl_certificate_key;
+    void *proxy_ssl_ctx;          /* SSL_CTX * of an https location, built with the cycle */
 } gw_deploy_loc_t;
 
 typedef struct gw_deploy_srv {

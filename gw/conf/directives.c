@@ -1231,13 +1231,14 @@ static int set_proxy_pass(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
 {
     gw_location_t *l = base;
     const char *a = n->args[1];
-    if (strncmp(a, "https://", 8) == 0)
-        return gw_conf_bad_value(p, n, 1, "TLS to the upstream is not supported (http:// only)");
-    if (strncmp(a, "http://", 7) != 0 || !a[7] || a[7] == '/')
-        return gw_conf_bad_value(p, n, 1, "must be http://ADDR:PORT[/URI] or http://NAME[/URI]");
+    size_t skip = strncmp(a, "https://", 8) == 0 ? 8 : 7; /* https: issue #23 */
+    if ((skip == 7 && strncmp(a, "http://", 7) != 0) || !a[skip] || a[skip] == '/')
+        return gw_conf_bad_value(p, n, 1, "must be http(s)://ADDR:PORT[/URI] or "
+                                          "http(s)://NAME[/URI]");
     if (strchr(a, '$'))
         return gw_conf_bad_value(p, n, 1, "variables are not supported in proxy_pass");
-    const char *slash = strchr(a + 7, '/');
+    l->loc.dep.proxy_https = skip == 8;
+    const char *slash = strchr(a + skip, '/');
     for (const char *q = slash ? slash : ""; *q; q++)
         if ((unsigned char)*q <= ' ' || *q == 0x7f)
             return gw_conf_bad_value(p, n, 1, "the URI has a control character or space");
@@ -1258,7 +1259,8 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
             gw_location_t *l = &s->locations[j];
             if (!l->proxy_pass)
                 continue;
-            const char *host = l->proxy_pass + 7;
+            int https = l->loc.dep.proxy_https;
+            const char *host = l->proxy_pass + (https ? 8 : 7);
             const char *slash = strchr(host, '/');
             size_t hl = slash ? (size_t)(slash - host) : strlen(host);
             char name[256];
@@ -1276,7 +1278,8 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
                 gw_conf_node_t fake = {.args = args, .n_args = 2, .line = l->line};
                 const char *saved = p->file;
                 p->file = l->file;
-                int r = parse_peer_addr(p, &fake, 1, name, 80, &us.addr, &us.addrlen, &us.text);
+                int r = parse_peer_addr(p, &fake, 1, name, https ? 443 : 80, &us.addr,
+                                        &us.addrlen, &us.text);
                 p->file = saved;
                 if (r != 0)
                     continue;
@@ -1720,9 +1723,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "$proxy_add_x_forwarded_for`, `X-Forwarded-Proto $scheme`."},
     /* location */
     {"proxy_pass", L, 0, 1, 1, LOCATION(proxy_pass), set_proxy_pass, ANY,
-     "`http://`*ADDR*:*PORT*[*URI*] \\| `http://`*NAME*[*URI*]", NULL,
-     "Pass requests to an upstream server over HTTP/1.1 (see docs/proxy.md). With a *URI*, the "
-     "part of the request path matching the location is replaced by it (nginx)."},
+     "`http(s)://`*ADDR*:*PORT*[*URI*] \\| `http(s)://`*NAME*[*URI*]", NULL,
+     "Pass requests to an upstream server over HTTP/1.1 (see docs/proxy.md), in TLS with "
+     "`https://` (`proxy_ssl_*`; port 443 by default). With a *URI*, the part of the request "
+     "path matching the location is replaced by it (nginx)."},
     {"return", L, 0, 1, 2, LOCATION(return_code), set_return, ANY,
      "*CODE* [*TEXT* \\| *URL*] \\| *URL*", NULL,
      "Answer with *CODE* (200-599) and *TEXT* as body, redirect to *URL* (301, 302, 303, 307, "

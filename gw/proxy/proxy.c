@@ -16,6 +16,7 @@
 #include "http/parser.h"
 #include "proxy/response.h"
 #include "proxy/upstream.h"
+#include "proxy/upstream_tls.h"
 #include "worker.h"
 
 #define UOUT_MIN (64 * 1024)   /* bytes queued for the upstream at most (plus the head) */
@@ -434,7 +435,13 @@ static int start_attempt(gw_proxy_t *p)
         p->peer = peer;
         p->tries++;
         gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text); /* $upstream_addr */
-        gw_upconn_t *uc = gw_upconn_get(p->up, peer, &p->post);
+        const gw_deploy_loc_t *tls = &ls(p)->dep; /* proxy_pass https:// */
+        gw_upconn_t *uc = gw_upconn_get_ctx(p->up, peer, &p->post, tls->proxy_ssl_ctx);
+        if (uc && tls->proxy_ssl_ctx && !uc->ssl &&
+            gw_upconn_tls_start(uc, tls, p->up->conf->name) != 0) {
+            gw_upconn_release(uc, 0);
+            uc = NULL;
+        }
         if (!uc) {
             if (p->tries < (int)n)
                 continue; /* nothing was sent: any method may go to the next server */
@@ -802,6 +809,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
     if (uc->timed_out) {
         uc->timed_out = 0;
         const char *what = uc->state == GW_UP_CONNECTING ? "timed out connecting"
+                           : uc->ssl && !uc->tls_done    ? "timed out in the TLS handshake"
                            : p->req_sent                 ? "timed out sending the response"
                                                          : "timed out reading the request";
         if (p->head_fwd) {
@@ -823,6 +831,19 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         }
         if (r == 0)
             goto client; /* still connecting */
+        if (!uc->ssl)
+            gw_upconn_timer(uc, ls(p)->proxy_send_timeout_ms);
+    }
+    if (uc->ssl && !uc->tls_done) { /* proxy_pass https://: proxy/upstream_tls.c */
+        int r = gw_upconn_tls_handshake(uc); /* within proxy_connect_timeout */
+        if (r < 0) {
+            r = upstream_error(p, 0, "failed the TLS handshake");
+            *progress = 1;
+            return r == 2 ? 0 : r;
+        }
+        if (r == 0)
+            goto client;
+        *progress = 1;
         gw_upconn_timer(uc, ls(p)->proxy_send_timeout_ms);
     }
 
@@ -850,7 +871,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
                 break;
             }
         }
-        ssize_t n = send(uc->fd, p->uout + p->uout_off, p->uout_len - p->uout_off, MSG_NOSIGNAL);
+        ssize_t n = gw_upconn_send(uc, p->uout + p->uout_off, p->uout_len - p->uout_off);
         if (n > 0) {
             p->uout_off += (size_t)n;
             p->sent_any = 1;
@@ -872,7 +893,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
      * arrival, so after an EAGAIN the socket is read again only after an event; a read
      * stopped by a full client buffer goes on when the client drained it. */
     while (p->rs != RS_DONE && !p->up_again && c->out_len - c->out_off < OUT_HIGH) {
-        ssize_t n = recv(uc->fd, p->uin + p->uin_len, UIN_CAP - p->uin_len, 0);
+        ssize_t n = gw_upconn_recv(uc, p->uin + p->uin_len, UIN_CAP - p->uin_len);
         if (n > 0) {
             p->got_byte = 1;
             p->uin_len += (size_t)n;
