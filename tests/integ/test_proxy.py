@@ -587,8 +587,8 @@ def test_smuggling_400_and_close(env):
 
 def test_config_errors(env):
     bad = [
-        ("location / { proxy_pass https://127.0.0.1:1; }", "TLS to the upstream"),
-        ("location / { proxy_pass 127.0.0.1:1; }", "must be http://"),
+        ("location / { proxy_pass ftp://127.0.0.1:1; }", "must be http(s)://"),
+        ("location / { proxy_pass 127.0.0.1:1; }", "must be http(s)://"),
         ("location / { proxy_pass http://nowhere; }", "host names are not supported"),
         ("location / { proxy_pass http://$host; }", "variables are not supported"),
         ("location / { proxy_set_header Connection x; proxy_pass http://127.0.0.1:1; }",
