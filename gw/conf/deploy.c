@@ -323,6 +323,8 @@ void gw_conf_deploy_loc_init(gw_deploy_loc_t *l)
     l->proxy_ssl_verify_depth = GW_UNSET_INT;
     l->proxy_ssl_server_name = GW_UNSET_INT;
     l->proxy_ssl_session_reuse = GW_UNSET_INT;
+    l->proxy_request_buffering = GW_UNSET_INT;
+    l->client_body_buffer_size = GW_UNSET_SIZE;
 }
 
 void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
@@ -394,6 +396,11 @@ void gw_conf_deploy_merge_loc(gw_deploy_loc_t *s, const gw_deploy_loc_t *h)
     INHERIT_INT(proxy_ssl_verify_depth, 1);
     INHERIT_INT(proxy_ssl_server_name, 0);
     INHERIT_INT(proxy_ssl_session_reuse, 1);
+    INHERIT_INT(proxy_request_buffering, 1);
+    if (s->client_body_buffer_size == GW_UNSET_SIZE)
+        s->client_body_buffer_size = h->client_body_buffer_size == GW_UNSET_SIZE
+                                         ? 16384
+                                         : h->client_body_buffer_size;
     if (!s->proxy_ssl_protocols)
         s->proxy_ssl_protocols = h->proxy_ssl_protocols;
     INHERIT_STR(proxy_ssl_trusted_certificate);
