@@ -502,12 +502,33 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
     }
     if (c->http.n_servers == 0)
         check_format(p, &c->http.srv, http);
+    for (size_t i = 0; i < c->stream.n_servers; i++) {
+        const gw_server_t *s = &c->stream.servers[i].server;
+        const gw_deploy_loc_t *dl = &s->loc.dep;
+        if (dl->proxy_https && dl->proxy_ssl_verify == 1 && !dl->proxy_ssl_trusted_certificate)
+            gw_errlist_add(p->errs, "%s:%d: proxy_ssl_verify: no proxy_ssl_trusted_certificate "
+                           "for proxy_ssl_verify", s->file ? s->file : p->file, s->line);
+    }
 }
 
 int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_conf_node_t *g,
-                          unsigned char *seen_pp)
+                          unsigned char *seen_pp, gw_conf_scope_t *in)
 {
     const char *key = g->args[0];
+    if (strncmp(key, "proxy_ssl_", 10) == 0) {
+        gw_conf_node_t one = {.n_children = 1, .children = (gw_conf_node_t *)g};
+        gw_conf_walk(p, in, &one);
+        return 1;
+    }
+    if (strcmp(key, "proxy_ssl") == 0) {
+        if (g->has_block || g->n_args != 2)
+            gw_conf_error(p, g->line, key, "invalid number of arguments");
+        else if (strcasecmp(g->args[1], "on") == 0 || strcasecmp(g->args[1], "off") == 0)
+            ss->server.loc.dep.proxy_https = strcasecmp(g->args[1], "on") == 0;
+        else
+            gw_conf_bad_value(p, g, 1, "must be \"on\" or \"off\"");
+        return 1;
+    }
     if (strcmp(key, "proxy_protocol") != 0)
         return 0;
     if (g->has_block || g->n_args != 2) {

@@ -32,11 +32,12 @@ void gw_conf_deploy_srv_free(gw_deploy_srv_t *s);
 void gw_conf_deploy_loc_free(gw_deploy_loc_t *l);
 /**
  * A directive of a stream server that only stream servers have (issue #23):
- * `proxy_protocol on|off`. Returns 1 when g was one (applied, or an error reported),
+ * `proxy_protocol on|off`, `proxy_ssl on|off` and the `proxy_ssl_*` settings of its
+ * TLS toward the upstream (walked in scope in, the server's). Returns 1 when g was one (applied, or an error reported),
  * 0 when it is none of them.
  */
 int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_conf_node_t *g,
-                          unsigned char *seen_pp);
+                          unsigned char *seen_pp, gw_conf_scope_t *in);
 
 /** After the merge: every access_log format name is a log_format of the http block. */
 void gw_conf_deploy_validate(gw_conf_parser_t *p);

@@ -1381,7 +1381,7 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
         for (size_t k = 0; k < ch->n_children; k++) {
             const gw_conf_node_t *g = &ch->children[k];
             const char *key = g->args[0];
-            if (gw_conf_stream_deploy(p, ss, g, &saw_dep)) /* issue #23: conf/deploy.c */
+            if (gw_conf_stream_deploy(p, ss, g, &saw_dep, &in)) /* issue #23: conf/deploy.c */
                 continue;
             int64_t *tp = NULL;
             if (strcmp(key, "proxy_pass") == 0) {
@@ -1546,7 +1546,9 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "ssl_...; }` (timeouts 10m and 60s; the ssl_ directives of an http server apply, except "
      "OCSP stapling). `proxy_protocol on` sends a PROXY protocol v1 header to the upstream "
      "naming the client (the address a PROXY header of the client's connection gave, else "
-     "the TCP peer) and the address it connected to. See docs/proxy.md."},
+     "the TCP peer) and the address it connected to (before TLS). `proxy_ssl on` speaks TLS "
+     "to the upstream, with the `proxy_ssl_*` settings of http (given in the stream server). "
+     "See docs/proxy.md."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
      "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
     /* events */

@@ -208,3 +208,15 @@ void gw_upconn_tls_close(gw_upconn_t *uc)
     uc->ssl = NULL;
     uc->tls_done = 0;
 }
+
+void gw_upconn_shutdown_write(gw_upconn_t *uc)
+{
+    if (!uc->ssl) {
+        shutdown(uc->fd, SHUT_WR);
+        return;
+    }
+    ERR_clear_error();
+    if (uc->tls_done)
+        SSL_shutdown(uc->ssl); /* RFC 8446 §6.1: close_notify ends our direction */
+    ERR_clear_error();
+}

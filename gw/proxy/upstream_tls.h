@@ -38,6 +38,10 @@ ssize_t gw_upconn_send(gw_upconn_t *uc, const void *buf, size_t len);
  * close_notify), -1 with errno (EAGAIN: wait; ECONNRESET: reset or a TLS error). */
 ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len);
 
+/** End the direction toward the upstream: close_notify through TLS (one non-blocking
+ * attempt), else shutdown(SHUT_WR). */
+void gw_upconn_shutdown_write(gw_upconn_t *uc);
+
 /** uc is being closed: send close_notify once if the handshake was done (never waits),
  * free the SSL. Called by the pool (upstream.c). */
 void gw_upconn_tls_close(gw_upconn_t *uc);

@@ -19,9 +19,14 @@ static int new_session(SSL *ssl, SSL_SESSION *sess)
     return session_cb ? session_cb(ssl, sess) : 0;
 }
 
-static SSL_CTX *build(const gw_location_t *l, const gw_server_t *s, gw_errlist_t *errs)
+typedef struct where {
+    const char *file;
+    int line;
+} where_t;
+
+static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_server_t *s,
+                      gw_errlist_t *errs)
 {
-    const gw_deploy_loc_t *d = &l->loc.dep;
     const char *file = l->file ? l->file : s->file ? s->file : "<config>";
     char why[1024];
     ERR_clear_error();
@@ -113,11 +118,22 @@ int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
             gw_location_t *l = &s->locations[j];
             if (!l->proxy_pass || !l->loc.dep.proxy_https)
                 continue;
-            SSL_CTX *ctx = build(l, s, errs);
+            where_t w = {l->file, l->line};
+            SSL_CTX *ctx = build(&l->loc.dep, &w, s, errs);
             if (!ctx)
                 rc = -1;
             l->loc.dep.proxy_ssl_ctx = ctx;
         }
+    }
+    for (size_t i = 0; i < conf->stream.n_servers; i++) { /* stream: proxy_ssl on */
+        gw_server_t *s = &conf->stream.servers[i].server;
+        if (!s->loc.dep.proxy_https)
+            continue;
+        where_t w = {s->file, s->line};
+        SSL_CTX *ctx = build(&s->loc.dep, &w, s, errs);
+        if (!ctx)
+            rc = -1;
+        s->loc.dep.proxy_ssl_ctx = ctx;
     }
     return rc;
 }
@@ -132,5 +148,10 @@ void gw_tls_upstream_ctxs_free(gw_conf_t *conf)
             SSL_CTX_free(s->locations[j].loc.dep.proxy_ssl_ctx);
             s->locations[j].loc.dep.proxy_ssl_ctx = NULL;
         }
+    }
+    for (size_t i = 0; i < conf->stream.n_servers; i++) {
+        gw_server_t *s = &conf->stream.servers[i].server;
+        SSL_CTX_free(s->loc.dep.proxy_ssl_ctx);
+        s->loc.dep.proxy_ssl_ctx = NULL;
     }
 }

@@ -213,6 +213,97 @@ def test_client_certificate_to_upstream(env):
         b.close()
 
 
+class TLSEcho:
+    """A TLS echo server that first reads a PROXY v1 line in the clear (when sent)."""
+
+    def __init__(self):
+        p = pki()
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(p["backend.crt"], p["backend.key"])
+        self.sni = []
+        self.ctx.sni_callback = lambda sock, name, c: self.sni.append(name)
+        self.pp = []
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(8)
+        self.port = self.ls.getsockname()[1]
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            first = c.recv(5, socket.MSG_PEEK)
+            if first == b"PROXY":
+                line = b""
+                while not line.endswith(b"\r\n"):
+                    line += c.recv(1)
+                self.pp.append(line)
+            with self.ctx.wrap_socket(c, server_side=True) as s:
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    s.sendall(d)
+        except (OSError, ssl.SSLError):
+            pass
+
+    def close(self):
+        self.ls.close()
+
+
+def test_stream_proxy_ssl(env):
+    p = pki()
+    e, e2 = TLSEcho(), TLSEcho()
+    try:
+        port, bad = env.port(), env.port()
+        env.start(env.write("tlsgate.conf", env.main_conf() + """
+            stream {
+              server { listen 127.0.0.1:%d; proxy_pass 127.0.0.1:%d; proxy_protocol on;
+                       proxy_ssl on; proxy_ssl_verify on; proxy_ssl_trusted_certificate %s;
+                       proxy_ssl_name backend.test; proxy_ssl_server_name on; }
+              server { listen 127.0.0.1:%d; proxy_pass 127.0.0.1:%d;
+                       proxy_ssl on; proxy_ssl_verify on; proxy_ssl_trusted_certificate %s; }
+            }""" % (port, e.port, p["ca.crt"], bad, e2.port, p["other.crt"])))
+        H.wait_until(lambda: H.port_accepts(port) and H.port_accepts(bad), 10, what="tlsgate")
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        cport = s.getsockname()[1]
+        s.sendall(b"ping")
+        got = b""
+        while len(got) < 4:
+            d = s.recv(100)
+            if not d:
+                break
+            got += d
+        s.shutdown(socket.SHUT_WR)  # the half-close passes on (close_notify), then EOF
+        assert s.recv(100) == b""
+        s.close()
+        assert got == b"ping", got
+        # (the first connection was the harness's port probe)
+        assert e.pp[-1] == b"PROXY TCP4 127.0.0.1 127.0.0.1 %d %d\r\n" % (cport, port), e.pp
+        assert e.sni[-1] == "backend.test", e.sni
+        # an upstream certificate the CA did not sign: the connection is closed
+        env.allow_log = True
+        s = socket.create_connection(("127.0.0.1", bad), timeout=5)
+        s.sendall(b"ping")
+        try:
+            assert s.recv(100) == b""
+        except ConnectionResetError:  # closed with "ping" unread: a reset is a close too
+            pass
+        s.close()
+        H.wait_until(lambda: "SSL certificate verify error" in env.servers[0].log_text(), 3,
+                     what="the verify error's log line")
+    finally:
+        e.close()
+        e2.close()
+
+
 def test_config_errors(env):
     port = env.port()
     for loc, want in (
