@@ -21,7 +21,8 @@ int main(int argc, char **argv)
 ")
 add_executable(conf_man ${CMAKE_BINARY_DIR}/generated/conf_man.c
                ${CMAKE_SOURCE_DIR}/gw/conf/man.c ${CMAKE_SOURCE_DIR}/gw/conf/lexer.c
-               ${CMAKE_SOURCE_DIR}/gw/conf/conf.c ${CMAKE_SOURCE_DIR}/gw/conf/directives.c)
+               ${CMAKE_SOURCE_DIR}/gw/conf/conf.c ${CMAKE_SOURCE_DIR}/gw/conf/directives.c
+               ${CMAKE_SOURCE_DIR}/gw/conf/include.c ${CMAKE_SOURCE_DIR}/gw/conf/deploy.c)
 target_include_directories(conf_man PRIVATE ${CMAKE_SOURCE_DIR}/gw)
 set(TLSGATE_MAN_PAGES ${CMAKE_BINARY_DIR}/man/tlsgate.8 ${CMAKE_BINARY_DIR}/man/tlsgate.conf.5)
 add_custom_command(OUTPUT ${TLSGATE_MAN_PAGES}

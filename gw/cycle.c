@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "core/privs.h"
+#include "tls/upstream_ctx.h"
 #include "tls/tls.h"
 
 static int open_log(gw_cycle_t *c, const char *path, gw_errlist_t *errs)
@@ -168,6 +169,7 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
             }
         }
     }
+    gw_tls_upstream_ctxs_build(conf, errs); /* proxy_pass https://: tls/upstream_ctx.h */
     if (errs->n > nerr) {
         gw_cycle_free(c);
         return NULL;
@@ -191,6 +193,7 @@ void gw_cycle_free(gw_cycle_t *c)
     gw_privs_dispose(&c->privs);
     free(c->laddrs);
     free(c->vservers);
+    gw_tls_upstream_ctxs_free(c->conf);
     gw_conf_free(c->conf);
     free(c);
 }

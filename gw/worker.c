@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/conn.h"
+#include "http/resume.h"
 #include "proxy/upstream.h"
 #include "tls/accel.h"
 #include "tlsgate/prov.h"
@@ -254,6 +255,7 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         gw_log(GW_LOG_EMERG, errno, "eventfd() for async wakes failed");
         exit(2);
     }
+    gw_resume_worker_start(cycle); /* fleet ticket keys: fetched from the start */
     int poll_hook = gw_accel_has_poll();
     /* idle-time precomputation: work the providers still have (1: unknown, ask) */
     const int idle_hook = gw_accel_has_idle();

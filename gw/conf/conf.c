@@ -12,6 +12,7 @@
 
 #include "conf.h"
 #include "lexer.h"
+#include "deploy_set.h"
 
 #define CMDLINE_NAME "<command line>"
 #define DEFAULT_NAME "<default>"
@@ -219,9 +220,11 @@ static void *group_base(gw_conf_parser_t *p, gw_conf_scope_t *sc, int group)
 
 void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t *block)
 {
+    const char *outer = p->file;
     for (size_t i = 0; i < block->n_children; i++) {
         const gw_conf_node_t *n = &block->children[i];
         const char *name = n->args[0];
+        p->file = n->file ? n->file : outer; /* an included directive names its file */
         int idx = gw_conf_find_directive(name);
         if (idx < 0) {
             gw_conf_error(p, n->line, name, "unknown directive");
@@ -258,6 +261,7 @@ void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t
         }
         d->set(p, sc, d, n, base);
     }
+    p->file = outer;
 }
 
 /* ---- init / free ---- */
@@ -286,6 +290,7 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->ssl_reject_handshake = GW_UNSET_INT;
     s->sendfile = GW_UNSET_INT;
     s->ssl_buffer_size = GW_UNSET_SIZE;
+    gw_conf_deploy_srv_init(&s->dep);
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -294,6 +299,7 @@ void gw_conf_loc_init(gw_loc_settings_t *l)
     l->proxy_connect_timeout_ms = GW_UNSET_MS;
     l->proxy_read_timeout_ms = GW_UNSET_MS;
     l->proxy_send_timeout_ms = GW_UNSET_MS;
+    gw_conf_deploy_loc_init(&l->dep);
 }
 
 static void strlist_free(gw_strlist_t *l)
@@ -332,6 +338,7 @@ static void srv_free(gw_srv_settings_t *s)
     }
     free(s->certs);
     strlist_free(&s->ssl_stapling_files);
+    gw_conf_deploy_srv_free(&s->dep);
     memset(s, 0, sizeof(*s));
 }
 
@@ -344,6 +351,7 @@ static void loc_free(gw_loc_settings_t *l)
         free(l->proxy_headers[i].value);
     }
     free(l->proxy_headers);
+    gw_conf_deploy_loc_free(&l->dep);
 }
 
 static void upstreams_free(gw_upstream_conf_t *v, size_t n)
@@ -546,6 +554,7 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
         }
         s->n_certs = h->n_certs;
     }
+    gw_conf_deploy_merge_srv(&s->dep, &h->dep);
 }
 
 static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
@@ -565,6 +574,7 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
         }
         s->n_proxy_headers = h->n_proxy_headers;
     }
+    gw_conf_deploy_merge_loc(&s->dep, &h->dep);
 }
 
 #undef INHERIT
@@ -613,6 +623,7 @@ static void validate(gw_conf_parser_t *p)
     if (p->syntax_errors || !c->http_present)
         return;
     gw_conf_resolve_proxy(p);
+    gw_conf_deploy_validate(p);
     if (c->http.n_servers == 0 && !p->saw_server)
         error_at(p, p->http_file, p->http_line, "http", "no server block defined");
     int http_cert = p->http_saw_cert;
@@ -632,7 +643,7 @@ static void validate(gw_conf_parser_t *p)
 
 /* ---- entry points ---- */
 
-static const char *add_file(gw_conf_t *c, const char *name)
+const char *gw_conf_add_file(gw_conf_t *c, const char *name)
 {
     char **slot = gw_conf_xpush(&c->files.v, &c->files.n, sizeof(char *));
     *slot = gw_conf_xstrdup(name);
@@ -680,8 +691,8 @@ gw_conf_t *gw_conf_parse(const char *name, const char *text, size_t len, const c
     init_main(c);
     c->prefix = norm_prefix(prefix);
     c->conf_file = gw_conf_xstrdup(name);
-    const char *fname = add_file(c, name);
-    const char *gname = globals ? add_file(c, CMDLINE_NAME) : NULL;
+    const char *fname = gw_conf_add_file(c, name);
+    const char *gname = globals ? gw_conf_add_file(c, CMDLINE_NAME) : NULL;
 
     gw_conf_parser_t *p = gw_conf_xcalloc(1, sizeof(*p));
     p->conf = c;
@@ -692,6 +703,9 @@ gw_conf_t *gw_conf_parse(const char *name, const char *text, size_t len, const c
         p->syntax_errors = 1;
     if (globals && gw_conf_lex(gname, globals, strlen(globals), &groot, errs) > 0)
         p->syntax_errors = 1;
+    gw_conf_expand_includes(p, &root, fname);
+    if (globals)
+        gw_conf_expand_includes(p, &groot, gname);
 
     gw_conf_scope_t sc = {.ctx = GW_CTX_MAIN, .seen = p->main_seen};
     p->file = fname;
@@ -716,20 +730,15 @@ gw_conf_t *gw_conf_parse(const char *name, const char *text, size_t len, const c
     return c;
 }
 
-gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *globals,
-                             const char *state_dir, gw_errlist_t *errs)
+int gw_conf_read_file(const char *path, char **out, size_t *out_len, gw_errlist_t *errs)
 {
-    gw_errlist_t local = {0};
-    if (!errs)
-        errs = &local;
     FILE *f = fopen(path, "rb");
     if (!f) {
         gw_errlist_add(errs, "%s: cannot open: %s", path, strerror(errno));
-        gw_errlist_clear(&local);
-        return NULL;
+        return -1;
     }
     size_t cap = 65536, len = 0;
-    char *buf = gw_conf_xcalloc(1, cap);
+    char *buf = gw_conf_xcalloc(1, cap + 1);
     for (;;) {
         if (len == cap) {
             char extra;
@@ -738,13 +747,12 @@ gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *g
                                MAX_FILE_SIZE);
                 free(buf);
                 fclose(f);
-                gw_errlist_clear(&local);
-                return NULL;
+                return -1;
             }
             if (cap >= MAX_FILE_SIZE)
                 break;
             cap *= 2;
-            buf = gw_conf_xrealloc(buf, cap);
+            buf = gw_conf_xrealloc(buf, cap + 1);
         }
         size_t r = fread(buf + len, 1, cap - len, f);
         len += r;
@@ -753,13 +761,30 @@ gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *g
                 gw_errlist_add(errs, "%s: cannot read: %s", path, strerror(errno));
                 free(buf);
                 fclose(f);
-                gw_errlist_clear(&local);
-                return NULL;
+                return -1;
             }
             break;
         }
     }
     fclose(f);
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *globals,
+                             const char *state_dir, gw_errlist_t *errs)
+{
+    gw_errlist_t local = {0};
+    if (!errs)
+        errs = &local;
+    char *buf;
+    size_t len;
+    if (gw_conf_read_file(path, &buf, &len, errs) != 0) {
+        gw_errlist_clear(&local);
+        return NULL;
+    }
 
     char *abs = NULL;
     if (path[0] == '/') {

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "conf/deploy.h"
+
 /* Log levels, nginx's names and order. */
 enum gw_log_level {
     GW_LOG_EMERG = 0,
@@ -131,6 +133,7 @@ typedef struct gw_srv_settings {
     char *ssl_password_file;           /* passphrases for encrypted keys, one a line; NULL */
     int sendfile;                      /* 0/1, default 0: static files by kTLS + sendfile */
     int64_t ssl_buffer_size;           /* bytes of file data per TLS record, default 16k */
+    gw_deploy_srv_t dep;               /* issue #23 settings: conf/deploy.h */
 } gw_srv_settings_t;
 
 /**
@@ -148,6 +151,7 @@ typedef struct gw_loc_settings {
                                          as a whole by a level that sets none (nginx) */
     size_t n_proxy_headers;
     int proxy_headers_set;            /* proxy_set_header given at this level */
+    gw_deploy_loc_t dep;              /* issue #23 settings: conf/deploy.h */
 } gw_loc_settings_t;
 
 enum gw_loc_match {
@@ -180,6 +184,7 @@ typedef struct gw_listen {
     int reuseport;
     int backlog;         /* default 511 */
     int default_server;
+    int proxy_protocol;  /* a PROXY protocol header (v1 or v2) comes first (net/proxy_protocol.h) */
     int line;            /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 

@@ -16,6 +16,7 @@
 
 #include "conf.h"
 #include "lexer.h"
+#include "deploy_set.h"
 
 #define FIELD(base, d, type) ((type *)((char *)(base) + (d)->offset))
 
@@ -464,8 +465,11 @@ static int set_access_log(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
         return gw_conf_bad_value(p, n, 1, "empty path");
     if (strncmp(a, "syslog:", 7) == 0)
         return gw_conf_bad_value(p, n, 1, "only a file is supported");
-    if (n->n_args > 2 && strcmp(n->args[2], "combined") != 0)
-        return gw_conf_bad_value(p, n, 2, "only the \"combined\" format is supported");
+    if (n->n_args > 2) { /* a log_format name, checked once the http block is read */
+        replace_str(&s->dep.access_log_format, gw_conf_xstrdup(n->args[2]));
+        s->dep.access_log_format_line = n->line;
+        s->dep.access_log_format_file = p->file;
+    }
     replace_str(&s->access_log, gw_conf_abs_path(p, a));
     s->access_log_set = 1;
     return 0;
@@ -768,6 +772,8 @@ static int set_listen(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             l.reuseport = 1;
         } else if (strcmp(a, "default_server") == 0) {
             l.default_server = 1;
+        } else if (strcmp(a, "proxy_protocol") == 0) {
+            l.proxy_protocol = 1; /* issue #23: net/proxy_protocol.h */
         } else if (strncmp(a, "backlog=", 8) == 0) {
             int64_t v;
             if (parse_u64(a + 8, strlen(a + 8), &v) != 0 || v < 1 || v > 65535) {
@@ -1225,13 +1231,14 @@ static int set_proxy_pass(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
 {
     gw_location_t *l = base;
     const char *a = n->args[1];
-    if (strncmp(a, "https://", 8) == 0)
-        return gw_conf_bad_value(p, n, 1, "TLS to the upstream is not supported (http:// only)");
-    if (strncmp(a, "http://", 7) != 0 || !a[7] || a[7] == '/')
-        return gw_conf_bad_value(p, n, 1, "must be http://ADDR:PORT[/URI] or http://NAME[/URI]");
+    size_t skip = strncmp(a, "https://", 8) == 0 ? 8 : 7; /* https: issue #23 */
+    if ((skip == 7 && strncmp(a, "http://", 7) != 0) || !a[skip] || a[skip] == '/')
+        return gw_conf_bad_value(p, n, 1, "must be http(s)://ADDR:PORT[/URI] or "
+                                          "http(s)://NAME[/URI]");
     if (strchr(a, '$'))
         return gw_conf_bad_value(p, n, 1, "variables are not supported in proxy_pass");
-    const char *slash = strchr(a + 7, '/');
+    l->loc.dep.proxy_https = skip == 8;
+    const char *slash = strchr(a + skip, '/');
     for (const char *q = slash ? slash : ""; *q; q++)
         if ((unsigned char)*q <= ' ' || *q == 0x7f)
             return gw_conf_bad_value(p, n, 1, "the URI has a control character or space");
@@ -1252,7 +1259,8 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
             gw_location_t *l = &s->locations[j];
             if (!l->proxy_pass)
                 continue;
-            const char *host = l->proxy_pass + 7;
+            int https = l->loc.dep.proxy_https;
+            const char *host = l->proxy_pass + (https ? 8 : 7);
             const char *slash = strchr(host, '/');
             size_t hl = slash ? (size_t)(slash - host) : strlen(host);
             char name[256];
@@ -1270,7 +1278,8 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
                 gw_conf_node_t fake = {.args = args, .n_args = 2, .line = l->line};
                 const char *saved = p->file;
                 p->file = l->file;
-                int r = parse_peer_addr(p, &fake, 1, name, 80, &us.addr, &us.addrlen, &us.text);
+                int r = parse_peer_addr(p, &fake, 1, name, https ? 443 : 80, &us.addr,
+                                        &us.addrlen, &us.text);
                 p->file = saved;
                 if (r != 0)
                     continue;
@@ -1368,9 +1377,12 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
         gw_conf_scope_t in = {.ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s,
                               .seen = seen};
         int saw_pass = 0, saw_to = 0, saw_cto = 0;
+        unsigned char saw_dep = 0;
         for (size_t k = 0; k < ch->n_children; k++) {
             const gw_conf_node_t *g = &ch->children[k];
             const char *key = g->args[0];
+            if (gw_conf_stream_deploy(p, ss, g, &saw_dep, &in)) /* issue #23: conf/deploy.c */
+                continue;
             int64_t *tp = NULL;
             if (strcmp(key, "proxy_pass") == 0) {
                 if (g->has_block || g->n_args != 2 || saw_pass++) {
@@ -1529,9 +1541,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Connection processing settings."},
     {"stream", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_stream, ANY, "`{ ... }`", NULL,
      "TLS termination for raw TCP (nginx's stream module): `upstream NAME { ... }` blocks as "
-     "in http, and `server { listen ADDR:PORT [ssl]; proxy_pass ADDR:PORT|NAME; "
-     "proxy_timeout TIME; proxy_connect_timeout TIME; ssl_...; }` (timeouts 10m and 60s; the "
-     "ssl_ directives of an http server apply, except OCSP stapling). See docs/proxy.md."},
+     "in http, and `server { listen ADDR:PORT [ssl] [proxy_protocol]; proxy_pass "
+     "ADDR:PORT|NAME; proxy_timeout TIME; proxy_connect_timeout TIME; proxy_protocol on|off; "
+     "ssl_...; }` (timeouts 10m and 60s; the ssl_ directives of an http server apply, except "
+     "OCSP stapling). `proxy_protocol on` sends a PROXY protocol v1 header to the upstream "
+     "naming the client (the address a PROXY header of the client's connection gave, else "
+     "the TCP peer) and the address it connected to (before TLS). `proxy_ssl on` speaks TLS "
+     "to the upstream, with the `proxy_ssl_*` settings of http (given in the stream server). "
+     "See docs/proxy.md."},
     {"http", M, GW_DIR_BLOCK, 0, 0, NOFIELD, set_http, ANY, "`{ ... }`", NULL,
      "HTTPS server settings and the `server` blocks; without it tlsgate does not start."},
     /* events */
@@ -1541,12 +1558,17 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"server", H, GW_DIR_BLOCK | GW_DIR_MULTI, 0, 0, NOFIELD, set_server, ANY, "`{ ... }`", NULL,
      "A virtual server: its addresses, names, settings and locations. Needs a `listen`."},
     /* server */
-    {"listen", S, GW_DIR_MULTI, 1, 5, SERVER(listens), set_listen, ANY,
+    {"listen", S, GW_DIR_MULTI, 1, 6, SERVER(listens), set_listen, ANY,
      "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`reuseport`] [`backlog=`*N*] "
-     "[`default_server`]",
+     "[`default_server`] [`proxy_protocol`]",
      NULL,
      "Address to accept connections on; numeric addresses only, `*:`*PORT* and a bare *PORT* "
-     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`."},
+     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`. With "
+     "`proxy_protocol` (http and stream) every connection starts with a PROXY protocol v1 or "
+     "v2 header (read before the TLS handshake, within its timeout: `ssl_handshake_timeout`, "
+     "or `client_header_timeout` without TLS); a malformed one closes the connection with an "
+     "error log line. `$proxy_protocol_addr` holds its client address; `real_ip_header "
+     "proxy_protocol` with `set_real_ip_from` makes it `$remote_addr`."},
     {"server_name", S, GW_DIR_MULTI | GW_DIR_DEFAULT_DOC, 1, -1, SERVER(server_names),
      set_server_name, ANY, "*NAME*...", "\"\"",
      "Host names of the server: exact names, `*.example.com`, `.example.com` (both), or `\"\"` "
@@ -1557,7 +1579,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "exact match wins, then the longest prefix."},
     /* http and server */
     {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY,
-     "`off` \\| *FILE* [`combined`]", "off", "Log requests to *FILE* in the combined format."},
+     "`off` \\| *FILE* [*FORMAT*]", "off",
+     "Log requests to *FILE* in the `combined` format or a `log_format` of the http block."},
     {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, TIME0,
      "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
      "keep-alive (responses say `Connection: close`)."},
@@ -1660,8 +1683,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "secret of the master process rotate every `ssl_session_timeout`, the same in all "
      "workers; the previous key still decrypts for one period. `redis://` shares keys across "
      "a fleet: for each period one gateway writes a random key (SET NX with expiry), the "
-     "others read it; the previous key still decrypts; until Redis is reached, the "
-     "automatic local keys are used. A server without one inherits http's."},
+     "others read it; the previous key still decrypts; until the fleet's key is known (the "
+     "first milliseconds after a start or reload, or Redis out of reach since the start) "
+     "no ticket is issued (TLS 1.2 gets a session ID instead), so no client holds a ticket "
+     "the fleet cannot read. A server without one inherits http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "
@@ -1700,9 +1725,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "$proxy_add_x_forwarded_for`, `X-Forwarded-Proto $scheme`."},
     /* location */
     {"proxy_pass", L, 0, 1, 1, LOCATION(proxy_pass), set_proxy_pass, ANY,
-     "`http://`*ADDR*:*PORT*[*URI*] \\| `http://`*NAME*[*URI*]", NULL,
-     "Pass requests to an upstream server over HTTP/1.1 (see docs/proxy.md). With a *URI*, the "
-     "part of the request path matching the location is replaced by it (nginx)."},
+     "`http(s)://`*ADDR*:*PORT*[*URI*] \\| `http(s)://`*NAME*[*URI*]", NULL,
+     "Pass requests to an upstream server over HTTP/1.1 (see docs/proxy.md), in TLS with "
+     "`https://` (`proxy_ssl_*`; port 443 by default). With a *URI*, the part of the request "
+     "path matching the location is replaced by it (nginx)."},
     {"return", L, 0, 1, 2, LOCATION(return_code), set_return, ANY,
      "*CODE* [*TEXT* \\| *URL*] \\| *URL*", NULL,
      "Answer with *CODE* (200-599) and *TEXT* as body, redirect to *URL* (301, 302, 303, 307, "
@@ -1718,6 +1744,7 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Serve the same figures in the Prometheus text format (`text/plain; version=0.0.4`), "
      "names prefixed `tlsgate_`: `tlsgate_handshakes_total`, `tlsgate_handshake_seconds`, "
      "`tlsgate_batch_size`, ... Counters survive reloads and worker exits."},
+#include "directives_deploy.inc" /* issue #23: conf/deploy.c */
 };
 
 const size_t gw_conf_n_directives = sizeof(gw_conf_directives) / sizeof(gw_conf_directives[0]);

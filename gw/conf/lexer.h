@@ -34,6 +34,8 @@ typedef struct gw_conf_node {
     char **args; /* args[0] is the directive name; n_args >= 1 (root: 0); heap strings */
     size_t n_args;
     int line;                      /* 1-based line of the directive's first token */
+    const char *file;              /* the included file it came from (conf->files), or NULL:
+                                    * the file of the enclosing block */
     int has_block;                 /* 1 when the directive was followed by { ... } */
     struct gw_conf_node *children; /* directives of the block (root: the whole text) */
     size_t n_children;
@@ -95,7 +97,7 @@ enum gw_conf_group {
 #define GW_DIR_DEFAULT_DOC 0x04u /* default text is documentation only (merge fills it) */
 #define GW_DIR_BLOCK_OPT 0x08u   /* may take a { } block or end with ; */
 
-#define GW_CONF_MAX_DIRECTIVES 64 /* size of the per-block "seen" arrays */
+#define GW_CONF_MAX_DIRECTIVES 160 /* size of the per-block "seen" arrays */
 
 /** Parse state for one gw_conf_parse() call. */
 typedef struct gw_conf_parser {
@@ -157,6 +159,29 @@ extern const size_t gw_conf_n_directives;
 
 /** Index of the directive called name in gw_conf_directives, or -1. */
 int gw_conf_find_directive(const char *name);
+
+/**
+ * Replace every `include PATTERN;` in the tree under root (any depth) by the directives
+ * of the files PATTERN names: a path resolved against the prefix like other relative
+ * paths, with glob(3) wildcards (files taken in sorted order; a pattern with wildcards
+ * may match nothing, a plain path must exist), regular files only, at most
+ * GW_CONF_MAX_INCLUDE_DEPTH nested includes (which catches a file including itself).
+ * Nodes taken from a file carry its name (node->file) for the messages of later steps.
+ * Errors go to p->errs as "FILE:LINE: include: REASON" naming the including file and
+ * line; syntax errors inside an included file name that file and its line. Returns the
+ * number of errors appended; p->syntax_errors is set when an included file had some.
+ * (conf/include.c)
+ */
+#define GW_CONF_MAX_INCLUDE_DEPTH 16
+int gw_conf_expand_includes(gw_conf_parser_t *p, gw_conf_node_t *root, const char *file);
+
+/** Read a whole configuration file (at most 16 MiB) into a heap buffer (*buf, *len,
+ * NUL-terminated). Returns 0, or -1 after adding "PATH: cannot open|read: REASON" to
+ * errs. (conf.c) */
+int gw_conf_read_file(const char *path, char **buf, size_t *len, gw_errlist_t *errs);
+
+/** Remember a file name for the lifetime of conf (messages point into it). (conf.c) */
+const char *gw_conf_add_file(gw_conf_t *c, const char *name);
 
 /** Walk the children of block in scope sc: look each one up, check it and call its setter. */
 void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t *block);

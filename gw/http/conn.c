@@ -19,7 +19,9 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/resume.h"
+#include "tls/sni_ack.h"
 #include "net/limits.h"
+#include "net/proxy_protocol.h"
 #include "net/listen.h"
 #include "proxy/proxy.h"
 #include "proxy/stream.h"
@@ -422,6 +424,7 @@ static int sni_switch(SSL *ssl, int *alert)
     if (!vs)
         return reject_or_go(c, alert);
     c->sni_matched = 1;
+    gw_tls_sni_used(ssl); /* tls/sni_ack.h: the reply acknowledges the name */
     if (vs != c->vs && vs->ssl_ctx) {
         if (!gw_tls_switch(ssl, vs->ssl_ctx, vs->conf)) {
             *alert = SSL_AD_INTERNAL_ERROR;
@@ -443,6 +446,13 @@ static void on_timer(gw_timer_t *t)
                "connection is kept until the accelerator completes it", c->peer_text,
                DRAIN_WARN_MS / 1000);
         gw_timer_add(&gw_worker->loop, &c->timer, DRAIN_WARN_MS);
+        return;
+    }
+    if (c->v.pp_pending) {
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the PROXY protocol header",
+               c->peer_text);
+        gw_pp_discard(c->fd); /* what came of the header: a FIN, not a reset */
+        conn_close(c);
         return;
     }
     switch (c->state) {
@@ -559,6 +569,7 @@ static void give_out(char *out, size_t cap)
 
 static void conn_release_request_memory(gw_conn_t *c)
 {
+    gw_vars_release(c);
     give_out(c->out, c->out_cap);
     c->out = NULL;
     c->out_cap = c->out_len = c->out_off = 0;
@@ -675,6 +686,8 @@ void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t c
     out_append(c, head, (size_t)(o - head));
     if (extra)
         out_append(c, extra, strlen(extra));
+    c->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
+    gw_headers_emit(c, status); /* add_header: http/headers.c */
     out_append(c, "\r\n", 2);
 }
 
@@ -708,6 +721,8 @@ void gw_resp_error(gw_conn_t *c, int status)
     if (status >= 400 && status != 404 && status != 403 && status != 405 && status != 416 &&
         status != 421)
         c->close_after = 1; /* framing or limits failed: the connection cannot go on */
+    if (c->rq && gw_error_page(c, status)) /* error_page: http/headers.c */
+        return;
     gw_resp_page(c, status, status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
 
@@ -744,6 +759,8 @@ static void copy_log_field(char *dst, size_t cap, const char *v, size_t len)
 static void access_log(gw_conn_t *c)
 {
     if (c->vs->access_log_fd < 0 || !c->rq)
+        return;
+    if (gw_logfmt_write(c, c->vs->access_log_fd)) /* log_format: http/logfmt.c */
         return;
     char line[2048];
     int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n",
@@ -811,6 +828,7 @@ static void route_request(gw_conn_t *c)
     c->bytes_sent = 0;
     c->status = 0;
     c->resp_start = c->out_len; /* answers of earlier pipelined requests stay before it */
+    gw_vars_request(c); /* real client address, underscores, head copy: http/vars.h */
     if (laddr_logs(c->laddr)) { /* the log's copies, only when a server here logs */
         int n = snprintf(c->rq->request_line, sizeof(c->rq->request_line), "%.*s ",
                          (int)r->method_len, r->method_str);
@@ -921,6 +939,19 @@ static void start_close(gw_conn_t *c)
     }
     /* Lingering close (nginx): closing with unread input makes the kernel send RST,
      * which can destroy the response still in flight; drain until EOF first. */
+    shutdown(c->fd, SHUT_WR);
+    c->state = GW_CONN_LINGER;
+    c->in_len = c->head_len = 0;
+    gw_timer_add(&gw_worker->loop, &c->timer, LINGER_MS);
+    conn_drive(c);
+}
+
+/* A failed handshake: OpenSSL has written its fatal alert (or the plain-HTTP 400 went
+ * out). Closing now with client bytes unread (the rest of a flight, early data) makes the
+ * kernel answer with RST, which can overtake the alert, so the client never learns why;
+ * as nginx's lingering close: FIN after the alert, then drain until EOF or LINGER_MS. */
+static void linger_after_alert(gw_conn_t *c)
+{
     shutdown(c->fd, SHUT_WR);
     c->state = GW_CONN_LINGER;
     c->in_len = c->head_len = 0;
@@ -1039,6 +1070,15 @@ static int fill_from_file(gw_conn_t *c)
 
 static void conn_drive(gw_conn_t *c)
 {
+    if (c->v.pp_pending) { /* listen ... proxy_protocol: http/access.c */
+        int r = gw_access_proxy_protocol(c);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            conn_close(c);
+            return;
+        }
+    }
     for (;;) {
         switch (c->state) {
         case GW_CONN_HANDSHAKE: {
@@ -1085,7 +1125,10 @@ static void conn_drive(gw_conn_t *c)
                     "The plain HTTP request was sent to HTTPS port.\r\n";
                 ssize_t w = send(c->fd, plain400, sizeof(plain400) - 1, MSG_NOSIGNAL);
                 (void)w;
-                shutdown(c->fd, SHUT_WR);
+            }
+            if (rr == IO_ERROR && !c->read_eof) {
+                linger_after_alert(c);
+                return;
             }
             conn_close(c);
             return;
@@ -1487,6 +1530,8 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
     c->timer.cb = on_timer;
     c->accept_us = gw_now_us();
     gw_addr_text(peer, c->peer_text, sizeof(c->peer_text));
+    gw_vars_accepted(c, peer, plen); /* http/vars.h */
+    c->v.pp_pending = laddr->listen && laddr->listen->proxy_protocol;
     const gw_srv_settings_t *s = srv(c);
     c->in_max = (size_t)s->large_header_buffers_num * (size_t)s->large_header_buffers_size;
     if (c->in_max < (size_t)s->client_header_buffer_size)
@@ -1522,7 +1567,7 @@ void gw_conn_accepted(gw_laddr_t *laddr, int fd, const struct sockaddr *peer, so
         c->state = GW_CONN_HANDSHAKE;
     } else {
         c->state = GW_CONN_READ_HEAD;
-        if (laddr->stream)
+        if (laddr->stream && !c->v.pp_pending) /* else after the PROXY header */
             gw_stream_start(c);
     }
     if (gw_loop_add(&w->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &c->io) != 0) {

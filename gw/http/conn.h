@@ -14,6 +14,7 @@
 
 #include "cycle.h"
 #include "http/parser.h"
+#include "http/vars.h"
 #include "net/loop.h"
 
 enum gw_conn_state {
@@ -115,6 +116,7 @@ typedef struct gw_conn {
 
     struct gw_proxy *proxy;  /* GW_CONN_PROXY: the proxied request (gw/proxy/proxy.c) */
     struct gw_stream *stream; /* GW_CONN_STREAM: the relay (gw/proxy/stream.c) */
+    gw_conn_vars_t v;        /* variables, client address, head copy (http/vars.h) */
 } gw_conn_t;
 
 /**

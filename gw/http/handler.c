@@ -92,18 +92,24 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
         c->keep_alive = 0;
         return;
     }
+    gw_vbuf_t text = {0}; /* the text or URL with its variables (http/vars.h) */
+    if (l->return_text)
+        gw_vars_expand(c, l->return_text, code >= 301 && code <= 308, &text);
     if (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) {
         char extra[4096 + 16];
-        snprintf(extra, sizeof(extra), "Location: %s\r\n", l->return_text ? l->return_text : "/");
+        snprintf(extra, sizeof(extra), "Location: %s\r\n", text.s ? text.s : "/");
         gw_resp_page(c, code, extra);
+        gw_vbuf_free(&text);
         return;
     }
     if (l->return_text) {
-        gw_resp_simple(c, code, "text/plain", l->return_text, strlen(l->return_text), NULL);
+        gw_resp_simple(c, code, "text/plain", text.s, text.len, NULL);
+        gw_vbuf_free(&text);
         return;
     }
     if (code >= 400) {
-        gw_resp_page(c, code, NULL); /* configured: the connection may go on */
+        if (!gw_error_page(c, code))
+            gw_resp_page(c, code, NULL); /* configured: the connection may go on */
         return;
     }
     gw_resp_simple(c, code, NULL, "", 0, NULL);
@@ -428,6 +434,8 @@ void gw_http_handle(gw_conn_t *c)
 {
     const gw_server_t *s = c->vs->conf;
     const gw_http_request_t *r = &c->rq->req;
+    if (gw_headers_client_cert(c)) /* ssl_verify_client: nginx's 400 page, http/headers.c */
+        return;
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
         return;
@@ -446,6 +454,11 @@ void gw_http_handle(gw_conn_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
+    c->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
+    if (gw_access_denied(c)) {        /* http/access.c */
+        gw_resp_error(c, 403);
+        return;
+    }
     if (l && l->proxy_pass) {
         gw_proxy_start(c, l, norm, (size_t)nl);
         return;

@@ -92,7 +92,7 @@ static void on_get(void *reply, void *priv)
     gw_timer_add(&gw_worker->loop, &lk->timer, 0);
 }
 
-int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
+static int lookup_hello(struct gw_conn *c, SSL *ssl)
 {
     if (!gw_worker)
         return SSL_CLIENT_HELLO_SUCCESS;
@@ -144,6 +144,14 @@ int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
     }
     /* still pending, or already answered (on_get armed the wake): wait either way */
     return SSL_CLIENT_HELLO_RETRY;
+}
+
+int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
+{
+    int r = lookup_hello(c, ssl);
+    if (r == SSL_CLIENT_HELLO_SUCCESS)
+        gw_tls_session_fleet_gate(ssl); /* after the lookup: it reads SSL_OP_NO_TICKET */
+    return r;
 }
 
 void gw_resume_store(const char *url, const unsigned char *id, size_t id_len,
@@ -297,4 +305,11 @@ size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_ke
     if ((k = ring_key(g, e + 1)))
         keys[n++] = *k;
     return n;
+}
+
+void gw_resume_worker_start(const struct gw_cycle *cycle)
+{
+    for (size_t i = 0; i < cycle->n_vservers; i++)
+        if (cycle->vservers[i].ssl_ctx)
+            gw_tls_session_prime(cycle->vservers[i].ssl_ctx);
 }

@@ -43,4 +43,9 @@ void gw_resume_store(const char *url, const unsigned char *id, size_t id_len,
 size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_key_t *keys,
                              size_t cap);
 
+/** At a worker's start (worker.c): start fetching the fleet ticket keys of every server
+ * block of cycle that uses `ssl_session_ticket_key redis://` (gw_tls_session_prime). */
+struct gw_cycle;
+void gw_resume_worker_start(const struct gw_cycle *cycle);
+
 #endif

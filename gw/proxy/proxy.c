@@ -14,8 +14,10 @@
 #include "core/stats.h"
 #include "http/conn.h"
 #include "http/parser.h"
+#include "proxy/reqbuf.h"
 #include "proxy/response.h"
 #include "proxy/upstream.h"
+#include "proxy/upstream_tls.h"
 #include "worker.h"
 
 #define UOUT_MIN (64 * 1024)   /* bytes queued for the upstream at most (plus the head) */
@@ -61,6 +63,10 @@ typedef struct gw_proxy {
     gw_http_chunked_t rchunked;
     int chunk_out;         /* re-frame the body as chunked for the client */
     int up_close;          /* the upstream connection cannot be reused */
+    /* proxy_request_buffering on (proxy/reqbuf.h) */
+    gw_reqbuf_t *rb;       /* the whole body, read before the upstream is contacted */
+    uint64_t rb_off;       /* bytes of it sent on this attempt */
+    int rb_sent;
 } gw_proxy_t;
 
 static const gw_loc_settings_t *ls(const gw_proxy_t *p)
@@ -218,7 +224,16 @@ static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
                 }
             }
         } else {
-            sb_add(b, v, n + 1);
+            /* the other variables (http/vars.h); unknown names stay literal */
+            gw_vbuf_t vb = {0};
+            if (gw_vars_eval((gw_conn_t *)c, s, n, &vb)) {
+                for (size_t i = 0; i < vb.len; i++) /* a value never ends the field line */
+                    if ((unsigned char)vb.s[i] >= ' ' && vb.s[i] != 0x7f)
+                        sb_add(b, vb.s + i, 1);
+            } else {
+                sb_add(b, v, n + 1);
+            }
+            gw_vbuf_free(&vb);
         }
 #undef VAR
         v = s + n;
@@ -302,7 +317,9 @@ static void build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
     }
     /* exactly one framing, ours (RFC 9112 §6) */
     char line[64];
-    if (r->chunked) {
+    if (p->rb) {
+        /* Content-Length, once the body is read (buffer_body) */
+    } else if (r->chunked) {
         sb_str(&b, "Transfer-Encoding: chunked\r\n");
     } else if (r->has_content_length) {
         snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
@@ -338,6 +355,8 @@ static void proxy_free(gw_proxy_t *p)
         gw_upconn_release(p->uc, 0);
     free(p->head);
     p->head = NULL;
+    gw_reqbuf_free(p->rb);
+    p->rb = NULL;
     p->c->proxy = NULL;
     if (n_cache < CACHE_MAX && p->uout_cap == UOUT_MIN + 64) {
         cache[n_cache++] = p;
@@ -424,7 +443,14 @@ static int start_attempt(gw_proxy_t *p)
         }
         p->peer = peer;
         p->tries++;
-        gw_upconn_t *uc = gw_upconn_get(p->up, peer, &p->post);
+        gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text); /* $upstream_addr */
+        const gw_deploy_loc_t *tls = &ls(p)->dep; /* proxy_pass https:// */
+        gw_upconn_t *uc = gw_upconn_get_ctx(p->up, peer, &p->post, tls->proxy_ssl_ctx);
+        if (uc && tls->proxy_ssl_ctx && !uc->ssl &&
+            gw_upconn_tls_start(uc, tls, p->up->conf->name) != 0) {
+            gw_upconn_release(uc, 0);
+            uc = NULL;
+        }
         if (!uc) {
             if (p->tries < (int)n)
                 continue; /* nothing was sent: any method may go to the next server */
@@ -433,6 +459,8 @@ static int start_attempt(gw_proxy_t *p)
         p->uc = uc;
         uc->requests++;
         p->head_queued = p->req_sent = p->sent_any = p->send_failed = 0;
+        p->rb_off = 0; /* a buffered body is sent again from its start */
+        p->rb_sent = p->rb && p->rb->total == 0;
         p->uout_len = p->uout_off = 0;
         p->got_byte = 0;
         p->uin_len = 0;
@@ -574,8 +602,13 @@ static int forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
         snprintf(line, sizeof(line), "Content-Length: %llu\r\n", cl);
         sb_str(&b, line);
     }
-    sb_str(&b, ka ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
     gw_resp_append(c, b.s, b.n);
+    c->v.head_bytes = b.n;
+    c->v.upstream_status = status;
+    gw_headers_emit(c, status); /* add_header: http/headers.c */
+    const char *last = ka ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+    gw_resp_append(c, last, strlen(last));
+    c->v.head_bytes += strlen(last);
     free(b.s);
     c->status = status;
     GW_STAT_ADD(responses[status / 100], 1);
@@ -748,6 +781,11 @@ void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, si
     p->expect_continue = r->expect_continue && !p->body_done;
     if (p->body_chunked)
         gw_http_chunked_init(&p->chunked);
+    if (!p->body_done && ls(p)->dep.proxy_request_buffering != 0) {
+        p->rb = gw_reqbuf_new(p->body_chunked, p->body_left,
+                              (size_t)ls(p)->dep.client_body_buffer_size, p->expect_continue);
+        p->expect_continue = 0; /* the buffer asks for the body itself */
+    }
     build_head(p, norm, norm_len);
     size_t cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
     if (cap != p->uout_cap) {
@@ -774,8 +812,62 @@ void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, si
     c->proxy = p;
     c->state = GW_CONN_PROXY;
     gw_timer_del(&gw_worker->loop, &c->timer);
+    if (p->rb)
+        return; /* gw_proxy_drive reads the body first (buffer_body) */
     int rr = start_attempt(p);
     (void)rr; /* a failure queued an error page and left GW_CONN_WRITE */
+}
+
+/* proxy_request_buffering on: read the whole body, then give the head its Content-Length
+ * and contact the upstream. A drive result, 0 while the client is still sending. */
+static int buffer_body(gw_proxy_t *p)
+{
+    gw_conn_t *c = p->c;
+    int64_t max = c->vs->conf->srv.client_max_body_size;
+    int r = gw_reqbuf_fill(p->rb, c, max > 0 ? (uint64_t)max : 0);
+    if (r == 0) {
+        if (!gw_timer_armed(&c->timer))
+            gw_timer_add(&gw_worker->loop, &c->timer, c->vs->conf->srv.send_timeout_ms);
+        return 0;
+    }
+    if (r == -1)
+        return -1;
+    if (r < 0)
+        return fail(p, -r); /* 400: a bad chunk size line never reaches the upstream */
+    p->body_done = 1;
+    gw_timer_del(&gw_worker->loop, &c->timer);
+    char line[48];
+    int n = snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
+                     (unsigned long long)p->rb->total);
+    char *h = realloc(p->head, p->head_len + (size_t)n);
+    if (!h)
+        abort();
+    /* before the empty line that ends the head */
+    memmove(h + p->head_len - 2 + n, h + p->head_len - 2, 2);
+    memcpy(h + p->head_len - 2, line, (size_t)n);
+    p->head = h;
+    p->head_len += (size_t)n;
+    size_t cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
+    if (cap > p->uout_cap) {
+        char *q = realloc(p->uout, cap);
+        if (!q)
+            abort();
+        p->uout = q;
+        p->uout_cap = cap;
+    }
+    return start_attempt(p);
+}
+
+/* The buffered body into uout. 1, or -500 when the temporary file cannot be read. */
+static int pull_buffered(gw_proxy_t *p)
+{
+    size_t n = gw_reqbuf_read(p->rb, p->rb_off, p->uout + p->uout_len, p->uout_cap - p->uout_len);
+    if (n == 0 && p->rb_off < p->rb->total)
+        return -500;
+    p->uout_len += n;
+    p->rb_off += n;
+    p->rb_sent = p->rb_off == p->rb->total;
+    return 1;
 }
 
 /* One pass over both directions. Returns a drive result; *progress tells whether any
@@ -787,6 +879,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
     if (uc->timed_out) {
         uc->timed_out = 0;
         const char *what = uc->state == GW_UP_CONNECTING ? "timed out connecting"
+                           : uc->ssl && !uc->tls_done    ? "timed out in the TLS handshake"
                            : p->req_sent                 ? "timed out sending the response"
                                                          : "timed out reading the request";
         if (p->head_fwd) {
@@ -808,6 +901,19 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         }
         if (r == 0)
             goto client; /* still connecting */
+        if (!uc->ssl)
+            gw_upconn_timer(uc, ls(p)->proxy_send_timeout_ms);
+    }
+    if (uc->ssl && !uc->tls_done) { /* proxy_pass https://: proxy/upstream_tls.c */
+        int r = gw_upconn_tls_handshake(uc); /* within proxy_connect_timeout */
+        if (r < 0) {
+            r = upstream_error(p, 0, "failed the TLS handshake");
+            *progress = 1;
+            return r == 2 ? 0 : r;
+        }
+        if (r == 0)
+            goto client;
+        *progress = 1;
         gw_upconn_timer(uc, ls(p)->proxy_send_timeout_ms);
     }
 
@@ -819,8 +925,8 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
                 memcpy(p->uout, p->head, p->head_len);
                 p->uout_len = p->head_len;
                 p->head_queued = 1;
-            } else if (!p->body_done) {
-                int r = pull_body(p);
+            } else if (p->rb ? !p->rb_sent : !p->body_done) {
+                int r = p->rb ? pull_buffered(p) : pull_body(p);
                 if (r == 0)
                     break;
                 if (r == -1)
@@ -835,7 +941,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
                 break;
             }
         }
-        ssize_t n = send(uc->fd, p->uout + p->uout_off, p->uout_len - p->uout_off, MSG_NOSIGNAL);
+        ssize_t n = gw_upconn_send(uc, p->uout + p->uout_off, p->uout_len - p->uout_off);
         if (n > 0) {
             p->uout_off += (size_t)n;
             p->sent_any = 1;
@@ -857,7 +963,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
      * arrival, so after an EAGAIN the socket is read again only after an event; a read
      * stopped by a full client buffer goes on when the client drained it. */
     while (p->rs != RS_DONE && !p->up_again && c->out_len - c->out_off < OUT_HIGH) {
-        ssize_t n = recv(uc->fd, p->uin + p->uin_len, UIN_CAP - p->uin_len, 0);
+        ssize_t n = gw_upconn_recv(uc, p->uin + p->uin_len, UIN_CAP - p->uin_len);
         if (n > 0) {
             p->got_byte = 1;
             p->uin_len += (size_t)n;
@@ -948,6 +1054,11 @@ int gw_proxy_drive(gw_conn_t *c)
     /* The first drive comes straight from the head just parsed: a client event (more
      * bytes, EOF) is edge-triggered and will drive us again, so no read is needed to see
      * an abort until then. */
+    if (p->rb && !p->uc && !p->body_done) { /* proxy_request_buffering on */
+        int r = buffer_body(p);
+        if (r != 0 || !p->uc)
+            return r;
+    }
     int first = !p->probe_client;
     p->probe_client = 1;
     if (first)

@@ -1,6 +1,8 @@
 #include "proxy/stream.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,9 @@
 
 #include "core/log.h"
 #include "http/conn.h"
+#include "net/proxy_protocol.h"
 #include "proxy/upstream.h"
+#include "proxy/upstream_tls.h"
 #include "worker.h"
 
 #define UP_BUF (64 * 1024)   /* client bytes waiting for the upstream */
@@ -27,7 +31,41 @@ typedef struct gw_stream {
     int up_shut;              /* ... and the upstream was told (SHUT_WR) */
     int up_eof;               /* the upstream ended its direction */
     int client_shut;          /* ... and the client was told (close_notify / SHUT_WR) */
+    size_t pp_len;            /* proxy_protocol on: header bytes at the start of buf, sent
+                                 in the clear before TLS (proxy_ssl on) */
 } gw_stream_t;
+
+/* `proxy_protocol on`: the v1 header naming the client (the PROXY header's address when
+ * the listener had one, else the TCP peer) and the address the client connected to. */
+static size_t pp_header(gw_conn_t *c, char *out, size_t cap)
+{
+    struct sockaddr_storage src = {0}, dst = {0};
+    socklen_t dl = sizeof(dst);
+    if (getsockname(c->fd, (struct sockaddr *)&dst, &dl) != 0)
+        dst.ss_family = AF_UNSPEC;
+    const char *text = c->v.pp_addr[0] ? c->v.pp_addr : c->v.tcp_text;
+    int port = c->v.pp_addr[0] ? c->v.pp_port : c->v.tcp_port;
+    char mapped[80];
+    if (dst.ss_family == AF_INET6 && !strchr(text, ':')) {
+        /* an IPv4 client on an IPv6 socket: name it IPv4-mapped, in the same family */
+        snprintf(mapped, sizeof(mapped), "::ffff:%s", text);
+        text = mapped;
+    }
+    if (strchr(text, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&src;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
+            src.ss_family = AF_UNSPEC;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&src;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, text, &a->sin_addr) != 1)
+            src.ss_family = AF_UNSPEC;
+    }
+    return gw_pp_write_v1(out, cap, (struct sockaddr *)&src, (struct sockaddr *)&dst);
+}
 
 static void on_posted(gw_posted_t *pp)
 {
@@ -55,12 +93,19 @@ static int start_connect(gw_stream_t *s)
             break;
         s->peer = peer;
         s->tries++;
-        gw_upconn_t *uc = gw_upconn_get(s->up, peer, &s->post);
+        const gw_deploy_loc_t *tls = &s->conf->server.loc.dep; /* proxy_ssl on */
+        gw_upconn_t *uc = gw_upconn_get_ctx(s->up, peer, &s->post, tls->proxy_ssl_ctx);
+        if (uc && tls->proxy_ssl_ctx && !uc->ssl &&
+            gw_upconn_tls_start(uc, tls, s->up->conf->servers[peer].text) != 0) {
+            gw_upconn_release(uc, 0);
+            uc = NULL;
+        }
         if (!uc)
             continue;
         s->uc = uc;
-        gw_upconn_timer(uc, uc->state == GW_UP_CONNECTING ? s->conf->proxy_connect_timeout_ms
-                                                          : 0);
+        gw_upconn_timer(uc, uc->state == GW_UP_CONNECTING || uc->ssl
+                                ? s->conf->proxy_connect_timeout_ms /* and the TLS handshake */
+                                : 0);
         return 0;
     }
     gw_log(GW_LOG_ERROR, 0, "stream client %s: no upstream server of \"%s\" could be reached",
@@ -81,6 +126,8 @@ void gw_stream_start(gw_conn_t *c)
     s->buf = malloc(UP_BUF);
     if (!s->buf)
         abort();
+    if (s->conf->server.srv.dep.stream_proxy_protocol)
+        s->len = s->pp_len = pp_header(c, s->buf, UP_BUF); /* before the client's bytes */
     c->stream = s;
     c->state = GW_CONN_STREAM;
     c->keep_alive = 0;
@@ -138,15 +185,35 @@ int gw_stream_drive(gw_conn_t *c)
             }
             if (r == 0)
                 return 0;
-            gw_upconn_timer(uc, 0);
+            if (!uc->ssl)
+                gw_upconn_timer(uc, 0);
             gw_upstream_ok(s->up, s->peer);
+        }
+        if (uc->ssl && !uc->tls_done) { /* proxy_ssl on: proxy/upstream_tls.c */
+            while (s->pp_len && s->off < s->pp_len) { /* the PROXY header, in the clear */
+                ssize_t n = send(uc->fd, s->buf + s->off, s->pp_len - s->off, MSG_NOSIGNAL);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                    return 0;
+                if (n <= 0)
+                    return -1;
+                s->off += (size_t)n;
+            }
+            int r = gw_upconn_tls_handshake(uc); /* within proxy_connect_timeout */
+            if (r < 0) {
+                gw_upstream_fail(s->up, s->peer);
+                return -1;
+            }
+            if (r == 0)
+                return 0;
+            gw_upconn_timer(uc, 0);
+            progress = 1;
         }
         /* client -> upstream */
         while (!s->up_shut) {
             if (s->off == s->len) {
                 s->off = s->len = 0;
                 if (s->client_eof) {
-                    shutdown(uc->fd, SHUT_WR); /* pass the half-close on */
+                    gw_upconn_shutdown_write(uc); /* pass the half-close on */
                     s->up_shut = 1;
                     break;
                 }
@@ -165,7 +232,7 @@ int gw_stream_drive(gw_conn_t *c)
                 s->len = got;
                 progress = 1;
             }
-            ssize_t n = send(uc->fd, s->buf + s->off, s->len - s->off, MSG_NOSIGNAL);
+            ssize_t n = gw_upconn_send(uc, s->buf + s->off, s->len - s->off);
             if (n > 0) {
                 s->off += (size_t)n;
                 progress = 1;
@@ -178,7 +245,7 @@ int gw_stream_drive(gw_conn_t *c)
         /* upstream -> client */
         while (!s->up_eof && c->out_len - c->out_off < DOWN_HIGH) {
             char tmp[16384];
-            ssize_t n = recv(uc->fd, tmp, sizeof(tmp), 0);
+            ssize_t n = gw_upconn_recv(uc, tmp, sizeof(tmp));
             if (n > 0) {
                 gw_resp_append(c, tmp, (size_t)n);
                 c->bytes_sent += (uint64_t)n;

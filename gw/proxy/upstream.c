@@ -1,4 +1,5 @@
 #include "proxy/upstream.h"
+#include "proxy/upstream_tls.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -160,6 +161,7 @@ void gw_upstream_ok(gw_upstream_t *up, int peer)
 static void uc_close(gw_upconn_t *uc)
 {
     gw_timer_del(&gw_worker->loop, &uc->timer);
+    gw_upconn_tls_close(uc); /* proxy_pass https:// */
     if (uc->fd >= 0)
         close(uc->fd); /* also leaves epoll */
     uc->fd = -1;
@@ -221,8 +223,14 @@ static void uc_timer(gw_timer_t *t)
 
 gw_upconn_t *gw_upconn_get(gw_upstream_t *up, int peer, gw_posted_t *owner)
 {
+    return gw_upconn_get_ctx(up, peer, owner, NULL);
+}
+
+gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner,
+                               const void *tls_ctx)
+{
     for (gw_upconn_t *uc = up->idle; uc; uc = uc->next) {
-        if (uc->peer != peer)
+        if (uc->peer != peer || (uc->ssl ? (const void *)SSL_get_SSL_CTX(uc->ssl) : NULL) != tls_ctx)
             continue;
         pool_unlink(uc);
         gw_timer_del(&gw_worker->loop, &uc->timer);

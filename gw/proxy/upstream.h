@@ -73,6 +73,8 @@ typedef struct gw_upconn {
     int timed_out;        /* the timer fired since the owner last looked */
     gw_timer_t timer;
     gw_posted_t *owner;   /* posted on events and timeouts; NULL when idle */
+    struct ssl_st *ssl;   /* TLS (proxy_pass https://, proxy/upstream_tls.h), else NULL */
+    int tls_done;         /* its handshake is complete */
     struct gw_upconn *next, *prev; /* pool list, or the free-after-pass list */
 } gw_upconn_t;
 
@@ -103,6 +105,12 @@ void gw_upstream_ok(gw_upstream_t *up, int peer);
  * failure is counted).
  */
 gw_upconn_t *gw_upconn_get(gw_upstream_t *up, int peer, gw_posted_t *owner);
+
+/** As gw_upconn_get, for a location whose upstream connections use TLS context tls_ctx
+ * (an SSL_CTX *, NULL: plain TCP): an idle connection is reused only when it was made
+ * with the same context. The caller starts TLS on a new one (gw_upconn_tls_start). */
+gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner,
+                               const void *tls_ctx);
 
 /**
  * For a GW_UP_CONNECTING connection after an event: 1 connected (state READY), 0 still

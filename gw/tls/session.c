@@ -237,6 +237,16 @@ static int key_init(const tkey_t *k, unsigned char *iv, EVP_CIPHER_CTX *ectx,
     return 0;
 }
 
+/* The decrypt answer for a ticket under key number i of the list: 1 resumes, 2 resumes
+ * and issues a new ticket. A TLS 1.3 client uses a ticket once (RFC 8446 Appendix C.4),
+ * so a TLS 1.3 resumption always renews (as nginx's ngx_ssl_ticket_key_callback does):
+ * without it every other reconnection is a full handshake. TLS 1.2 renews when the
+ * ticket was made under an older key. */
+static int renew(SSL *ssl, size_t i)
+{
+    return i == 0 && SSL_version(ssl) != TLS1_3_VERSION ? 1 : 2;
+}
+
 /* SSL_CTX_set_tlsext_ticket_key_evp_cb: RFC 5077 §4's recommended ticket construction
  * (key name, IV, AES-CBC, HMAC-SHA256), done by OpenSSL with our keys. */
 static int ticket_key(SSL *ssl, unsigned char key_name[16], unsigned char iv[16],
@@ -252,14 +262,15 @@ static int ticket_key(SSL *ssl, unsigned char key_name[16], unsigned char iv[16]
                                                              fleet, 4)
                                               : 0;
     if (nf) {
-        /* the fleet's keys; the local automatic ones still decrypt (tickets made while
-         * Redis was out of reach) */
+        /* the fleet's keys; the local automatic ones still decrypt (tickets of an older
+         * release; gw_tls_session_fleet_gate keeps this one from issuing any before the
+         * fleet's key is known) */
         if (enc)
             keys = fleet, n = nf;
         else
             for (size_t i = 0; i < nf; i++)
                 if (memcmp(key_name, fleet[i].name, 16) == 0) {
-                    int r = key_init(&fleet[i], iv, ectx, hctx, 0) == 0 ? (i ? 2 : 1) : -1;
+                    int r = key_init(&fleet[i], iv, ectx, hctx, 0) == 0 ? renew(ssl, i) : -1;
                     OPENSSL_cleanse(fleet, sizeof(fleet));
                     return r;
                 }
@@ -277,7 +288,7 @@ static int ticket_key(SSL *ssl, unsigned char key_name[16], unsigned char iv[16]
             continue;
         if (key_init(&keys[i], iv, ectx, hctx, 0) != 0)
             return -1;
-        return i == 0 ? 1 : 2; /* 2: decrypts, but a new ticket is issued */
+        return renew(ssl, i);
     }
     return 0;
 }
@@ -510,4 +521,28 @@ int gw_tls_session_prefetched(SSL *ssl, const unsigned char *id, size_t id_len,
         free(old);
     }
     return 0;
+}
+
+void gw_tls_session_fleet_gate(SSL *ssl)
+{
+    sess_conf_t *c = conf_of(ssl);
+    if (!c || !c->tickets || !c->keys_remote || !remote_keys)
+        return;
+    tkey_t fleet[4];
+    size_t nf = remote_keys(c->keys_remote, c->timeout_s, fleet, 4);
+    OPENSSL_cleanse(fleet, sizeof(fleet));
+    if (nf)
+        return;
+    SSL_set_num_tickets(ssl, 0);
+    SSL_set_options(ssl, SSL_OP_NO_TICKET);
+}
+
+void gw_tls_session_prime(SSL_CTX *ctx)
+{
+    sess_conf_t *c = ex_index < 0 ? NULL : SSL_CTX_get_ex_data(ctx, ex_index);
+    if (!c || !c->tickets || !c->keys_remote || !remote_keys)
+        return;
+    tkey_t fleet[4];
+    remote_keys(c->keys_remote, c->timeout_s, fleet, 4);
+    OPENSSL_cleanse(fleet, sizeof(fleet));
 }

@@ -81,4 +81,22 @@ int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
 int gw_tls_session_prefetched(SSL *ssl, const unsigned char *id, size_t id_len,
                               const unsigned char *der, size_t der_len);
 
+/**
+ * From a ClientHello callback, after the SNI switch: when the server block takes its
+ * ticket keys from a fleet (`ssl_session_ticket_key redis://`) and the fleet's current
+ * key is not known yet (just after a start or reload, or Redis out of reach), this
+ * connection issues no ticket: none in TLS 1.3 (SSL_set_num_tickets 0), a session ID
+ * instead in TLS 1.2 (SSL_OP_NO_TICKET), so no client holds a ticket that the other
+ * gateways of the fleet cannot decrypt. Asking for the keys also starts fetching them.
+ * Does nothing for other blocks; never fails.
+ */
+void gw_tls_session_fleet_gate(SSL *ssl);
+
+/**
+ * At a worker's start: when ctx's server block takes its ticket keys from a fleet, start
+ * fetching them now (not at the first handshake), so that tickets of the other gateways
+ * are decrypted, and this one issues tickets, from the first milliseconds on. Never fails.
+ */
+void gw_tls_session_prime(SSL_CTX *ctx);
+
 #endif

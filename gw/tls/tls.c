@@ -1,4 +1,6 @@
 #include "tls/tls.h"
+#include "tls/sni_ack.h"
+#include "tls/verify.h"
 #include "tls/keys.h"
 
 #include "core/log.h"
@@ -277,6 +279,9 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (client_hello_cb)
         SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
+    gw_tls_sni_ack_setup(ctx); /* RFC 6066 §3: acknowledge a server_name that was used */
+    if (gw_tls_verify_setup(ctx, s, errs) != 0) /* mutual TLS: tls/verify.c */
+        goto fail;
     if (s->srv.ssl_async == 1) {
         /* Every SSL call runs in an async job that an accelerator may pause. */
         SSL_CTX_set_mode(ctx, SSL_MODE_ASYNC);
@@ -323,6 +328,7 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     if (!SSL_set_cipher_list(ssl, s->srv.ssl_ciphers))
         return 0;
     SSL_set_num_tickets(ssl, SSL_CTX_get_num_tickets(ctx));
+    gw_tls_verify_switch(ssl, ctx); /* mutual TLS: tls/verify.c */
     if (s->srv.ssl_buffer_size > 0)
         SSL_set_max_send_fragment(ssl, (long)s->srv.ssl_buffer_size);
     char why[256];

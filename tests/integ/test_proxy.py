@@ -294,7 +294,8 @@ def test_backpressure_both_ways(env):
 def test_chunked_upload_and_download(env):
     b = be.Backend()
     try:
-        port = simple(env, b)
+        # streamed as it comes (buffered, the default, is tests/integ/test_reqbuf.py)
+        port = simple(env, b, extra="proxy_request_buffering off;")
         n = 3 * 1024 * 1024 + 17
         with env.tls_socket(port, timeout=30) as s:
             s.sendall(req("/echo", "POST", extra="Transfer-Encoding: chunked\r\n"))
@@ -501,7 +502,7 @@ def test_client_abort_cancels_upstream(env):
 def test_client_abort_mid_upload(env):
     b = be.Backend()
     try:
-        port = simple(env, b)
+        port = simple(env, b, extra="proxy_request_buffering off;")  # streamed upload
         s = env.tls_socket(port)
         s.sendall(req("/echo", "PUT", extra="Content-Length: 10000000\r\n") + b"x" * 100000)
         time.sleep(0.3)
@@ -587,8 +588,8 @@ def test_smuggling_400_and_close(env):
 
 def test_config_errors(env):
     bad = [
-        ("location / { proxy_pass https://127.0.0.1:1; }", "TLS to the upstream"),
-        ("location / { proxy_pass 127.0.0.1:1; }", "must be http://"),
+        ("location / { proxy_pass ftp://127.0.0.1:1; }", "must be http(s)://"),
+        ("location / { proxy_pass 127.0.0.1:1; }", "must be http(s)://"),
         ("location / { proxy_pass http://nowhere; }", "host names are not supported"),
         ("location / { proxy_pass http://$host; }", "variables are not supported"),
         ("location / { proxy_set_header Connection x; proxy_pass http://127.0.0.1:1; }",

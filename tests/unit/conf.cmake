@@ -2,7 +2,8 @@
 # keeps docs/config.md in sync with the directive table. Built straight from gw/conf/*.c
 # (libc only), not from the gw library.
 set(GW_CONF_SOURCES ${CMAKE_SOURCE_DIR}/gw/conf/lexer.c ${CMAKE_SOURCE_DIR}/gw/conf/conf.c
-                    ${CMAKE_SOURCE_DIR}/gw/conf/directives.c)
+                    ${CMAKE_SOURCE_DIR}/gw/conf/directives.c ${CMAKE_SOURCE_DIR}/gw/conf/include.c
+                    ${CMAKE_SOURCE_DIR}/gw/conf/deploy.c)
 
 add_executable(unit_conf ${CMAKE_SOURCE_DIR}/tests/unit/conf_test.c ${GW_CONF_SOURCES})
 target_include_directories(unit_conf PRIVATE ${CMAKE_SOURCE_DIR}/gw)

@@ -1,0 +1,145 @@
+/*
+ * allow / deny (nginx's ngx_http_access_module) and set_real_ip_from / real_ip_header /
+ * real_ip_recursive (ngx_http_realip_module) for a request: see http/vars.h.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "http/conn.h"
+#include "http/vars.h"
+#include "core/log.h"
+#include "net/proxy_protocol.h"
+#include "proxy/stream.h"
+
+int gw_access_denied(gw_conn_t *c)
+{
+    const gw_loc_settings_t *l = c->v.loc ? c->v.loc : &c->vs->conf->loc;
+    const gw_deploy_loc_t *d = &l->dep;
+    for (size_t i = 0; i < d->n_access; i++)
+        if (gw_cidr_match(&d->access[i].cidr, c->v.family, c->v.addr))
+            return d->access[i].deny;
+    return 0;
+}
+
+static int trusted(const gw_deploy_srv_t *d, int family, const unsigned char *addr)
+{
+    for (size_t i = 0; i < d->n_real_ip_from; i++)
+        if (gw_cidr_match(&d->real_ip_from[i], family, addr))
+            return 1;
+    return 0;
+}
+
+/* Parse one address of a list element e[0..n) (OWS trimmed by the caller): IPv4, IPv6,
+ * or [IPv6]. Returns 1 and fills family/addr, else 0. */
+static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
+{
+    char buf[64];
+    if (n >= 2 && e[0] == '[' && e[n - 1] == ']') {
+        e++;
+        n -= 2;
+    }
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, e, n);
+    buf[n] = '\0';
+    if (inet_pton(AF_INET, buf, addr) == 1) {
+        *family = AF_INET;
+        return 1;
+    }
+    if (inet_pton(AF_INET6, buf, addr) == 1) {
+        *family = AF_INET6;
+        return 1;
+    }
+    return 0;
+}
+
+static void set_client(gw_conn_t *c, int family, const unsigned char *addr, int port)
+{
+    c->v.family = family;
+    memset(c->v.addr, 0, sizeof(c->v.addr));
+    memcpy(c->v.addr, addr, family == AF_INET ? 4 : 16);
+    c->v.port = port;
+    inet_ntop(family, addr, c->peer_text, sizeof(c->peer_text));
+}
+
+void gw_access_real_ip(gw_conn_t *c)
+{
+    gw_conn_vars_t *v = &c->v;
+    /* every request starts from the TCP peer (or the PROXY protocol's address, which is
+     * the connection's own) */
+    v->family = v->tcp_family;
+    memcpy(v->addr, v->tcp_addr, 16);
+    v->port = v->tcp_port;
+    snprintf(c->peer_text, sizeof(c->peer_text), "%s", v->tcp_text);
+    const gw_deploy_srv_t *d = &c->vs->conf->srv.dep;
+    if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->family, v->addr))
+        return;
+    if (strcmp(d->real_ip_header, "proxy_protocol") == 0) {
+        int fam;
+        unsigned char a[16];
+        if (v->pp_addr[0] && parse_addr(v->pp_addr, strlen(v->pp_addr), &fam, a))
+            set_client(c, fam, a, v->pp_port);
+        return;
+    }
+    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_header_t *h = NULL;
+    for (size_t i = 0; i < r->n_headers && !h; i++)
+        if (gw_http_token_eq(r->headers[i].name, r->headers[i].name_len, d->real_ip_header))
+            h = &r->headers[i];
+    if (!h)
+        return;
+    /* the list's elements from the right: the last one was added by the trusted proxy
+     * that sent us the request; with real_ip_recursive, skip trusted proxies further */
+    const char *val = h->value;
+    size_t end = h->value_len;
+    int fam = 0;
+    unsigned char a[16];
+    int found = 0;
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && val[start - 1] != ',')
+            start--;
+        size_t s = start, e = end;
+        while (s < e && (val[s] == ' ' || val[s] == '\t'))
+            s++;
+        while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
+            e--;
+        end = start ? start - 1 : 0;
+        if (e == s)
+            continue;
+        if (!parse_addr(val + s, e - s, &fam, a))
+            return; /* garbage: keep the address we have (nginx does the same) */
+        found = 1;
+        if (!d->real_ip_recursive || !trusted(d, fam, a))
+            break;
+    }
+    if (found)
+        set_client(c, fam, a, 0);
+}
+
+int gw_access_proxy_protocol(gw_conn_t *c)
+{
+    gw_pp_t pp;
+    const char *why = NULL;
+    int r = gw_pp_read(c->fd, &pp, &why);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        /* a peer that closed first is not a broken header (a balancer's TCP check) */
+        int closed = strncmp(why, "connection", 10) == 0;
+        gw_log(closed ? GW_LOG_INFO : GW_LOG_ERROR, 0, "client %s: %s%s", c->peer_text,
+               closed ? "" : "broken PROXY protocol header: ", why);
+        gw_pp_discard(c->fd); /* so that the close is a FIN, not a reset */
+        return -1;
+    }
+    c->v.pp_pending = 0;
+    if (pp.family) {
+        inet_ntop(pp.family, pp.src, c->v.pp_addr, sizeof(c->v.pp_addr));
+        c->v.pp_port = pp.src_port;
+    }
+    if (!c->ssl && c->laddr->stream)
+        gw_stream_start(c);
+    return 1;
+}
