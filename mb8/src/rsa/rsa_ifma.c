@@ -496,6 +496,98 @@ static IFMA_FN void fault_check8(uint64_t *const se[MB8_LANES], const uint64_t *
         mb8__bn52_csub(se[i], mb8__rsa_n(k[i]), nl);
 }
 
+/* r = a mod m for a < 2m (n normalized 52-bit limbs per lane): a - m where that does not
+ * borrow, by masks. r may alias a. */
+static IFMA void csub8(v8 *r, const v8 *a, const v8 *m, size_t n)
+{
+    const v8 msk = mask52();
+    v8 d[40], c = _mm512_setzero_si512();
+
+    for (size_t j = 0; j < n; j++) {
+        v8 x = _mm512_add_epi64(_mm512_sub_epi64(a[j], m[j]), c);
+        c = _mm512_srai_epi64(x, BN52_BITS); /* 0 or -1 */
+        d[j] = _mm512_and_si512(x, msk);
+    }
+    /* c = -1: a < m, keep a */
+    for (size_t j = 0; j < n; j++)
+        r[j] = _mm512_ternarylogic_epi64(c, a[j], d[j], 0xCA);
+    mb8__wipe(d, sizeof(d));
+}
+
+/* r = a - b mod m for a, b < m (normalized limbs): the difference, plus m where it
+ * borrowed (by a mask). r may alias a or b. */
+static IFMA void subm8(v8 *r, const v8 *a, const v8 *b, const v8 *m, size_t n)
+{
+    const v8 msk = mask52();
+    v8 c = _mm512_setzero_si512();
+
+    for (size_t j = 0; j < n; j++) {
+        v8 x = _mm512_add_epi64(_mm512_sub_epi64(a[j], b[j]), c);
+        c = _mm512_srai_epi64(x, BN52_BITS);
+        r[j] = _mm512_and_si512(x, msk);
+    }
+    const v8 neg = c; /* all-ones where a < b */
+    c = _mm512_setzero_si512();
+    for (size_t j = 0; j < n; j++) {
+        v8 x = _mm512_add_epi64(_mm512_add_epi64(r[j], _mm512_and_si512(m[j], neg)), c);
+        c = _mm512_srli_epi64(x, BN52_BITS);
+        r[j] = _mm512_and_si512(x, msk);
+    }
+}
+
+/* The vectors garner8 uses (h = half limbs). */
+#define GARNER_VECS(h) ((size_t)11 * (h))
+
+/*
+ * Garner's recombination for 8 lanes, the vector form of mb8__rsa_garner (rsa_ref.c), bit
+ * for bit: s[i] = m_q + q ((m_p - m_q) qInv mod p), 2h limbs, from the halves mp[i] < p
+ * and mq[i] < q (h limbs each). The difference mod p (m_q < q < 2p: one masked
+ * subtraction first), an AMM by qInv R mod p, one masked subtraction, then the plain
+ * product by q (IFMA lo/hi into 2h column sums below 2^59) plus m_q and one carry pass.
+ * t: GARNER_VECS(h) vectors.
+ */
+static IFMA_FN void garner8(uint64_t *const s[MB8_LANES], const uint64_t *const mp[MB8_LANES],
+                            const uint64_t *const mq[MB8_LANES],
+                            const mb8_rsa_key_t *const k[MB8_LANES], size_t h, v8 *t)
+{
+    v8 *vp = t, *vq = vp + h, *vqi = vq + h, *vmp = vqi + h, *vmq = vmp + h, *d = vmq + h;
+    v8 *hh = d + h, *prod = hh + h; /* prod: 2h */
+    const uint64_t *pp[MB8_LANES], *qp[MB8_LANES], *qip[MB8_LANES];
+    uint64_t k0s[MB8_LANES];
+    const v8 msk = mask52();
+
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        pp[i] = mb8__rsa_p(k[i]);
+        qp[i] = mb8__rsa_q(k[i]);
+        qip[i] = mb8__rsa_qinvr(k[i]);
+        k0s[i] = k[i]->k0p;
+    }
+    const v8 k0 = _mm512_loadu_si512((const void *)k0s);
+    to_vec(vp, pp, h);
+    to_vec(vq, qp, h);
+    to_vec(vqi, qip, h);
+    to_vec(vmp, mp, h);
+    to_vec(vmq, mq, h);
+    csub8(d, vmq, vp, h);      /* m_q mod p */
+    subm8(d, vmp, d, vp, h);   /* m_p - m_q mod p */
+    amm8n(hh, d, vqi, vp, k0, h); /* (m_p - m_q) qInv mod p, < 2p */
+    csub8(hh, hh, vp, h);
+    for (size_t j = 0; j < 2 * h; j++)
+        prod[j] = j < h ? vmq[j] : _mm512_setzero_si512();
+    for (size_t i = 0; i < h; i++)
+        for (size_t j = 0; j < h; j++) {
+            prod[i + j] = _mm512_madd52lo_epu64(prod[i + j], hh[i], vq[j]);
+            prod[i + j + 1] = _mm512_madd52hi_epu64(prod[i + j + 1], hh[i], vq[j]);
+        }
+    v8 c = _mm512_setzero_si512();
+    for (size_t j = 0; j < 2 * h; j++) {
+        v8 z = _mm512_add_epi64(prod[j], c);
+        prod[j] = _mm512_and_si512(z, msk);
+        c = _mm512_srli_epi64(z, BN52_BITS);
+    }
+    from_vec(s, prod, 2 * h);
+}
+
 /* Do the 8 lanes share the public exponent (so the fault check can run as one batch)? */
 static int same_e(const mb8_rsa_key_t *const k[MB8_LANES])
 {
@@ -511,8 +603,9 @@ static int same_e(const mb8_rsa_key_t *const k[MB8_LANES])
 size_t mb8__rsa_ifma_scratch_limbs(size_t h)
 {
     /* per lane: the lane workspace; then the vectors (plus 64-byte alignment slack) */
-    return MB8_LANES * MB8__RSA_WS_LANE(h) +
-           8 * (EXP8_VECS(h) > MODN_VECS(h) ? EXP8_VECS(h) : MODN_VECS(h)) + 8;
+    /* Garner runs after the mod-n steps' n and R^2 mod n (4h vectors, in MODN_VECS) */
+    size_t modn = MODN_VECS(h) > 4 * h + GARNER_VECS(h) ? MODN_VECS(h) : 4 * h + GARNER_VECS(h);
+    return MB8_LANES * MB8__RSA_WS_LANE(h) + 8 * (EXP8_VECS(h) > modn ? EXP8_VECS(h) : modn) + 8;
 }
 
 IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
@@ -597,11 +690,10 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
     exp_half8(mpv, c, k, 0, h, bits, vws + (vec_modn ? 2 * nl : 0));
     exp_half8(mqv, c, k, 1, h, bits, vws + (vec_modn ? 2 * nl : 0));
     if (vec_modn) {
-        for (unsigned i = 0; i < MB8_LANES; i++) {
-            mb8__rsa_garner(k[i], ws[i]);
-            if (all_blind)
+        garner8(s, (const uint64_t *const *)mpv, (const uint64_t *const *)mqv, k, h, vt);
+        if (all_blind)
+            for (unsigned i = 0; i < MB8_LANES; i++)
                 mb8__bn52_from_be(t2[i], nl, ub[i], len);
-        }
         if (all_blind)
             mulmod_n8(s, sc, t2c, k, vn, vrrn, k0n, nl, vt);
         fault_check8(se, sc, k, vn, vrrn, k0n, nl, vt);
