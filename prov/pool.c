@@ -1,6 +1,7 @@
 /*
- * Idle-time precomputation (issue #7): pools of ECDSA P-256 sign setups (r, (kb)^-1, b;
- * mb8_p256_ecdsa_sign_setup) and of P-256 and X25519 ephemeral key pairs, filled in full
+ * Idle-time precomputation (issue #7): pools of ECDSA P-256 and P-384 sign setups (r,
+ * (kb)^-1, b; mb8_p256_ecdsa_sign_setup, mb8_p384_ecdsa_sign_setup, #19) and of P-256 and
+ * X25519 ephemeral key pairs, filled in full
  * 8-lane batches when the application says it is idle (the "idle" parameter: the gateway
  * reads it when its loop is about to block), and taken by signatures and key generations.
  *
@@ -28,13 +29,16 @@
 
 #include "prov.h"
 
-/* The entry layouts: setup: MB8_P256_SETUP_BYTES; P-256 pair: d (32) || 0x04 X Y (65);
- * X25519 pair: clamped scalar (32) || u (32). */
-#define TG_POOL_ENTRY 128
-_Static_assert(MB8_P256_SETUP_BYTES <= TG_POOL_ENTRY && 32 + 65 <= TG_POOL_ENTRY, "entry size");
+/* The entry layouts: setup: MB8_P256_SETUP_BYTES or MB8_P384_SETUP_BYTES; P-256 pair: d
+ * (32) || 0x04 X Y (65); X25519 pair: clamped scalar (32) || u (32). gw/tls/secheap.c sizes
+ * the secure heap with the same figure. */
+#define TG_POOL_ENTRY 160
+_Static_assert(MB8_P256_SETUP_BYTES <= TG_POOL_ENTRY && MB8_P384_SETUP_BYTES <= TG_POOL_ENTRY &&
+                   32 + 65 <= TG_POOL_ENTRY,
+               "entry size");
 
 static const enum tg_op pool_op[TG_POOL_COUNT] = {TG_OP_ECDSA_P256, TG_OP_KEYGEN_P256,
-                                                  TG_OP_KEYGEN_X25519};
+                                                  TG_OP_KEYGEN_X25519, TG_OP_ECDSA_P384};
 
 static struct tg_pool {
     uint8_t (*e)[TG_POOL_ENTRY]; /* cap entries, the first n full */
@@ -139,11 +143,12 @@ int tg_pool_take(const TG_PROV *prov, enum tg_pool_kind kind, uint8_t *out, size
 static unsigned compute_batch(TG_PROV *prov, enum tg_pool_kind kind, unsigned lanes,
                               uint8_t buf[MB8_LANES][TG_POOL_ENTRY], void *scratch)
 {
-    uint8_t sec[MB8_LANES][32];
+    uint8_t sec[MB8_LANES][48];
     uint8_t *out[MB8_LANES] = {0};
     const uint8_t *in[MB8_LANES] = {0};
     unsigned good = 0, i;
     mb8_status_t st;
+    const int setup = kind == TG_POOL_ECDSA_SETUP || kind == TG_POOL_ECDSA_SETUP_P384;
 
     for (i = 0; i < lanes; i++) {
         if (kind == TG_POOL_KEYGEN_X25519) {
@@ -152,25 +157,27 @@ static unsigned compute_batch(TG_PROV *prov, enum tg_pool_kind kind, unsigned la
             sec[i][0] &= 248; /* RFC 7748 §5, stored clamped as the default provider does */
             sec[i][31] &= 127;
             sec[i][31] |= 64;
-        } else if (!tg_p256_random_scalar(prov, sec[i])) {
+        } else if (kind == TG_POOL_ECDSA_SETUP_P384 ? !tg_p384_random_scalar(prov, sec[i])
+                                                     : !tg_p256_random_scalar(prov, sec[i])) {
             break;
         }
         in[i] = sec[i];
-        out[i] = kind == TG_POOL_ECDSA_SETUP ? buf[i] : buf[i] + 32;
+        out[i] = setup ? buf[i] : buf[i] + 32;
     }
     if (i < lanes) { /* the DRBG failed: nothing this time */
         OPENSSL_cleanse(sec, sizeof(sec));
         return 0;
     }
-    st = kind == TG_POOL_ECDSA_SETUP    ? mb8_p256_ecdsa_sign_setup(out, in, scratch)
-         : kind == TG_POOL_KEYGEN_P256 ? mb8_p256_public_key(out, in, scratch)
-                                       : mb8_x25519_public_key(out, in, scratch);
+    st = kind == TG_POOL_ECDSA_SETUP        ? mb8_p256_ecdsa_sign_setup(out, in, scratch)
+         : kind == TG_POOL_ECDSA_SETUP_P384 ? mb8_p384_ecdsa_sign_setup(out, in, scratch)
+         : kind == TG_POOL_KEYGEN_P256      ? mb8_p256_public_key(out, in, scratch)
+                                            : mb8_x25519_public_key(out, in, scratch);
     for (i = 0; i < lanes; i++) {
         if (mb8_status_lane(st, i) != MB8_STATUS_OK) {
             OPENSSL_cleanse(buf[i], TG_POOL_ENTRY); /* r = 0 (p ~ 2^-256): drop the lane */
             continue;
         }
-        if (kind != TG_POOL_ECDSA_SETUP)
+        if (!setup)
             memcpy(buf[i], sec[i], 32);
         if (good != i)
             memcpy(buf[good], buf[i], TG_POOL_ENTRY);

@@ -321,7 +321,13 @@ extern const OSSL_DISPATCH tg_aes128gcm_functions[], tg_aes256gcm_functions[];
 
 /* ---- idle-time pools (pool.c) ---- */
 
-enum tg_pool_kind { TG_POOL_ECDSA_SETUP, TG_POOL_KEYGEN_P256, TG_POOL_KEYGEN_X25519, TG_POOL_COUNT };
+enum tg_pool_kind {
+    TG_POOL_ECDSA_SETUP,
+    TG_POOL_KEYGEN_P256,
+    TG_POOL_KEYGEN_X25519,
+    TG_POOL_ECDSA_SETUP_P384,
+    TG_POOL_COUNT
+};
 
 /* Process-wide setup (atfork, atexit); idempotent. */
 void tg_pool_init(void);

@@ -231,9 +231,9 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
 }
 
 /*
- * ECDSA P-256 or P-384 (k->p384) on mb8: a queued batch, or, with setup (P-256 only: an
- * idle-time pool entry, mb8_p256_ecdsa_sign_setup), only the completion, at once. Returns
- * 1, or -1 when the default provider must sign instead.
+ * ECDSA P-256 or P-384 (k->p384) on mb8: a queued batch, or, with setup (an idle-time pool
+ * entry of the key's curve, mb8_p256/p384_ecdsa_sign_setup), only the completion, at once.
+ * Returns 1, or -1 when the default provider must sign instead.
  */
 static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
                           const unsigned char *tbs, size_t tbslen, int probe,
@@ -253,8 +253,6 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
 
     if (sigsize < (p384 ? 104u : 72u)) /* ECDSA_size(): the default provider wants that much */
         return -1;
-    if (p384 && setup != NULL)
-        return -1; /* no P-384 pool: never happens */
     q[0] = OSSL_PARAM_construct_size_t(OSSL_SIGNATURE_PARAM_DIGEST_SIZE, &mdsize);
     q[1] = OSSL_PARAM_construct_end();
     ERR_set_mark();
@@ -274,7 +272,9 @@ static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t 
         const uint8_t *ep[MB8_LANES] = {e}, *dp[MB8_LANES] = {k->priv}, *sp[MB8_LANES] = {setup};
 
         /* BAD_INPUT only when s came out 0 (p ~ 2^-256): then a fresh nonce below */
-        ok = mb8_status_lane(mb8_p256_ecdsa_sign_complete(ro, so, ep, dp, sp), 0) == MB8_STATUS_OK;
+        ok = mb8_status_lane(p384 ? mb8_p384_ecdsa_sign_complete(ro, so, ep, dp, sp)
+                                  : mb8_p256_ecdsa_sign_complete(ro, so, ep, dp, sp),
+                             0) == MB8_STATUS_OK;
     }
     for (tries = 0; tries < 4 && !ok; tries++) {
         if (!(p384 ? tg_p384_random_scalar(s->prov, nonce) : tg_p256_random_scalar(s->prov, nonce)))
@@ -372,11 +372,14 @@ static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsiz
         tg_count_op(op, TG_C_FALLBACKS, 1);
     } else {
         int probe = 0;
-        uint8_t setup[MB8_P256_SETUP_BYTES];
+        uint8_t setup[MB8_P384_SETUP_BYTES];
+        _Static_assert(MB8_P256_SETUP_BYTES <= MB8_P384_SETUP_BYTES, "setup buffer");
 
         /* a sign setup precomputed in idle time: only the completion is left, no batch */
-        if (op == TG_OP_ECDSA_P256 &&
-            tg_pool_take(s->prov, TG_POOL_ECDSA_SETUP, setup, sizeof(setup))) {
+        if ((op == TG_OP_ECDSA_P256 &&
+             tg_pool_take(s->prov, TG_POOL_ECDSA_SETUP, setup, MB8_P256_SETUP_BYTES)) ||
+            (op == TG_OP_ECDSA_P384 &&
+             tg_pool_take(s->prov, TG_POOL_ECDSA_SETUP_P384, setup, MB8_P384_SETUP_BYTES))) {
             r = ecdsa_sign_acc(s, sig, siglen, sigsize, tbs, tbslen, 0, setup);
             OPENSSL_cleanse(setup, sizeof(setup));
             if (r >= 0)

@@ -12,8 +12,8 @@
 #include "core/privs.h"
 
 #define MAX_HEAP ((int64_t)1 << 30) /* the directive's maximum */
-#define POOL_ENTRY 128              /* prov/pool.c TG_POOL_ENTRY */
-#define POOL_KINDS 4                /* ECDSA P-256 nonces, P-256 and X25519 key pairs, spare */
+#define POOL_ENTRY 160              /* prov/pool.c TG_POOL_ENTRY */
+#define POOL_KINDS 5 /* ECDSA P-256 and P-384 nonces, P-256 and X25519 key pairs, spare */
 #define POOL_DEFAULT 64             /* prov: pool_size default */
 
 static int64_t arena; /* bytes of the arena set up (a power of two), 0: none */

@@ -3748,10 +3748,12 @@ static int idle_in_job(void *arg)
     return 1;
 }
 
-static const char *const pool_cases[3] = {"p256 ecdsa sign SHA256 digest, md set",
-                                          "keygen X25519", "keygen EC P-256"};
-static const int pool_alg[3] = {TLSGATE_ALG_ECDSA_P256, TLSGATE_ALG_KEYGEN_X25519,
-                                TLSGATE_ALG_KEYGEN_P256};
+#define POOL_KINDS 4
+static const char *const pool_cases[POOL_KINDS] = {"p256 ecdsa sign SHA256 digest, md set",
+                                                   "keygen X25519", "keygen EC P-256",
+                                                   "p384 ecdsa digest-sign SHA256"};
+static const int pool_alg[POOL_KINDS] = {TLSGATE_ALG_ECDSA_P256, TLSGATE_ALG_KEYGEN_X25519,
+                                         TLSGATE_ALG_KEYGEN_P256, TLSGATE_ALG_ECDSA_P384};
 
 /* Runs case name n times outside jobs, each result checked against the default provider;
  * the outputs of the last two into last[0..1] (signatures) when given. */
@@ -3775,9 +3777,9 @@ static void run_checked(struct world *w, const char *name, int n, struct result 
 
 /*
  * Pools: marked wanted by use, filled by "idle" in 8-entry batches up to pool_size (64
- * here) per kind and then no more; taken by ECDSA signatures and P-256/X25519 key
- * generations (results checked against the default provider; two signatures from pool
- * entries differ); "idle" does nothing inside a job; a forked child never uses its
+ * here) per kind and then no more; taken by ECDSA P-256 and P-384 signatures and
+ * P-256/X25519 key generations (results checked against the default provider; two
+ * signatures from pool entries differ); "idle" does nothing inside a job; a forked child never uses its
  * parent's entries; misses are counted once the pool ran dry.
  */
 static void test_pools(void **state)
@@ -3796,7 +3798,7 @@ static void test_pools(void **state)
     q[1] = OSSL_PARAM_construct_end();
     assert_true(OSSL_PROVIDER_get_params(w->tg, q));
     assert_int_equal(size, 64);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < POOL_KINDS; i++)
         run_checked(w, pool_cases[i], 1, NULL); /* wanted (the earlier tests did too) */
 
     /* inside an ASYNC job: never fills (the job's stack and the handshake come first) */
@@ -3814,20 +3816,20 @@ static void test_pools(void **state)
     }
     assert_true(metrics_read(w, m0, sizeof(*m0)));
 
-    /* fill: 3 kinds x 64 entries = 24 batches of 8, then nothing left */
+    /* fill: 4 kinds x 64 entries = 32 batches of 8, then nothing left */
     for (calls = 0, left = 1; left != 0 && calls < 100; calls++)
         left = idle_param(w);
     assert_int_equal(left, 0);
-    assert_int_equal(calls, 24);
+    assert_int_equal(calls, 32);
     assert_int_equal(idle_param(w), 0); /* full: no work */
 
     /* use: 10 of each, all hits, results right */
     assert_true(metrics_read(w, m0, sizeof(*m0)));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < POOL_KINDS; i++)
         run_checked(w, pool_cases[i], 10, i == 0 ? two : NULL);
     assert_true(two[0].outlen != two[1].outlen || memcmp(two[0].out, two[1].out, two[0].outlen) != 0);
     assert_true(metrics_read(w, m1, sizeof(*m1)));
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < POOL_KINDS; i++) {
         const tlsgate_alg_metrics_t *x = &m0->alg[pool_alg[i]], *y = &m1->alg[pool_alg[i]];
 
         assert_int_equal(y->pool_hits - x->pool_hits, 10);
@@ -3839,7 +3841,7 @@ static void test_pools(void **state)
      * lacks the most; 2 missing is left alone (a batch of 2 costs as much as one of 8) */
     for (calls = 0, left = 1; left != 0 && calls < 100; calls++)
         left = idle_param(w);
-    assert_int_equal(calls, 3);
+    assert_int_equal(calls, POOL_KINDS);
     assert_int_equal(idle_param(w), 0);
 
     /* a forked child starts with empty pools */
@@ -3862,7 +3864,7 @@ static void test_pools(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 
     /* drain: the 62 entries left, then a miss, for every kind */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < POOL_KINDS; i++) {
         assert_true(metrics_read(w, m0, sizeof(*m0)));
         run_checked(w, pool_cases[i], 63, NULL);
         assert_true(metrics_read(w, m1, sizeof(*m1)));
