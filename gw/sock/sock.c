@@ -347,7 +347,13 @@ static int handshake(gw_sock_t *s)
         /* OpenSSL wrote its fatal alert (or the plain 400 went out): closing with client
          * bytes unread (the rest of a flight, early data) makes the kernel answer with
          * RST, which can overtake the alert; as nginx's lingering close: FIN after the
-         * alert, then drain until EOF or LINGER_MS. */
+         * alert, then drain until EOF or LINGER_MS. The failed SSL is freed first (its
+         * socket BIO leaves the fd open): its handshake keys would otherwise hold the
+         * secure heap for the whole linger, so failed handshakes kept open by their
+         * clients would starve the next ones (integ_secheap test_full_heap_paused). */
+        gw_sock_async_forget_(s);
+        SSL_free(s->ssl);
+        s->ssl = NULL;
         s->handshaking = 0;
         linger_start(s);
         return -1;
