@@ -20,6 +20,7 @@
 #include "core/privs.h"
 #include "cycle.h"
 #include "http/conn.h"
+#include "sock/sock.h"
 #include "http/resume.h"
 #include "master.h"
 #include "tls/session.h"
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
         *want = argv[++i];
     }
 
-    gw_tls_set_async_callback(gw_conn_async_callback);
+    gw_tls_set_async_callback(gw_sock_async_callback);
     gw_tls_session_set_remote_store(gw_resume_store);
     gw_tls_session_set_remote_keys(gw_resume_ticket_keys);
     gw_options_t opt = {0};

@@ -19,7 +19,9 @@
 #include "core/stats.h"
 #include "http/conn.h"
 #include "http/resume.h"
+#include "net/post.h"
 #include "proxy/upstream.h"
+#include "sock/sock.h"
 #include "tls/accel.h"
 #include "tlsgate/prov.h"
 
@@ -68,7 +70,7 @@ static void begin_graceful_stop(void);
 void gw_worker_accepting(int on)
 {
     gw_worker_t *w = gw_worker;
-    if (on && (w->shutting_down || w->n_conns >= w->max_conns || gw_timer_armed(&w->accept_timer)))
+    if (on && (w->env.shutting_down || w->env.n_conns >= w->env.max_conns || gw_timer_armed(&w->accept_timer)))
         return;
     for (size_t i = 0; i < w->n_listeners; i++) {
         gw_wlistener_t *l = &w->listeners[i];
@@ -94,7 +96,7 @@ static void on_listener(gw_io_t *io, uint32_t events)
 {
     gw_wlistener_t *l = (gw_wlistener_t *)io;
     gw_worker_t *w = gw_worker;
-    for (int i = 0; i < ACCEPT_BATCH && w->n_conns < w->max_conns && l->registered; i++) {
+    for (int i = 0; i < ACCEPT_BATCH && w->env.n_conns < w->env.max_conns && l->registered; i++) {
         struct sockaddr_storage peer;
         socklen_t plen = sizeof(peer);
         int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -113,7 +115,7 @@ static void on_listener(gw_io_t *io, uint32_t events)
             return;
         }
         GW_STAT_ADD(accepted, 1);
-        gw_conn_accepted(l->laddr, fd, (struct sockaddr *)&peer, plen);
+        gw_conn_accepted(&w->env, l->laddr, fd, (struct sockaddr *)&peer, plen);
     }
 }
 
@@ -123,7 +125,7 @@ static void on_signal(gw_io_t *io, uint32_t events)
     while (read(sigwatch.fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         switch (si.ssi_signo) {
         case SIGQUIT:
-            if (!gw_worker->shutting_down)
+            if (!gw_worker->env.shutting_down)
                 gw_log(GW_LOG_NOTICE, 0, "gracefully shutting down");
             begin_graceful_stop();
             break;
@@ -145,9 +147,9 @@ static void on_signal(gw_io_t *io, uint32_t events)
 static void begin_graceful_stop(void)
 {
     gw_worker_t *w = gw_worker;
-    if (w->shutting_down)
+    if (w->env.shutting_down)
         return;
-    w->shutting_down = 1;
+    w->env.shutting_down = 1;
     w->shutdown_deadline_ms = gw_now_ms() + w->cycle->conf->worker_shutdown_timeout_ms;
     gw_worker_accepting(0);
     for (size_t i = 0; i < w->n_listeners; i++) {
@@ -155,7 +157,7 @@ static void begin_graceful_stop(void)
         close(w->listeners[i].fd);
         w->listeners[i].fd = -1;
     }
-    gw_conn_shutdown_all(1);
+    gw_conn_shutdown_all(&w->env, 1);
     gw_upstream_close_idle();
 }
 
@@ -198,8 +200,13 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
     gw_worker = &w;
     w.cycle = cycle;
     w.index = index;
-    w.max_conns = cycle->conf->worker_connections; /* >= 1: the directive's range */
+    w.env.max_conns = cycle->conf->worker_connections; /* >= 1: the directive's range */
     w.accept_timer.cb = on_accept_timer;
+    w.env.loop = &w.loop;
+    w.env.accepting = gw_worker_accepting;
+    w.env.index = index;
+    w.env.conf = cycle->conf;
+    gw_req_metrics_refresh = gw_worker_metrics_refresh;
 
     /* signals arrive through a signalfd in the loop: no handler races */
     sigset_t set;
@@ -251,7 +258,9 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
     if (cycle->conf->ssl_async_jobs > 0 &&
         !ASYNC_init_thread((size_t)cycle->conf->ssl_async_jobs, 0))
         gw_log(GW_LOG_ALERT, 0, "ASYNC_init_thread(%d) failed", cycle->conf->ssl_async_jobs);
-    if (gw_conn_async_init() != 0) {
+    gw_upstream_init(&w.loop, cycle->conf, &w.env.shutting_down);
+    gw_resume_init(&w.loop);
+    if (gw_sock_async_init(&w.loop) != 0) {
         gw_log(GW_LOG_EMERG, errno, "eventfd() for async wakes failed");
         exit(2);
     }
@@ -279,8 +288,8 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
          * While a batching provider holds requests for a queue that was still growing,
          * the wait does not block at all: nothing new ready means the queue stopped
          * growing, and the next poll computes it. */
-        int wait_ms = w.shutting_down ? 100 : -1;
-        if (poll_hook && gw_conn_async_paused() > 0)
+        int wait_ms = w.env.shutting_down ? 100 : -1;
+        if (poll_hook && gw_sock_async_paused() > 0)
             wait_ms = accel_queued > 0 ? 0 : POLL_WAIT_MS;
         if (metrics_dirty) { /* the provider's counters moved: copy them when due */
             int64_t left = metrics_due_ms - gw_now_ms();
@@ -291,11 +300,11 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         }
         /* The providers have idle-time work (pools to fill): look at the ready events
          * without blocking; a pass that finds none does one batch of that work below. */
-        if (idle_left > 0 && wait_ms != 0 && !w.shutting_down && gw_conn_async_paused() == 0)
+        if (idle_left > 0 && wait_ms != 0 && !w.env.shutting_down && gw_sock_async_paused() == 0)
             wait_ms = 0;
-        if (gw_conn_async_woken()) /* woken by this thread: resume them without waiting */
+        if (gw_sock_async_woken()) /* woken by this thread: resume them without waiting */
             wait_ms = 0;
-        if (gw_proxy_pending())
+        if (gw_post_pending())
             wait_ms = 0; /* a relay yielded after a long run: it goes on after the events */
         int nev = gw_loop_once(&w.loop, wait_ms);
         if (nev > 0) {
@@ -306,19 +315,21 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         /* After the ready events: let a polling provider complete what it queued (partial
          * batches never wait for a timer), then resume the jobs that completed. */
         accel_queued = 0;
-        if (gw_conn_async_paused() > 0) {
+        if (gw_sock_async_paused() > 0) {
             /* the loop's backlog: events this pass ran (more are likely: the next
              * epoll_wait does not block while requests wait) and jobs woken to resume; a
              * batching provider leaves partial batches to fill while it is not 0 */
             if (poll_hook)
                 gw_accel_poll(&accel_queued,
-                              (unsigned)(nev > 0 ? nev : 0) + (gw_conn_async_woken() ? 1u : 0u));
+                              (unsigned)(nev > 0 ? nev : 0) + (gw_sock_async_woken() ? 1u : 0u));
             gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
         }
-        gw_conn_async_process();
-        gw_proxy_process(); /* upstream events of the batch (gw/proxy/upstream.h) */
+        gw_sock_async_process(); /* completed jobs: posted, resumed by gw_post_run */
+        gw_post_run();      /* work posted by the batch: wakes, upstream events, relays */
+        gw_sock_async_retry(); /* sockets that waited for a free async job */
+        gw_proxy_process(); /* frees the upstream connections closed meanwhile */
         /* nothing was ready and no job waits: the loop would block, the CPU is ours */
-        if (idle_left > 0 && nev == 0 && !w.shutting_down && gw_conn_async_paused() == 0) {
+        if (idle_left > 0 && nev == 0 && !w.env.shutting_down && gw_sock_async_paused() == 0) {
             idle_left = gw_accel_idle();
             if (metrics_hook)
                 metrics_dirty = 1;
@@ -327,17 +338,17 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             gw_worker_metrics_refresh();
         if (stop_fast)
             break;
-        if (w.shutting_down) {
-            if (w.n_conns == 0)
+        if (w.env.shutting_down) {
+            if (w.env.n_conns == 0)
                 break;
             if (gw_now_ms() >= w.shutdown_deadline_ms) {
                 gw_log(GW_LOG_WARN, 0, "worker_shutdown_timeout: closing %d connections",
-                       w.n_conns);
+                       w.env.n_conns);
                 break;
             }
         }
     }
-    gw_conn_shutdown_all(0);
+    gw_conn_shutdown_all(&w.env, 0);
     gw_worker_metrics_refresh(); /* the final counts, folded into the retired total */
     for (size_t i = 0; i < w.n_listeners; i++)
         if (w.listeners[i].fd >= 0)

@@ -3,6 +3,7 @@
 #define GW_WORKER_H
 
 #include "cycle.h"
+#include "http/conn.h"
 #include "net/loop.h"
 
 struct gw_conn;
@@ -20,11 +21,10 @@ typedef struct gw_worker {
     gw_loop_t loop;
     gw_wlistener_t *listeners;
     size_t n_listeners;
-    int n_conns;
-    int max_conns;           /* worker_connections */
-    int shutting_down;       /* graceful stop: no accept, close after current request */
+    gw_conn_env_t env;       /* the connections: loop, list, count, worker_connections,
+                              * shutting_down (graceful stop: no accept, close after the
+                              * current request) */
     int64_t shutdown_deadline_ms;
-    struct gw_conn *conns;   /* all open connections (doubly linked) */
     gw_timer_t accept_timer; /* resume accepting after EMFILE/ENFILE */
 } gw_worker_t;
 

@@ -11,7 +11,6 @@
 #include "http/vars.h"
 #include "core/log.h"
 #include "net/proxy_protocol.h"
-#include "proxy/stream.h"
 
 int gw_access_denied(gw_conn_t *c)
 {
@@ -61,7 +60,7 @@ static void set_client(gw_conn_t *c, int family, const unsigned char *addr, int 
     memset(c->v.addr, 0, sizeof(c->v.addr));
     memcpy(c->v.addr, addr, family == AF_INET ? 4 : 16);
     c->v.port = port;
-    inet_ntop(family, addr, c->peer_text, sizeof(c->peer_text));
+    inet_ntop(family, addr, c->s.peer_text, sizeof(c->s.peer_text));
 }
 
 void gw_access_real_ip(gw_conn_t *c)
@@ -72,7 +71,7 @@ void gw_access_real_ip(gw_conn_t *c)
     v->family = v->tcp_family;
     memcpy(v->addr, v->tcp_addr, 16);
     v->port = v->tcp_port;
-    snprintf(c->peer_text, sizeof(c->peer_text), "%s", v->tcp_text);
+    snprintf(c->s.peer_text, sizeof(c->s.peer_text), "%s", v->tcp_text);
     const gw_deploy_srv_t *d = &c->vs->conf->srv.dep;
     if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->family, v->addr))
         return;
@@ -123,23 +122,20 @@ int gw_access_proxy_protocol(gw_conn_t *c)
 {
     gw_pp_t pp;
     const char *why = NULL;
-    int r = gw_pp_read(c->fd, &pp, &why);
+    int r = gw_pp_read(c->s.fd, &pp, &why);
     if (r == 0)
         return 0;
     if (r < 0) {
         /* a peer that closed first is not a broken header (a balancer's TCP check) */
         int closed = strncmp(why, "connection", 10) == 0;
-        gw_log(closed ? GW_LOG_INFO : GW_LOG_ERROR, 0, "client %s: %s%s", c->peer_text,
+        gw_log(closed ? GW_LOG_INFO : GW_LOG_ERROR, 0, "client %s: %s%s", c->s.peer_text,
                closed ? "" : "broken PROXY protocol header: ", why);
-        gw_pp_discard(c->fd); /* so that the close is a FIN, not a reset */
+        gw_pp_discard(c->s.fd); /* so that the close is a FIN, not a reset */
         return -1;
     }
-    c->v.pp_pending = 0;
     if (pp.family) {
         inet_ntop(pp.family, pp.src, c->v.pp_addr, sizeof(c->v.pp_addr));
         c->v.pp_port = pp.src_port;
     }
-    if (!c->ssl && c->laddr->stream)
-        gw_stream_start(c);
     return 1;
 }

@@ -17,7 +17,6 @@
 #include "core/stats.h"
 #include "http/conn.h"
 #include "proxy/proxy.h"
-#include "worker.h"
 
 static const struct {
     const char *ext;
@@ -83,7 +82,7 @@ static const gw_location_t *find_location(const gw_server_t *s, const char *path
     return best;
 }
 
-static void handle_return(gw_conn_t *c, const gw_location_t *l)
+static void handle_return(gw_req_t *c, const gw_location_t *l)
 {
     int code = l->return_code;
     if (code == 444) { /* nginx: close the connection without a response */
@@ -93,8 +92,10 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
         return;
     }
     gw_vbuf_t text = {0}; /* the text or URL with its variables (http/vars.h) */
-    if (l->return_text)
-        gw_vars_expand(c, l->return_text, code >= 301 && code <= 308, &text);
+    if (l->return_text && c->conn)
+        gw_vars_expand(c->conn, l->return_text, code >= 301 && code <= 308, &text);
+    else if (l->return_text)
+        gw_vbuf_add(&text, l->return_text, strlen(l->return_text));
     if (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) {
         char extra[4096 + 16];
         snprintf(extra, sizeof(extra), "Location: %s\r\n", text.s ? text.s : "/");
@@ -108,16 +109,16 @@ static void handle_return(gw_conn_t *c, const gw_location_t *l)
         return;
     }
     if (code >= 400) {
-        if (!gw_error_page(c, code))
+        if (!c->conn || !gw_error_page(c->conn, code))
             gw_resp_page(c, code, NULL); /* configured: the connection may go on */
         return;
     }
     gw_resp_simple(c, code, NULL, "", 0, NULL);
 }
 
-static void handle_status(gw_conn_t *c)
+static void handle_status(gw_req_t *c)
 {
-    if (c->rq->req.method != GW_HTTP_GET && c->rq->req.method != GW_HTTP_HEAD) {
+    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
     }
@@ -181,13 +182,14 @@ static void handle_status(gw_conn_t *c)
 /* `status;` (JSON) and `metrics;` (Prometheus): a snapshot of every worker's counters,
  * rendered into a heap buffer (tens of KB with the provider's histograms) that the
  * response copies. */
-static void handle_obs(gw_conn_t *c, int prometheus)
+static void handle_obs(gw_req_t *c, int prometheus)
 {
-    if (c->rq->req.method != GW_HTTP_GET && c->rq->req.method != GW_HTTP_HEAD) {
+    if (c->req.method != GW_HTTP_GET && c->req.method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
     }
-    gw_worker_metrics_refresh(); /* this worker's provider counters as of now */
+    if (gw_req_metrics_refresh)
+        gw_req_metrics_refresh(); /* this worker's provider counters as of now */
     static gw_obs_snapshot_t snap; /* 6 KB: one thread per worker, not on the stack */
     gw_obuf_t b = {0};
     int rc = gw_obs_collect(gw_stats, &snap);
@@ -279,12 +281,12 @@ static void make_etag(char *out, uint64_t mtime, uint64_t size)
     *o = '\0';
 }
 
-static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *path)
+static void serve_file(gw_req_t *c, int fd, const struct stat *st, const char *path)
 {
     char etag[64], lm[32];
     make_etag(etag, (uint64_t)st->st_mtime, (uint64_t)st->st_size);
     gw_format_http_date(st->st_mtime, lm);
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &c->req;
     uint64_t size = (uint64_t)st->st_size;
     char extra[512];
 
@@ -334,16 +336,14 @@ static void serve_file(gw_conn_t *c, int fd, const struct stat *st, const char *
         close(fd);
         return;
     }
-    c->file_fd = fd;
-    c->file_off = first;
-    c->file_left = len;
+    gw_resp_file(c, fd, first, len);
 }
 
-static void redirect_dir(gw_conn_t *c, const char *norm)
+static void redirect_dir(gw_req_t *c, const char *norm)
 {
     /* nginx answers a directory without its trailing slash with 301 to "path/" */
     char extra[4096 + 64];
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &c->req;
     int n = snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm,
                      r->query ? "?" : "", r->query ? (int)r->query_len : 0,
                      r->query ? r->query : "");
@@ -356,10 +356,10 @@ static void redirect_dir(gw_conn_t *c, const char *norm)
 
 /* norm: the request path percent-decoded and normalised (gw_http_normalize_path), nl
  * its length. */
-static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char *norm,
+static void handle_static(gw_req_t *c, const gw_loc_settings_t *loc, const char *norm,
                           long nl)
 {
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &c->req;
     if (r->method != GW_HTTP_GET && r->method != GW_HTTP_HEAD) {
         gw_resp_error(c, 405);
         return;
@@ -430,11 +430,12 @@ static void handle_static(gw_conn_t *c, const gw_loc_settings_t *loc, const char
     serve_file(c, fd, &st, path);
 }
 
-void gw_http_handle(gw_conn_t *c)
+void gw_http_handle(gw_req_t *c)
 {
     const gw_server_t *s = c->vs->conf;
-    const gw_http_request_t *r = &c->rq->req;
-    if (gw_headers_client_cert(c)) /* ssl_verify_client: nginx's 400 page, http/headers.c */
+    const gw_http_request_t *r = &c->req;
+    gw_conn_t *cn = c->conn; /* its TLS, client address and variables (http/vars.h) */
+    if (cn && gw_headers_client_cert(cn)) /* ssl_verify_client: nginx's 400 page, headers.c */
         return;
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
@@ -454,13 +455,21 @@ void gw_http_handle(gw_conn_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
-    c->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
-    if (gw_access_denied(c)) {        /* http/access.c */
+    if (cn)
+        cn->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
+    if (cn && gw_access_denied(cn)) {       /* http/access.c */
         gw_resp_error(c, 403);
         return;
     }
     if (l && l->proxy_pass) {
-        gw_proxy_start(c, l, norm, (size_t)nl);
+        if (c->proto != GW_REQ_HTTP11) {
+            /* the proxy frames HTTP/1.1 on the client side: an HTTP/2 stream cannot use it */
+            gw_log(GW_LOG_ERROR, 0, "proxy_pass over HTTP/2 is not supported, client: %s",
+                   c->peer_text);
+            gw_resp_error(c, 502);
+            return;
+        }
+        gw_proxy_start(c->owner, l, norm, (size_t)nl);
         return;
     }
     if (l && l->return_code) {

@@ -95,7 +95,7 @@ int gw_error_page(gw_conn_t *c, int status)
             code = 302;
         char extra[4096 + 16];
         snprintf(extra, sizeof(extra), "Location: %s\r\n", e->uri);
-        gw_resp_page(c, code, extra);
+        gw_resp_page(c->rq, code, extra);
         return 1;
     }
     /* a local page: the file under the root of the request's settings (nginx makes an
@@ -130,22 +130,22 @@ int gw_error_page(gw_conn_t *c, int status)
         c->v.in_error_page = 0;
         return 0;
     }
-    gw_resp_simple(c, code, page_type(path), body, size, NULL);
+    gw_resp_simple(c->rq, code, page_type(path), body, size, NULL);
     free(body);
     return 1;
 }
 
 int gw_headers_client_cert(gw_conn_t *c)
 {
-    const char *why = gw_tls_verify_result(c->ssl, c->vs->conf->srv.dep.ssl_verify_client);
+    const char *why = gw_tls_verify_result(c->s.ssl, c->vs->conf->srv.dep.ssl_verify_client);
     if (!why)
         return 0;
-    if (SSL_get0_peer_certificate(c->ssl))
+    if (SSL_get0_peer_certificate(c->s.ssl))
         gw_log(GW_LOG_INFO, 0, "client %s: SSL certificate verify error: (%ld:%s)",
-               c->peer_text, SSL_get_verify_result(c->ssl),
-               X509_verify_cert_error_string(SSL_get_verify_result(c->ssl)));
+               c->s.peer_text, SSL_get_verify_result(c->s.ssl),
+               X509_verify_cert_error_string(SSL_get_verify_result(c->s.ssl)));
     else
-        gw_log(GW_LOG_INFO, 0, "client %s sent no required SSL certificate", c->peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s sent no required SSL certificate", c->s.peer_text);
     /* nginx's page for its codes 495/496, sent as 400 */
     char body[512];
     int n = snprintf(body, sizeof(body),
@@ -153,8 +153,8 @@ int gw_headers_client_cert(gw_conn_t *c)
                      "<center><h1>400 Bad Request</h1></center>\r\n<center>%s</center>\r\n"
                      "<hr><center>tlsgate</center>\r\n</body>\r\n</html>\r\n",
                      why, why);
-    c->close_after = 1;
-    c->keep_alive = 0;
-    gw_resp_simple(c, 400, "text/html", body, (size_t)n, NULL);
+    c->rq->close_after = 1;
+    c->rq->keep_alive = 0;
+    gw_resp_simple(c->rq, 400, "text/html", body, (size_t)n, NULL);
     return 1;
 }

@@ -11,11 +11,12 @@
 
 #include "http/conn.h"
 #include "http/vars.h"
-#include "worker.h"
 
-static const gw_log_format_t *find_format(const char *name)
+static const gw_log_format_t *find_format(const gw_conn_t *c, const char *name)
 {
-    const gw_deploy_srv_t *h = &gw_worker->cycle->conf->http.srv.dep;
+    if (!c->env || !c->env->conf)
+        return NULL;
+    const gw_deploy_srv_t *h = &c->env->conf->http.srv.dep;
     for (size_t i = 0; i < h->n_log_formats; i++)
         if (strcmp(h->log_formats[i].name, name) == 0)
             return &h->log_formats[i];
@@ -61,7 +62,7 @@ int gw_logfmt_write(gw_conn_t *c, int fd)
     const char *name = c->vs->conf->srv.dep.access_log_format;
     if (!name || strcmp(name, "combined") == 0)
         return 0;
-    const gw_log_format_t *f = find_format(name);
+    const gw_log_format_t *f = find_format(c, name);
     if (!f)
         return 0; /* cannot happen: the configuration check refused the name */
     int json = f->escape == GW_LOG_ESCAPE_JSON;

@@ -163,7 +163,7 @@ static int line_cut(const unsigned char *b, size_t i, size_t n, int more, int ov
     return over;
 }
 
-static int method_id(const char *m, size_t n)
+int gw_http_method_id(const char *m, size_t n)
 {
     /* RFC 9110 §9.1: "The method token is case-sensitive". */
     switch (n) {
@@ -522,7 +522,7 @@ int gw_http_parse_request(const char *buf, size_t len, const gw_http_limits_t *l
         return -400;
     req->method_str = buf + line;
     req->method_len = i - line;
-    req->method = method_id(req->method_str, req->method_len);
+    req->method = gw_http_method_id(req->method_str, req->method_len);
     t = ++i;
     /* RFC 3986 forbids a few more characters ("<>\^`{|} and DEL...) than C_TARGET does, but
      * clients do send some of them unencoded; they are inert here because paths are

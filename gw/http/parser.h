@@ -166,6 +166,10 @@ long gw_http_normalize_path(const char *path, size_t path_len, char *out, size_t
 int gw_http_parse_range(const char *value, size_t len, uint64_t size, uint64_t *first,
                         uint64_t *last);
 
+/** The enum gw_http_method of method token m (n bytes, case-sensitive, RFC 9110 §9.1);
+ * GW_HTTP_OTHER for a token we do not know. */
+int gw_http_method_id(const char *m, size_t n);
+
 /** Reason phrase for status code (e.g. 404 -> "Not Found"); "Unknown" for unknown codes. */
 const char *gw_http_reason(int status);
 

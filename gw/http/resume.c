@@ -4,7 +4,6 @@
 #include "http/conn.h"
 #include "net/redis.h"
 #include "tls/session.h"
-#include "worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,13 @@
 #include <openssl/rand.h>
 
 #include <hiredis/hiredis.h>
+
+static gw_loop_t *loop_; /* the worker's loop (gw_resume_init); NULL outside a worker */
+
+void gw_resume_init(gw_loop_t *loop)
+{
+    loop_ = loop;
+}
 
 #define KEY_PREFIX "tlsgate:sess:"
 
@@ -43,8 +49,8 @@ static void lookup_detach(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, 
     lookup_t *lk = ptr;
     if (!lk)
         return;
-    if (gw_worker)
-        gw_timer_del(&gw_worker->loop, &lk->timer);
+    if (loop_)
+        gw_timer_del(loop_, &lk->timer);
     lk->c = NULL;
     lk->ssl = NULL;
     if (!lk->in_redis)
@@ -89,12 +95,12 @@ static void on_get(void *reply, void *priv)
     lk->state = DONE;
     /* wake after this pass's events (the reply came in the middle of them) */
     lk->timer.cb = on_wake;
-    gw_timer_add(&gw_worker->loop, &lk->timer, 0);
+    gw_timer_add(loop_, &lk->timer, 0);
 }
 
 static int lookup_hello(struct gw_conn *c, SSL *ssl)
 {
-    if (!gw_worker)
+    if (!loop_)
         return SSL_CLIENT_HELLO_SUCCESS;
     if (ex_index < 0) {
         ex_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, lookup_detach);
@@ -111,12 +117,12 @@ static int lookup_hello(struct gw_conn *c, SSL *ssl)
     if (!gw_tls_session_remote_lookup(ssl, id, &id_len, &url, &tmo)) {
         /* nothing offered: open the connection now, so this handshake's new session
          * can be stored */
-        gw_redis_t *r = url ? gw_redis_get(url, &gw_worker->loop) : NULL;
+        gw_redis_t *r = url ? gw_redis_get(url, loop_) : NULL;
         if (r)
             gw_redis_ready(r);
         return SSL_CLIENT_HELLO_SUCCESS;
     }
-    gw_redis_t *r = gw_redis_get(url, &gw_worker->loop);
+    gw_redis_t *r = gw_redis_get(url, loop_);
     if (!r || !gw_redis_ready(r))
         return SSL_CLIENT_HELLO_SUCCESS; /* down or slow: a full handshake, now */
     lk = calloc(1, sizeof(*lk));
@@ -135,9 +141,9 @@ static int lookup_hello(struct gw_conn *c, SSL *ssl)
     lk->in_redis = 1;
     lk->state = PENDING;
     lk->timer.cb = on_timeout;
-    gw_timer_add(&gw_worker->loop, &lk->timer, tmo);
+    gw_timer_add(loop_, &lk->timer, tmo);
     if (gw_redis_command(r, on_get, lk, "GET " KEY_PREFIX "%b", id, id_len) != 0) {
-        gw_timer_del(&gw_worker->loop, &lk->timer);
+        gw_timer_del(loop_, &lk->timer);
         lk->in_redis = 0;
         lk->state = DONE; /* freed with the SSL */
         return SSL_CLIENT_HELLO_SUCCESS;
@@ -157,9 +163,9 @@ int gw_resume_client_hello(struct gw_conn *c, SSL *ssl)
 void gw_resume_store(const char *url, const unsigned char *id, size_t id_len,
                      const unsigned char *der, size_t der_len, int64_t ttl_s)
 {
-    if (!gw_worker)
+    if (!loop_)
         return;
-    gw_redis_t *r = gw_redis_get(url, &gw_worker->loop);
+    gw_redis_t *r = gw_redis_get(url, loop_);
     if (!r || !gw_redis_ready(r))
         return;
     gw_redis_command(r, NULL, NULL, "SET " KEY_PREFIX "%b %b EX %lld", id, id_len, der, der_len,
@@ -266,20 +272,20 @@ static void ring_refresh(gw_timer_t *t)
     int64_t every = g->period * 1000 / 4;
     if (every > 5000)
         every = 5000;
-    gw_timer_add(&gw_worker->loop, &g->timer, missing ? 500 : every < 100 ? 100 : every);
+    gw_timer_add(loop_, &g->timer, missing ? 500 : every < 100 ? 100 : every);
 }
 
 size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_key_t *keys,
                              size_t cap)
 {
-    if (!gw_worker || period_s < 1 || cap < 3)
+    if (!loop_ || period_s < 1 || cap < 3)
         return 0;
     tk_ring_t *g = rings;
     while (g && (strcmp(g->url, url) != 0 || g->period != period_s))
         g = g->next;
     if (!g) {
         g = calloc(1, sizeof(*g));
-        gw_redis_t *r = gw_redis_get(url, &gw_worker->loop);
+        gw_redis_t *r = gw_redis_get(url, loop_);
         if (!g || !r || !(g->url = strdup(url))) {
             free(g);
             return 0;
@@ -290,7 +296,7 @@ size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_ke
         g->next = rings;
         rings = g;
         gw_redis_ready(r); /* start connecting */
-        gw_timer_add(&gw_worker->loop, &g->timer, 0);
+        gw_timer_add(loop_, &g->timer, 0);
         return 0;
     }
     int64_t e = (int64_t)time(NULL) / period_s;

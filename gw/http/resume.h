@@ -14,6 +14,7 @@
 
 #include <openssl/ssl.h>
 
+#include "net/loop.h"
 #include "tls/session.h"
 
 struct gw_conn;
@@ -26,6 +27,10 @@ struct gw_conn;
  * which the reply or the timeout came. Never fails the handshake.
  */
 int gw_resume_client_hello(struct gw_conn *c, SSL *ssl);
+
+/** The worker's loop, where Redis connections and lookup timers live; until it is set
+ * (the master, `-t`) remote lookups and stores are skipped. */
+void gw_resume_init(gw_loop_t *loop);
 
 /** The remote store for tls/session.h (gw_tls_session_set_remote_store): SET key der EX
  * ttl_s on the worker's Redis connection of url; dropped when it is not ready. */

@@ -17,7 +17,6 @@
 #include "core/clock.h"
 #include "http/conn.h"
 #include "net/listen.h"
-#include "worker.h"
 
 void gw_vbuf_add(gw_vbuf_t *b, const char *s, size_t n)
 {
@@ -66,7 +65,7 @@ void gw_vars_accepted(gw_conn_t *c, const struct sockaddr *peer, socklen_t plen)
 {
     gw_conn_vars_t *v = &c->v;
     /* $connection: unique in the server, as nginx's (worker index in the high bits) */
-    v->serial = ((uint64_t)(gw_worker ? gw_worker->index : 0) << 48) | ++next_serial;
+    v->serial = ((uint64_t)(c->env ? c->env->index : 0) << 48) | ++next_serial;
     if (peer->sa_family == AF_INET && plen >= (socklen_t)sizeof(struct sockaddr_in)) {
         const struct sockaddr_in *s = (const struct sockaddr_in *)peer;
         v->tcp_family = AF_INET;
@@ -78,7 +77,7 @@ void gw_vars_accepted(gw_conn_t *c, const struct sockaddr *peer, socklen_t plen)
         memcpy(v->tcp_addr, &s->sin6_addr, 16);
         v->tcp_port = ntohs(s->sin6_port);
     }
-    snprintf(v->tcp_text, sizeof(v->tcp_text), "%s", c->peer_text);
+    snprintf(v->tcp_text, sizeof(v->tcp_text), "%s", c->s.peer_text);
     v->family = v->tcp_family;
     memcpy(v->addr, v->tcp_addr, 16);
     v->port = v->tcp_port;
@@ -116,7 +115,7 @@ static int needs_head_copy(const gw_conn_t *c)
 static void copy_head(gw_conn_t *c)
 {
     gw_http_request_t *r = &c->rq->req;
-    const char *base = c->in;
+    const char *base = c->s.in;
     size_t len = c->head_len;
     char *copy = malloc(len ? len : 1);
     if (!copy)
@@ -231,15 +230,15 @@ static void add_name(gw_vbuf_t *b, X509_NAME *n)
 
 static void add_ssl_client(gw_vbuf_t *b, gw_conn_t *c, const char *what)
 {
-    if (!c->ssl)
+    if (!c->s.ssl)
         return;
-    X509 *x = SSL_get0_peer_certificate(c->ssl);
+    X509 *x = SSL_get0_peer_certificate(c->s.ssl);
     if (strcmp(what, "verify") == 0) {
         if (!x) {
             add_str(b, "NONE");
             return;
         }
-        long r = SSL_get_verify_result(c->ssl);
+        long r = SSL_get_verify_result(c->s.ssl);
         if (r == X509_V_OK) {
             add_str(b, "SUCCESS");
         } else {
@@ -300,7 +299,7 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     gw_conn_vars_t *v = &c->v;
 #define VAR(name) (n == sizeof(name) - 1 && memcmp(s, name, n) == 0)
     if (VAR("remote_addr")) {
-        add_str(b, c->peer_text);
+        add_str(b, c->s.peer_text);
     } else if (VAR("remote_port")) {
         if (v->port)
             add_fmt(b, "%d", v->port);
@@ -324,11 +323,11 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
         if (r)
             add_fmt(b, "HTTP/1.%d", r->version_minor);
     } else if (VAR("status")) {
-        add_fmt(b, "%03d", c->status);
+        add_fmt(b, "%03d", c->rq ? c->rq->status : 0);
     } else if (VAR("body_bytes_sent")) {
-        add_fmt(b, "%llu", (unsigned long long)c->bytes_sent);
+        add_fmt(b, "%llu", (unsigned long long)(c->rq ? c->rq->bytes_sent : 0));
     } else if (VAR("bytes_sent")) {
-        add_fmt(b, "%llu", (unsigned long long)(c->bytes_sent + v->head_bytes));
+        add_fmt(b, "%llu", (unsigned long long)((c->rq ? c->rq->bytes_sent : 0) + v->head_bytes));
     } else if (VAR("request_time") || VAR("msec") || VAR("time_iso8601") ||
                VAR("time_local")) {
         struct timespec ts;
@@ -370,23 +369,23 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
         if (t)
             add_str(b, t + 1);
     } else if (VAR("scheme")) {
-        add_str(b, c->ssl ? "https" : "http");
+        add_str(b, c->s.ssl ? "https" : "http");
     } else if (VAR("https")) {
-        add_str(b, c->ssl ? "on" : "");
+        add_str(b, c->s.ssl ? "on" : "");
     } else if (VAR("ssl_protocol")) {
-        if (c->ssl)
-            add_str(b, SSL_get_version(c->ssl));
+        if (c->s.ssl)
+            add_str(b, SSL_get_version(c->s.ssl));
     } else if (VAR("ssl_cipher")) {
-        if (c->ssl && SSL_get_current_cipher(c->ssl))
-            add_str(b, SSL_get_cipher_name(c->ssl));
+        if (c->s.ssl && SSL_get_current_cipher(c->s.ssl))
+            add_str(b, SSL_get_cipher_name(c->s.ssl));
     } else if (VAR("ssl_curve")) {
-        if (c->ssl)
-            add_curve(b, c->ssl);
+        if (c->s.ssl)
+            add_curve(b, c->s.ssl);
     } else if (VAR("ssl_session_reused")) {
-        if (c->ssl)
-            add_str(b, SSL_session_reused(c->ssl) ? "r" : ".");
+        if (c->s.ssl)
+            add_str(b, SSL_session_reused(c->s.ssl) ? "r" : ".");
     } else if (VAR("ssl_server_name")) {
-        const char *sn = c->ssl ? SSL_get_servername(c->ssl, TLSEXT_NAMETYPE_host_name) : NULL;
+        const char *sn = c->s.ssl ? SSL_get_servername(c->s.ssl, TLSEXT_NAMETYPE_host_name) : NULL;
         if (sn)
             add_str(b, sn);
     } else if (VAR("ssl_client_s_dn")) {

@@ -35,7 +35,6 @@ typedef struct gw_conn_vars {
     uint64_t serial;              /* $connection */
     char pp_addr[64];             /* $proxy_protocol_addr, "" without PROXY protocol */
     int pp_port;
-    int pp_pending;               /* listen ... proxy_protocol: the header is still to read */
     const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
                                           error_page), NULL: the server's */
     int64_t start_us;             /* wall clock, microseconds: $request_time, $msec */
@@ -101,8 +100,8 @@ void gw_access_real_ip(struct gw_conn *c);
 
 /**
  * listen ... proxy_protocol: read the header (net/proxy_protocol.h) before anything else
- * of the connection. Returns 1 when it has been read ($proxy_protocol_addr/_port set; a
- * plain stream connection's relay is started), 0 to wait for more bytes, -1 when the
+ * of the connection (the socket layer's preface, before the TLS handshake). Returns 1 when
+ * it has been read ($proxy_protocol_addr/_port set), 0 to wait for more bytes, -1 when the
  * header is malformed or the connection ended first (logged; the caller closes).
  */
 int gw_access_proxy_protocol(struct gw_conn *c);

@@ -46,11 +46,11 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
         b->fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (b->fd < 0) {
             gw_log(GW_LOG_CRIT, errno, "cannot create a temporary file for the request body "
-                   "of client %s", c->peer_text);
+                   "of client %s", c->s.peer_text);
             return -1;
         }
         gw_log(GW_LOG_INFO, 0, "the request body of client %s is buffered to a temporary file",
-               c->peer_text);
+               c->s.peer_text);
     }
     while (n) {
         ssize_t w = pwrite(b->fd, s, n, (off_t)(b->total - b->mem_len));
@@ -58,7 +58,7 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
             continue;
         if (w <= 0) {
             gw_log(GW_LOG_CRIT, errno, "cannot write the request body of client %s to a "
-                   "temporary file", c->peer_text);
+                   "temporary file", c->s.peer_text);
             return -1;
         }
         b->total += (uint64_t)w;
@@ -71,7 +71,7 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
 int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
 {
     while (!b->done) {
-        if (c->in_len == 0) {
+        if (c->s.in_len == 0) {
             if (b->expect_continue && !b->continue_sent) {
                 /* RFC 9110 §10.1.1: the client waits for this before sending the body */
                 gw_resp_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -79,35 +79,37 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
                 if (gw_conn_flush(c) < 0)
                     return -1;
             }
+            if (gw_sock_busy(&c->s))
+                return 0; /* a paused TLS job: no SSL call until its wake drives us */
             size_t got = 0;
-            int r = gw_conn_recv(c, c->in, c->in_cap, &got);
+            int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
             if (r == GW_CONN_IO_AGAIN)
                 return 0;
             if (r != GW_CONN_IO_OK) {
                 gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
-                       c->peer_text);
+                       c->s.peer_text);
                 return -1;
             }
-            c->in_len = got;
+            c->s.in_len = got;
         }
         if (b->chunked) {
-            size_t len = c->in_len, used = 0;
-            int r = gw_http_chunked_decode(&b->dec, c->in, &len, &used, max_body);
+            size_t len = c->s.in_len, used = 0;
+            int r = gw_http_chunked_decode(&b->dec, c->s.in, &len, &used, max_body);
             if (r < 0)
                 return r; /* -400: a bad chunk size line, refused before the upstream */
-            if (len && store(b, c, c->in, len) != 0)
+            if (len && store(b, c, c->s.in, len) != 0)
                 return -500;
-            memmove(c->in, c->in + used, c->in_len - used);
-            c->in_len -= used;
+            memmove(c->s.in, c->s.in + used, c->s.in_len - used);
+            c->s.in_len -= used;
             if (r == 1)
                 b->done = 1;
             continue;
         }
-        size_t take = c->in_len < b->left ? c->in_len : (size_t)b->left;
-        if (store(b, c, c->in, take) != 0)
+        size_t take = c->s.in_len < b->left ? c->s.in_len : (size_t)b->left;
+        if (store(b, c, c->s.in, take) != 0)
             return -500;
-        memmove(c->in, c->in + take, c->in_len - take);
-        c->in_len -= take;
+        memmove(c->s.in, c->s.in + take, c->s.in_len - take);
+        c->s.in_len -= take;
         b->left -= take;
         if (b->left == 0)
             b->done = 1;

@@ -13,7 +13,6 @@
 #include "net/proxy_protocol.h"
 #include "proxy/upstream.h"
 #include "proxy/upstream_tls.h"
-#include "worker.h"
 
 #define UP_BUF (64 * 1024)   /* client bytes waiting for the upstream */
 #define DOWN_HIGH (64 * 1024) /* upstream bytes waiting for the client */
@@ -41,7 +40,7 @@ static size_t pp_header(gw_conn_t *c, char *out, size_t cap)
 {
     struct sockaddr_storage src = {0}, dst = {0};
     socklen_t dl = sizeof(dst);
-    if (getsockname(c->fd, (struct sockaddr *)&dst, &dl) != 0)
+    if (getsockname(c->s.fd, (struct sockaddr *)&dst, &dl) != 0)
         dst.ss_family = AF_UNSPEC;
     const char *text = c->v.pp_addr[0] ? c->v.pp_addr : c->v.tcp_text;
     int port = c->v.pp_addr[0] ? c->v.pp_port : c->v.tcp_port;
@@ -80,7 +79,7 @@ const char *gw_stream_timeout_text(const gw_conn_t *c)
 
 static void idle_timer(gw_stream_t *s)
 {
-    gw_timer_add(&gw_worker->loop, &s->c->timer, s->conf->proxy_timeout_ms);
+    gw_sock_timer(&s->c->s, s->conf->proxy_timeout_ms);
 }
 
 /* Connect to the next usable server. 0, or -1 when none is left. */
@@ -109,9 +108,34 @@ static int start_connect(gw_stream_t *s)
         return 0;
     }
     gw_log(GW_LOG_ERROR, 0, "stream client %s: no upstream server of \"%s\" could be reached",
-           s->c->peer_text, s->up->conf->name);
+           s->c->s.peer_text, s->up->conf->name);
     return -1;
 }
+
+static void stream_drive(gw_sock_t *sk)
+{
+    if (gw_stream_drive((gw_conn_t *)sk) < 0)
+        gw_sock_close(sk);
+}
+
+static void stream_timeout(gw_sock_t *sk)
+{
+    gw_conn_t *c = (gw_conn_t *)sk;
+    gw_log(GW_LOG_INFO, 0, "stream connection of client %s %s", c->s.peer_text,
+           gw_stream_timeout_text(c));
+    gw_sock_close(sk);
+}
+
+static void stream_release(gw_sock_t *sk)
+{
+    gw_conn_t *c = (gw_conn_t *)sk;
+    if (c->stream)
+        gw_stream_conn_free(c);
+}
+
+/* raw stream: bytes relayed both ways (the socket layer below, a TCP upstream above) */
+static const gw_sock_proto_t stream_proto = {"stream", stream_drive, stream_timeout,
+                                             stream_release};
 
 void gw_stream_start(gw_conn_t *c)
 {
@@ -130,7 +154,7 @@ void gw_stream_start(gw_conn_t *c)
         s->len = s->pp_len = pp_header(c, s->buf, UP_BUF); /* before the client's bytes */
     c->stream = s;
     c->state = GW_CONN_STREAM;
-    c->keep_alive = 0;
+    c->s.proto = &stream_proto;
     idle_timer(s);
     if (start_connect(s) != 0)
         s->tries = -1; /* the first drive closes */
@@ -151,7 +175,7 @@ void gw_stream_conn_free(gw_conn_t *c)
 static int connect_failed(gw_stream_t *s, const char *what)
 {
     gw_log(GW_LOG_ERROR, what[0] == 't' ? 0 : errno, "stream upstream %s %s (client %s)",
-           s->up->conf->servers[s->peer].text, what, s->c->peer_text);
+           s->up->conf->servers[s->peer].text, what, s->c->s.peer_text);
     gw_upstream_fail(s->up, s->peer);
     gw_upconn_release(s->uc, 0);
     s->uc = NULL;
@@ -220,7 +244,7 @@ int gw_stream_drive(gw_conn_t *c)
                 size_t got = 0;
                 int r = gw_conn_recv(c, s->buf, UP_BUF, &got);
                 if (r == GW_CONN_IO_AGAIN) {
-                    if (c->async_paused || c->async_retry)
+                    if (c->s.async_paused || c->s.async_retry)
                         return 0;
                     break;
                 }
@@ -243,12 +267,11 @@ int gw_stream_drive(gw_conn_t *c)
             return -1; /* the upstream reset: nothing more can be relayed */
         }
         /* upstream -> client */
-        while (!s->up_eof && c->out_len - c->out_off < DOWN_HIGH) {
+        while (!s->up_eof && c->s.out_len - c->s.out_off < DOWN_HIGH) {
             char tmp[16384];
             ssize_t n = gw_upconn_recv(uc, tmp, sizeof(tmp));
             if (n > 0) {
                 gw_resp_append(c, tmp, (size_t)n);
-                c->bytes_sent += (uint64_t)n;
                 progress = 1;
                 continue;
             }
@@ -259,17 +282,17 @@ int gw_stream_drive(gw_conn_t *c)
             s->up_eof = 1;
             progress = 1;
         }
-        if (c->out_len > c->out_off) {
-            size_t before = c->out_len - c->out_off;
+        if (c->s.out_len > c->s.out_off) {
+            size_t before = c->s.out_len - c->s.out_off;
             int r = gw_conn_flush(c);
             if (r < 0)
                 return -1;
-            if (c->out_len - c->out_off != before)
+            if (c->s.out_len - c->s.out_off != before)
                 progress = 1;
-            if (c->async_paused || c->async_retry)
+            if (c->s.async_paused || c->s.async_retry)
                 return 0;
         }
-        if (s->up_eof && !s->client_shut && c->out_len == c->out_off) {
+        if (s->up_eof && !s->client_shut && c->s.out_len == c->s.out_off) {
             int r = gw_conn_close_notify(c);
             if (r < 0)
                 return -1;

@@ -12,59 +12,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "worker.h"
 
-/* ---- posted work ---- */
-
-static gw_posted_t *post_head, *post_tail;
-static size_t n_posted;
 static gw_upconn_t *graveyard; /* closed connections, freed after the pass */
-
-void gw_post(gw_posted_t *p)
-{
-    if (p->queued)
-        return;
-    p->queued = 1;
-    n_posted++;
-    p->next = NULL;
-    p->prev = post_tail;
-    if (post_tail)
-        post_tail->next = p;
-    else
-        post_head = p;
-    post_tail = p;
-}
-
-void gw_unpost(gw_posted_t *p)
-{
-    if (!p->queued)
-        return;
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        post_head = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    else
-        post_tail = p->prev;
-    p->queued = 0;
-    n_posted--;
-    p->next = p->prev = NULL;
-}
-
-int gw_proxy_pending(void)
-{
-    return post_head != NULL;
-}
 
 void gw_proxy_process(void)
 {
-    size_t n = n_posted;
-    while (n-- && post_head) {
-        gw_posted_t *p = post_head;
-        gw_unpost(p);
-        p->run(p);
-    }
     while (graveyard) {
         gw_upconn_t *uc = graveyard;
         graveyard = uc->next;
@@ -76,10 +28,20 @@ void gw_proxy_process(void)
 
 static gw_upstream_t *ups[2];
 static size_t n_ups[2];
+static gw_loop_t *loop_;
+static const gw_conf_t *conf_;
+static const int *stopping_;
+
+void gw_upstream_init(gw_loop_t *loop, const gw_conf_t *conf, const int *stopping)
+{
+    loop_ = loop;
+    conf_ = conf;
+    stopping_ = stopping;
+}
 
 gw_upstream_t *gw_upstream_get(int stream, int idx)
 {
-    const gw_conf_t *conf = gw_worker->cycle->conf;
+    const gw_conf_t *conf = conf_;
     size_t n = stream ? conf->stream.n_upstreams : conf->http.n_upstreams;
     const gw_upstream_conf_t *v = stream ? conf->stream.upstreams : conf->http.upstreams;
     if (!ups[stream]) {
@@ -160,7 +122,7 @@ void gw_upstream_ok(gw_upstream_t *up, int peer)
 
 static void uc_close(gw_upconn_t *uc)
 {
-    gw_timer_del(&gw_worker->loop, &uc->timer);
+    gw_timer_del(loop_, &uc->timer);
     gw_upconn_tls_close(uc); /* proxy_pass https:// */
     if (uc->fd >= 0)
         close(uc->fd); /* also leaves epoll */
@@ -233,7 +195,7 @@ gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner,
         if (uc->peer != peer || (uc->ssl ? (const void *)SSL_get_SSL_CTX(uc->ssl) : NULL) != tls_ctx)
             continue;
         pool_unlink(uc);
-        gw_timer_del(&gw_worker->loop, &uc->timer);
+        gw_timer_del(loop_, &uc->timer);
         uc->state = GW_UP_READY;
         uc->reused = 1;
         uc->owner = owner;
@@ -271,7 +233,7 @@ gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner,
     uc->peer = peer;
     uc->owner = owner;
     uc->timer.cb = uc_timer;
-    if (gw_loop_add(&gw_worker->loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &uc->io) != 0) {
+    if (gw_loop_add(loop_, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &uc->io) != 0) {
         int e = errno;
         gw_log(GW_LOG_ALERT, e, "epoll_ctl(ADD) of an upstream connection failed");
         close(fd);
@@ -304,9 +266,9 @@ int gw_upconn_connected(gw_upconn_t *uc)
 void gw_upconn_timer(gw_upconn_t *uc, int64_t ms)
 {
     if (ms > 0)
-        gw_timer_add(&gw_worker->loop, &uc->timer, ms);
+        gw_timer_add(loop_, &uc->timer, ms);
     else
-        gw_timer_del(&gw_worker->loop, &uc->timer);
+        gw_timer_del(loop_, &uc->timer);
 }
 
 void gw_upconn_release(gw_upconn_t *uc, int reuse)
@@ -314,7 +276,7 @@ void gw_upconn_release(gw_upconn_t *uc, int reuse)
     gw_upstream_t *up = uc->up;
     const gw_upstream_conf_t *cf = up->conf;
     if (!reuse || cf->keepalive == 0 || uc->requests >= (unsigned)cf->keepalive_requests ||
-        gw_worker->shutting_down || uc->state != GW_UP_READY) {
+        *stopping_ || uc->state != GW_UP_READY) {
         uc_close(uc);
         return;
     }
@@ -335,7 +297,7 @@ void gw_upconn_release(gw_upconn_t *uc, int reuse)
         up->idle->prev = uc;
     up->idle = uc;
     up->n_idle++;
-    gw_timer_add(&gw_worker->loop, &uc->timer, cf->keepalive_timeout_ms);
+    gw_timer_add(loop_, &uc->timer, cf->keepalive_timeout_ms);
 }
 
 void gw_upstream_close_idle(void)

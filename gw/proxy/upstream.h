@@ -17,25 +17,14 @@
 
 #include "conf/conf.h"
 #include "net/loop.h"
+#include "net/post.h"
 
-/** A unit of work run after the current batch of events (see above). */
-typedef struct gw_posted {
-    void (*run)(struct gw_posted *p);
-    struct gw_posted *next, *prev;
-    int queued;
-} gw_posted_t;
+/** The worker's loop, its configuration and its stop flag (no keep-alive pool while it is
+ * non-zero): set once by the worker before any connection. */
+void gw_upstream_init(gw_loop_t *loop, const gw_conf_t *conf, const int *stopping);
 
-/** Queue p (once) to run after the batch. */
-void gw_post(gw_posted_t *p);
-/** Remove p from the queue if queued (its owner is being freed). */
-void gw_unpost(gw_posted_t *p);
-/** Run the items posted before this call (those posted meanwhile wait for the next
- * pass, so that a relay that yields cannot starve the loop). Called by the worker after
- * each loop pass. */
+/** Free the upstream connections closed during the pass (after gw_post_run()). */
 void gw_proxy_process(void);
-
-/** Are items posted? (Then the worker's next epoll wait must not block.) */
-int gw_proxy_pending(void);
 
 /** Passes over both directions one drive makes before it yields (posts itself): a relay
  * between two fast peers would otherwise keep the worker from its other connections. */

@@ -119,11 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gw_laddr_t *la = &cycle->laddrs[data[0] & 1];
     gw_conn_t *c = calloc(1, sizeof(*c));
     check(c != NULL, "calloc");
-    c->fd = -1;
-    c->file_fd = -1;
+    c->s.fd = -1;
     c->laddr = la;
     c->vs = la->default_server;
-    snprintf(c->peer_text, sizeof(c->peer_text), "fuzz");
+    snprintf(c->s.peer_text, sizeof(c->s.peer_text), "fuzz");
     ERR_clear_error();
     SSL *ssl = SSL_new(c->vs->ssl_ctx);
     BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
