@@ -81,7 +81,7 @@ const char *gw_obs_key_name(int key)
 
 static const char *const builtin_alg_names[TLSGATE_ALG_COUNT] = {
     "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
+    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768",
 };
 
 const char *gw_obs_alg_name(const tlsgate_metrics_t *m, size_t a, char *buf, size_t cap)

@@ -31,7 +31,7 @@ static void fill_metrics(tlsgate_metrics_t *m, uint64_t scale)
     m->n_alg = TLSGATE_ALG_COUNT;
     static const char *const names[] = {"rsa2048",   "rsa3072",     "rsa4096", "ecdsa_p256",
                                         "ecdh_p256", "keygen_p256", "x25519",  "keygen_x25519",
-                                        "ecdsa_p384", "ecdh_p384", "keygen_p384"};
+                                        "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768"};
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
         tlsgate_alg_metrics_t *x = &m->alg[a];
         snprintf(x->name, sizeof(x->name), "%s", names[a]);

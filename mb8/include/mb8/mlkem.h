@@ -59,6 +59,15 @@ mb8_status_t mb8_mlkem768_keygen(uint8_t *const ek[MB8_LANES], uint8_t *const dk
                                  const uint8_t *const z[MB8_LANES]);
 
 /**
+ * The modulus check of FIPS 203 §7.2 on one encapsulation key (MB8_MLKEM768_EK_BYTES):
+ * 1 when every 12-bit coefficient of its first 1152 bytes is below q = 3329, else 0.
+ * mb8_mlkem768_encaps runs it too; this is for a caller that must reject a key before it
+ * encapsulates (a TLS server checks the client's key share on receipt). Public data;
+ * constant time anyway.
+ */
+int mb8_mlkem768_ek_check(const uint8_t *ek);
+
+/**
  * ML-KEM.Encaps_internal(ek, m) (FIPS 203 Algorithm 17) for each lane, after the
  * encapsulation key check of FIPS 203 §7.2 (the length is the caller's: ek[i] points to
  * MB8_MLKEM768_EK_BYTES bytes; the modulus check: every 12-bit coefficient of t below q =

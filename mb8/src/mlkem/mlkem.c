@@ -32,6 +32,11 @@ mb8_status_t mb8_mlkem768_keygen(uint8_t *const ek[MB8_LANES], uint8_t *const dk
     return st;
 }
 
+int mb8_mlkem768_ek_check(const uint8_t *ek)
+{
+    return (int)mb8__mlkem768_ek_ok(ek);
+}
+
 mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss[MB8_LANES],
                                  const uint8_t *const ek[MB8_LANES],
                                  const uint8_t *const m[MB8_LANES], void *scratch)
