@@ -1058,6 +1058,7 @@ static void conn_drive(gw_conn_t *c)
                 gw_tls_handshake_kind(c->ssl, &proto, &key);
                 int64_t us = gw_now_us() - c->accept_us; /* the loop pass's cached time */
                 gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
+                gw_stats_handshake_group(gw_tls_handshake_group(c->ssl));
                 c->state = GW_CONN_READ_HEAD;
                 if (c->timer.idx && c->timer.when < c->header_deadline_ms) {
                     /* the ssl_handshake_timeout ran: the head's deadline is still the
