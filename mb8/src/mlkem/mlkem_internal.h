@@ -42,8 +42,16 @@ void mb8__mlkem768_encaps_ref(uint8_t *ct, uint8_t ss[32], const uint8_t *ek, co
 unsigned mb8__mlkem768_decaps_ref(uint8_t ss[32], const uint8_t *ct, const uint8_t *dk);
 
 /* Pieces the vector kernel shares with the portable one. */
+/* K-PKE.Encrypt's arithmetic after its sampling (mlkem_ref.c): at[i][j] = A_hat[j][i],
+ * prf[n] = PRF_2(r, n) for n = 0..6; writes ct (1088 bytes). */
+void mb8__mlkem768_encrypt_sampled(uint8_t *ct, const uint8_t *ek, const uint8_t m[32],
+                                   const mb8__mlkem_poly at[MB8__MLKEM_K][MB8__MLKEM_K],
+                                   const uint8_t prf[2 * MB8__MLKEM_K + 1][128]);
 /* SampleNTT (Algorithm 7) of rho || j || i: the matrix entry A_hat[i][j]. Public data. */
 void mb8__mlkem_sample_ntt(mb8__mlkem_poly *a, const uint8_t rho[32], uint8_t j, uint8_t i);
+/* SampleNTT's loop body (Algorithm 7, steps 4-15) over len bytes of SHAKE128 output: fills
+ * a->c[n..] with the accepted 12-bit values, returns the new count (256: done). */
+unsigned mb8__mlkem_rej_uniform(mb8__mlkem_poly *a, unsigned n, const uint8_t *buf, size_t len);
 /* SamplePolyCBD_2 (Algorithm 8) of 128 bytes. */
 void mb8__mlkem_cbd2(mb8__mlkem_poly *r, const uint8_t b[128]);
 /* ByteDecode12 with values reduced mod q (Algorithm 6, d = 12). */
@@ -60,7 +68,11 @@ void mb8__mlkem_from_msg(mb8__mlkem_poly *r, const uint8_t m[32]);
 /* The AVX-512 encapsulation kernel (mlkem_avx512.c), 8 lanes at once; call only when
  * mb8_cpu_has_ifma(). Lanes outside lane_mask are not read or written; ek passed the
  * modulus check. ws: MB8__MLKEM_WS_BYTES, 64-byte aligned, wiped before return. */
+#if defined(__x86_64__)
+#define MB8__MLKEM_HAVE_AVX512 1
+#else
 #define MB8__MLKEM_HAVE_AVX512 0
+#endif
 void mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *const ss[MB8_LANES],
                                  const uint8_t *const ek[MB8_LANES],
                                  const uint8_t *const m[MB8_LANES], unsigned lane_mask, void *ws);

@@ -124,20 +124,23 @@ void mb8__mlkem_sample_ntt(poly *a, const uint8_t rho[32], uint8_t j, uint8_t i)
      * almost always; then one block at a time. rho is public: branching here is fine. */
     size_t have = sizeof buf;
     mb8__keccak_squeeze(&x, buf, have);
-    for (;;) {
-        for (size_t p = 0; p + 3 <= have && n < N; p += 3) {
-            uint32_t d1 = buf[p] | ((uint32_t)(buf[p + 1] & 0x0F) << 8);
-            uint32_t d2 = (buf[p + 1] >> 4) | ((uint32_t)buf[p + 2] << 4);
-            if (d1 < Q)
-                a->c[n++] = (uint16_t)d1;
-            if (d2 < Q && n < N)
-                a->c[n++] = (uint16_t)d2;
-        }
-        if (n == N)
-            break;
+    while ((n = mb8__mlkem_rej_uniform(a, n, buf, have)) < N) {
         have = MB8__SHAKE128_RATE;
         mb8__keccak_squeeze(&x, buf, have);
     }
+}
+
+unsigned mb8__mlkem_rej_uniform(poly *a, unsigned n, const uint8_t *buf, size_t len)
+{
+    for (size_t p = 0; p + 3 <= len && n < N; p += 3) {
+        uint32_t d1 = buf[p] | ((uint32_t)(buf[p + 1] & 0x0F) << 8);
+        uint32_t d2 = (buf[p + 1] >> 4) | ((uint32_t)buf[p + 2] << 4);
+        if (d1 < Q)
+            a->c[n++] = (uint16_t)d1;
+        if (d2 < Q && n < N)
+            a->c[n++] = (uint16_t)d2;
+    }
+    return n;
 }
 
 void mb8__mlkem_cbd2(poly *r, const uint8_t b[128])
@@ -152,7 +155,8 @@ void mb8__mlkem_cbd2(poly *r, const uint8_t b[128])
     }
 }
 
-/* PRF_2(s, b) = SHAKE256(s || b, 128 bytes) then SamplePolyCBD_2 (FIPS 203 (4.3)). */
+/* PRF_2(s, b) = SHAKE256(s || b, 128 bytes) then SamplePolyCBD_2 (FIPS 203 (4.3)): key
+ * generation's; encryption takes the PRF bytes (mb8__mlkem768_encrypt_sampled). */
 static void prf_cbd2(poly *r, const uint8_t s[32], uint8_t b)
 {
     uint8_t buf[128];
@@ -289,25 +293,26 @@ static void kpke_keygen_rs(uint8_t *ek, uint8_t *dk_pke, const uint8_t rho[32],
     mb8__wipe(&t, sizeof t);
 }
 
-/* Algorithm 14: K-PKE.Encrypt(ek, m, r) into ct (1088). */
-static void kpke_encrypt(uint8_t *ct, const uint8_t *ek, const uint8_t m[32], const uint8_t r[32])
+/* The arithmetic of Algorithm 14 (K-PKE.Encrypt) after its sampling, into ct (1088):
+ * at[i][j] = A_hat[j][i] (the transpose, from rho), prf[n] the 128-byte PRF_2(r, n) outputs
+ * for n = 0..6 (y, then e1, then e2). Shared by the portable kernel and the vector one
+ * (which samples 8 lanes at once). */
+void mb8__mlkem768_encrypt_sampled(uint8_t *ct, const uint8_t *ek, const uint8_t m[32],
+                                   const mb8__mlkem_poly at[K][K], const uint8_t prf[2 * K + 1][128])
 {
     poly y[K], u[K], v, t, a;
-    const uint8_t *rho = ek + K * MB8__MLKEM_POLY_BYTES;
 
-    for (unsigned i = 0; i < K; i++)
-        prf_cbd2(&y[i], r, (uint8_t)i);
-    for (unsigned i = 0; i < K; i++)
+    for (unsigned i = 0; i < K; i++) {
+        mb8__mlkem_cbd2(&y[i], prf[i]);
         ntt(&y[i]);
+    }
     /* u = NTT^-1(A^T y) + e1: u[i] = sum_j A[j][i] y[j] */
     for (unsigned i = 0; i < K; i++) {
         memset(&u[i], 0, sizeof u[i]);
-        for (unsigned j = 0; j < K; j++) {
-            mb8__mlkem_sample_ntt(&a, rho, (uint8_t)i, (uint8_t)j); /* A[j][i] */
-            mul_acc(&u[i], &a, &y[j]);
-        }
+        for (unsigned j = 0; j < K; j++)
+            mul_acc(&u[i], &at[i][j], &y[j]);
         ntt_inv(&u[i]);
-        prf_cbd2(&t, r, (uint8_t)(K + i)); /* e1[i] */
+        mb8__mlkem_cbd2(&t, prf[K + i]); /* e1[i] */
         poly_add(&u[i], &t);
     }
     /* v = NTT^-1(t^T y) + e2 + mu */
@@ -317,7 +322,7 @@ static void kpke_encrypt(uint8_t *ct, const uint8_t *ek, const uint8_t m[32], co
         mul_acc(&v, &a, &y[j]);
     }
     ntt_inv(&v);
-    prf_cbd2(&t, r, (uint8_t)(2 * K)); /* e2 */
+    mb8__mlkem_cbd2(&t, prf[2 * K]); /* e2 */
     poly_add(&v, &t);
     mb8__mlkem_from_msg(&t, m);
     poly_add(&v, &t);
@@ -327,6 +332,22 @@ static void kpke_encrypt(uint8_t *ct, const uint8_t *ek, const uint8_t m[32], co
     mb8__wipe(u, sizeof u);
     mb8__wipe(&v, sizeof v);
     mb8__wipe(&t, sizeof t);
+}
+
+/* Algorithm 14: K-PKE.Encrypt(ek, m, r) into ct (1088). */
+static void kpke_encrypt(uint8_t *ct, const uint8_t *ek, const uint8_t m[32], const uint8_t r[32])
+{
+    poly at[K][K];
+    uint8_t prf[2 * K + 1][128];
+    const uint8_t *rho = ek + K * MB8__MLKEM_POLY_BYTES;
+
+    for (unsigned i = 0; i < K; i++)
+        for (unsigned j = 0; j < K; j++)
+            mb8__mlkem_sample_ntt(&at[i][j], rho, (uint8_t)i, (uint8_t)j); /* A[j][i] */
+    for (uint8_t n = 0; n < 2 * K + 1; n++)
+        mb8__shake256(prf[n], 128, r, 32, &n, 1);
+    mb8__mlkem768_encrypt_sampled(ct, ek, m, (const poly(*)[K])at, (const uint8_t(*)[128])prf);
+    mb8__wipe(prf, sizeof prf);
 }
 
 /* Algorithm 15: K-PKE.Decrypt(dk_pke, c) into m. */
