@@ -4,9 +4,11 @@
  * kernel: Keccak-f[1600] on 8 states, one zmm register per state word (lane i of the
  * register is lane i's word), so H(ek), G(m || H(ek)), the 7 PRF calls and the 9 SHAKE128
  * streams of the matrix take one 8-lane permutation where the portable kernel takes eight.
- * The polynomial arithmetic then runs per lane on the portable code
- * (mb8__mlkem768_encrypt_sampled), so the two kernels give the same bytes by construction
- * of everything after the hashing; tests/diff compares them.
+ * The polynomial arithmetic then runs per lane, vectorised within the polynomial: 32
+ * signed 16-bit coefficients a zmm, Montgomery multiplication (vpmullw / vpmulhw), the
+ * NTT's stages inside a vector done on the butterflies' elements gathered by vpermt2w
+ * (tables from gen_avx512_tables.py). Values are brought to [0, q) before they are
+ * compressed, so both kernels give the same bytes; tests/diff compares them.
  *
  * Every lane absorbs inputs of the same length in lock step; lanes outside lane_mask hash
  * a copy of a used lane's inputs and their outputs are dropped. The matrix's rejection
@@ -20,6 +22,7 @@
 
 #include "../common/ct.h"
 #include "keccak.h"
+#include "mlkem_avx512_tables.h"
 #include "mlkem_internal.h"
 
 #define AVX __attribute__((target("avx512f,avx512vl,avx512bw")))
@@ -159,6 +162,176 @@ static AVX void squeeze_x8(const __m512i a[25], uint8_t *const out[MB8_LANES], s
     mb8__wipe(t, sizeof t);
 }
 
+/* ---- polynomial arithmetic: 32 signed 16-bit coefficients a zmm ---- */
+
+#define VQ _mm512_set1_epi16(MB8__MLKEM_Q)
+#define LD(p) _mm512_load_si512((const void *)(p))
+#define ST(p, v) _mm512_store_si512((void *)(p), (v))
+#define PERM(a, idx, b) _mm512_permutex2var_epi16((a), LD(idx), (b))
+
+/* a * b * 2^-16 mod q, in (-q, q) for |a b| < q 2^15 (Montgomery, R = 2^16). */
+static AVX inline __m512i fqmul(__m512i a, __m512i b)
+{
+    __m512i t = _mm512_mullo_epi16(_mm512_mullo_epi16(a, b), _mm512_set1_epi16(QINV16));
+    return _mm512_sub_epi16(_mm512_mulhi_epi16(a, b), _mm512_mulhi_epi16(t, VQ));
+}
+
+/* a * c mod q for a constant c given as (c_m, c_q) (gen_avx512_tables.py), in (-q, q). */
+static AVX inline __m512i fqmulc(__m512i a, __m512i cm, __m512i cq)
+{
+    return _mm512_sub_epi16(_mm512_mulhi_epi16(a, cm),
+                            _mm512_mulhi_epi16(_mm512_mullo_epi16(a, cq), VQ));
+}
+
+/* a mod q in [0, q] (Barrett with floor(2^26 / q) = 20159, a floor quotient). */
+static AVX inline __m512i barrett(__m512i a)
+{
+    __m512i t = _mm512_srai_epi16(_mm512_mulhi_epi16(a, _mm512_set1_epi16(20159)), 10);
+    return _mm512_sub_epi16(a, _mm512_mullo_epi16(t, VQ));
+}
+
+/* x in (-q, 2q) to [0, q): add q when negative, subtract it when >= q (masks, no branch). */
+static AVX inline __m512i canon(__m512i x)
+{
+    x = _mm512_add_epi16(x, _mm512_and_si512(_mm512_srai_epi16(x, 15), VQ));
+    __m512i d = _mm512_sub_epi16(x, VQ);
+    return _mm512_add_epi16(d, _mm512_and_si512(_mm512_srai_epi16(d, 15), VQ));
+}
+
+/* One stage of butterflies inside vector pairs (len L in 16, 8, 4, 2): X / Y gather the
+ * butterflies' first and second elements of vectors 2k and 2k + 1. */
+#define INNER_STAGE(L, BODY)                                                                       \
+    for (unsigned k = 0; k < 4; k++) {                                                             \
+        __m512i x = PERM(v[2 * k], split##L##_x, v[2 * k + 1]);                                    \
+        __m512i y = PERM(v[2 * k], split##L##_y, v[2 * k + 1]);                                    \
+        BODY;                                                                                      \
+        v[2 * k] = PERM(x, merge##L##_a, y);                                                       \
+        v[2 * k + 1] = PERM(x, merge##L##_b, y);                                                   \
+    }
+
+#define FWD_BODY(L)                                                                                \
+    __m512i t = fqmulc(y, LD(fwd##L##_zm + 32 * k), LD(fwd##L##_zq + 32 * k));                     \
+    y = _mm512_sub_epi16(x, t);                                                                    \
+    x = _mm512_add_epi16(x, t)
+
+#define INV_BODY(L)                                                                                \
+    __m512i t = x;                                                                                 \
+    x = barrett(_mm512_add_epi16(t, y));                                                           \
+    y = fqmulc(_mm512_sub_epi16(y, t), LD(inv##L##_zm + 32 * k), LD(inv##L##_zq + 32 * k))
+
+/* Algorithm 9 in place; input in [0, q), output in (-8q, 8q) (no reduction: each stage adds
+ * less than q). */
+static AVX void ntt_v(uint16_t *p)
+{
+    __m512i v[8];
+    for (unsigned i = 0; i < 8; i++)
+        v[i] = LD(p + 32 * i);
+    /* len 128, 64, 32: whole vectors, one zeta each (zetas 1; 2, 3; 4..7) */
+    static const unsigned char pairs[3][4][3] = {{{0, 4, 1}, {1, 5, 1}, {2, 6, 1}, {3, 7, 1}},
+                                                 {{0, 2, 2}, {1, 3, 2}, {4, 6, 3}, {5, 7, 3}},
+                                                 {{0, 1, 4}, {2, 3, 5}, {4, 5, 6}, {6, 7, 7}}};
+    for (unsigned s = 0; s < 3; s++)
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned a = pairs[s][k][0], b = pairs[s][k][1], z = pairs[s][k][2];
+            __m512i t = fqmulc(v[b], _mm512_set1_epi16(ntt_zm[z]), _mm512_set1_epi16(ntt_zq[z]));
+            v[b] = _mm512_sub_epi16(v[a], t);
+            v[a] = _mm512_add_epi16(v[a], t);
+        }
+    INNER_STAGE(16, FWD_BODY(16))
+    INNER_STAGE(8, FWD_BODY(8))
+    INNER_STAGE(4, FWD_BODY(4))
+    INNER_STAGE(2, FWD_BODY(2))
+    for (unsigned i = 0; i < 8; i++)
+        ST(p + 32 * i, v[i]);
+}
+
+/* Algorithm 10 in place, times 2^16 (cancelling the base multiplication's 2^-16); input in
+ * (-2^15, 2^15), output in [0, q). Sums are reduced at every stage. */
+static AVX void invntt_v(uint16_t *p)
+{
+    __m512i v[8];
+    for (unsigned i = 0; i < 8; i++)
+        v[i] = barrett(LD(p + 32 * i));
+    INNER_STAGE(2, INV_BODY(2))
+    INNER_STAGE(4, INV_BODY(4))
+    INNER_STAGE(8, INV_BODY(8))
+    INNER_STAGE(16, INV_BODY(16))
+    static const unsigned char pairs[3][4][3] = {{{0, 1, 7}, {2, 3, 6}, {4, 5, 5}, {6, 7, 4}},
+                                                 {{0, 2, 3}, {1, 3, 3}, {4, 6, 2}, {5, 7, 2}},
+                                                 {{0, 4, 1}, {1, 5, 1}, {2, 6, 1}, {3, 7, 1}}};
+    for (unsigned s = 0; s < 3; s++)
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned a = pairs[s][k][0], b = pairs[s][k][1], z = pairs[s][k][2];
+            __m512i t = v[a];
+            v[a] = barrett(_mm512_add_epi16(t, v[b]));
+            v[b] = fqmulc(_mm512_sub_epi16(v[b], t), _mm512_set1_epi16(ntt_zm[z]),
+                          _mm512_set1_epi16(ntt_zq[z]));
+        }
+    for (unsigned i = 0; i < 8; i++)
+        ST(p + 32 * i, canon(fqmulc(v[i], _mm512_set1_epi16(INV_F_M), _mm512_set1_epi16(INV_F_Q))));
+}
+
+/* r = sum over j < 3 of a[j] * b[j] in the NTT domain (Algorithms 11, 12), times 2^-16, in
+ * (-6q, 6q): a[j] in [0, q), b[j] from ntt_v. Even / odd coefficients split by vpermt2w. */
+static AVX void basemul3_v(uint16_t *r, const mb8__mlkem_poly *a, const mb8__mlkem_poly *b,
+                           size_t astride)
+{
+    for (unsigned k = 0; k < 4; k++) {
+        __m512i ce = _mm512_setzero_si512(), co = _mm512_setzero_si512();
+        __m512i gm = LD(gam_m + 32 * k), gq = LD(gam_q + 32 * k);
+        for (unsigned j = 0; j < K; j++) {
+            const uint16_t *pa = a[j * astride].c + 64 * k, *pb = b[j].c + 64 * k;
+            __m512i a0 = LD(pa), a1 = LD(pa + 32), b0 = LD(pb), b1 = LD(pb + 32);
+            __m512i ae = PERM(a0, split1_x, a1), ao = PERM(a0, split1_y, a1);
+            __m512i be = PERM(b0, split1_x, b1), bo = PERM(b0, split1_y, b1);
+            ce = _mm512_add_epi16(ce, _mm512_add_epi16(fqmul(ae, be), fqmulc(fqmul(ao, bo), gm, gq)));
+            co = _mm512_add_epi16(co, _mm512_add_epi16(fqmul(ae, bo), fqmul(ao, be)));
+        }
+        ST(r + 64 * k, PERM(ce, merge1_a, co));
+        ST(r + 64 * k + 32, PERM(ce, merge1_b, co));
+    }
+}
+
+/* r = canon(r + a) for r, a in [0, q). */
+static AVX void add_v(uint16_t *r, const uint16_t *a)
+{
+    for (unsigned i = 0; i < 8; i++)
+        ST(r + 32 * i, canon(_mm512_add_epi16(LD(r + 32 * i), LD(a + 32 * i))));
+}
+
+/* mb8__mlkem768_encrypt_sampled with the vector arithmetic above (same bytes: every value
+ * is brought to [0, q) before it is compressed). */
+static AVX void encrypt_sampled_v(uint8_t *ct, const uint8_t *ek, const uint8_t m[32],
+                                  const mb8__mlkem_poly at[K][K], const uint8_t prf[2 * K + 1][128])
+{
+    alignas(64) mb8__mlkem_poly y[K], u[K], v, t, th[K];
+
+    for (unsigned i = 0; i < K; i++) {
+        mb8__mlkem_cbd2(&y[i], prf[i]);
+        ntt_v(y[i].c);
+    }
+    for (unsigned i = 0; i < K; i++) {
+        basemul3_v(u[i].c, &at[i][0], y, 1); /* sum_j A[j][i] y[j] */
+        invntt_v(u[i].c);
+        mb8__mlkem_cbd2(&t, prf[K + i]);
+        add_v(u[i].c, t.c);
+    }
+    for (unsigned j = 0; j < K; j++)
+        mb8__mlkem_decode12(&th[j], ek + MB8__MLKEM_POLY_BYTES * j);
+    basemul3_v(v.c, th, y, 1);
+    invntt_v(v.c);
+    mb8__mlkem_cbd2(&t, prf[2 * K]);
+    add_v(v.c, t.c);
+    mb8__mlkem_from_msg(&t, m);
+    add_v(v.c, t.c);
+    mb8__mlkem_encode_u(ct, u);
+    mb8__mlkem_encode_v(ct + 960, &v);
+    mb8__wipe(y, sizeof y);
+    mb8__wipe(u, sizeof u);
+    mb8__wipe(&v, sizeof v);
+    mb8__wipe(&t, sizeof t);
+}
+
 /* The workspace (the caller's scratch, MB8__MLKEM_WS_BYTES). */
 struct ws {
     mb8__mlkem_poly at[MB8_LANES][K][K];      /* A_hat transposed, per lane (public) */
@@ -244,9 +417,8 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
     for (unsigned l = 0; l < MB8_LANES; l++) {
         if (!((lane_mask >> l) & 1))
             continue;
-        mb8__mlkem768_encrypt_sampled(ct[l], ek[l], m[l],
-                                      (const mb8__mlkem_poly(*)[K])w->at[l],
-                                      (const uint8_t(*)[128])w->prf[l]);
+        encrypt_sampled_v(ct[l], ek[l], m[l], (const mb8__mlkem_poly(*)[K])w->at[l],
+                          (const uint8_t(*)[128])w->prf[l]);
         memcpy(ss[l], w->kr[l], 32);
     }
     mb8__wipe(w->prf, sizeof w->prf);
