@@ -400,7 +400,9 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
                 squeeze_x8(a, o, b * MB8__SHAKE128_RATE, MB8__SHAKE128_RATE);
             }
             for (unsigned l = 0; l < MB8_LANES; l++) {
-                n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], 0, w->xof[l], sizeof w->xof[l]);
+                n[l] = MB8__MLKEM_N; /* lanes outside lane_mask: no parsing */
+                if ((lane_mask >> l) & 1)
+                    n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], 0, w->xof[l], sizeof w->xof[l]);
                 short_lanes |= (n[l] < MB8__MLKEM_N) << l;
             }
             while (short_lanes) { /* rho is public: so is this loop's count */
@@ -408,8 +410,9 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
                 squeeze_x8(a, o, 0, MB8__SHAKE128_RATE);
                 short_lanes = 0;
                 for (unsigned l = 0; l < MB8_LANES; l++) {
-                    n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], n[l], w->xof[l],
-                                                  MB8__SHAKE128_RATE);
+                    if (n[l] < MB8__MLKEM_N)
+                        n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], n[l], w->xof[l],
+                                                      MB8__SHAKE128_RATE);
                     short_lanes |= (n[l] < MB8__MLKEM_N) << l;
                 }
             }

@@ -132,7 +132,7 @@ void mb8__mlkem_sample_ntt(poly *a, const uint8_t rho[32], uint8_t j, uint8_t i)
 
 unsigned mb8__mlkem_rej_uniform(poly *a, unsigned n, const uint8_t *buf, size_t len)
 {
-    for (size_t p = 0; p + 3 <= len && n < N; p += 3) {
+    for (size_t p = 0; p + 3 <= len && n < N; p += 3) { /* public data: branches are fine */
         uint32_t d1 = buf[p] | ((uint32_t)(buf[p + 1] & 0x0F) << 8);
         uint32_t d2 = (buf[p + 1] >> 4) | ((uint32_t)buf[p + 2] << 4);
         if (d1 < Q)
@@ -145,13 +145,16 @@ unsigned mb8__mlkem_rej_uniform(poly *a, unsigned n, const uint8_t *buf, size_t 
 
 void mb8__mlkem_cbd2(poly *r, const uint8_t b[128])
 {
-    for (unsigned i = 0; i < 128; i++) {
-        uint32_t v = b[i];
-        /* per 4 bits: (bit0 + bit1) - (bit2 + bit3), as (x - y + q) mod q */
-        uint32_t s = (v & 0x55) + ((v >> 1) & 0x55); /* pair sums at bits 0-1, 2-3, 4-5, 6-7 */
-        uint32_t x0 = s & 3, y0 = (s >> 2) & 3, x1 = (s >> 4) & 3, y1 = (s >> 6) & 3;
-        r->c[2 * i] = (uint16_t)csubq(x0 + Q - y0);
-        r->c[2 * i + 1] = (uint16_t)csubq(x1 + Q - y1);
+    for (unsigned i = 0; i < 128; i += 4) {
+        uint32_t v = b[i] | ((uint32_t)b[i + 1] << 8) | ((uint32_t)b[i + 2] << 16) |
+                     ((uint32_t)b[i + 3] << 24);
+        /* per 4 bits: (bit0 + bit1) - (bit2 + bit3), as (x - y + q) mod q; the pair sums
+         * sit at bits 4j..4j+1 and 4j+2..4j+3 */
+        uint32_t s = (v & 0x55555555u) + ((v >> 1) & 0x55555555u);
+        for (unsigned j = 0; j < 8; j++) {
+            uint32_t x = (s >> (4 * j)) & 3, y = (s >> (4 * j + 2)) & 3;
+            r->c[2 * i + j] = (uint16_t)csubq(x + Q - y);
+        }
     }
 }
 
