@@ -5,6 +5,27 @@
 #include "mb8/cpu.h"
 #include "mlkem_internal.h"
 
+#if MB8__MLKEM_HAVE_AVX512
+#include <cpuid.h>
+/* The vector kernel's extra need beyond mb8_cpu_has_ifma(): AVX512_VBMI2 (CPUID.7.0:ECX
+ * bit 6), which every IFMA CPU since Ice Lake has (Cannon Lake does not). Cached. */
+static int has_vbmi2(void)
+{
+    static int cached = -1;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __get_cpuid_max(0, NULL) >= 7;
+        if (v) {
+            __cpuid_count(7, 0, a, b, c, d);
+            v = (c >> 6) & 1;
+        }
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
 size_t mb8_mlkem768_scratch_size(void)
 {
     return MB8__MLKEM_WS_BYTES;
@@ -58,7 +79,7 @@ mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss
     if (lanes == 0)
         return st;
 #if MB8__MLKEM_HAVE_AVX512
-    if (mb8_cpu_has_ifma()) {
+    if (mb8_cpu_has_ifma() && has_vbmi2()) {
         mb8__mlkem768_encaps_avx512(ct, ss, ek, m, lanes, scratch);
         return st;
     }

@@ -13,8 +13,9 @@
  * Every lane absorbs inputs of the same length in lock step; lanes outside lane_mask hash
  * a copy of a used lane's inputs and their outputs are dropped. The matrix's rejection
  * sampling squeezes extra SHAKE128 blocks for all 8 lanes while any lane needs one: its
- * timing depends on rho (public) only. Compiled for AVX-512F by target attribute; called
- * only when mb8_cpu_has_ifma() (whose CPUs all have AVX-512F/BW).
+ * timing depends on rho (public) only. Compiled for AVX-512F/BW/VL (and VBMI2 for the
+ * rejection sampler's vpcompressw) by target attribute; called only when
+ * mb8_cpu_has_ifma() and the CPU has AVX512_VBMI2 (mlkem.c: Ice Lake and later, Zen 4).
  */
 #include <immintrin.h>
 #include <stdalign.h>
@@ -169,6 +170,79 @@ static AVX void squeeze_x8(const __m512i a[25], uint8_t *const out[MB8_LANES], s
 #define ST(p, v) _mm512_store_si512((void *)(p), (v))
 #define PERM(a, idx, b) _mm512_permutex2var_epi16((a), LD(idx), (b))
 
+/* The 32 little-endian 12-bit values of 48 bytes at p, in order (ByteDecode_12's, and
+ * SampleNTT's candidates d1, d2 of each 3 bytes): each 128-bit lane gets 12 bytes
+ * (vpermd), vpshufb puts the two bytes of each value in a 16-bit word, odd values shift
+ * right by 4, all are masked to 12 bits. Reads exactly 48 bytes. */
+static AVX inline __m512i extract12(const uint8_t *p)
+{
+    __m512i v = _mm512_maskz_loadu_epi8(0x0000FFFFFFFFFFFFULL, p);
+    v = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 11, 10, 9, 0, 8, 7, 6, 0, 5, 4, 3, 0, 2, 1, 0), v);
+    const __m512i sh = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11));
+    v = _mm512_shuffle_epi8(v, sh);
+    v = _mm512_mask_srli_epi16(v, 0xAAAAAAAAu, v, 4);
+    return _mm512_and_si512(v, _mm512_set1_epi16(0x0FFF));
+}
+
+/* SampleNTT's loop body (mb8__mlkem_rej_uniform) 32 candidates at a time: the values below
+ * q are kept in order by vpcompressw (AVX512_VBMI2), at most 256 in all. Public data. */
+static AVX __attribute__((target("avx512vbmi2"))) unsigned rej_uniform_v(mb8__mlkem_poly *a, unsigned n,
+                                                                       const uint8_t *buf, size_t len)
+{
+    size_t p = 0;
+    for (; p + 48 <= len && n < MB8__MLKEM_N; p += 48) {
+        __m512i v = extract12(buf + p);
+        __mmask32 ok = _mm512_cmplt_epu16_mask(v, VQ);
+        unsigned room = MB8__MLKEM_N - n;
+        while ((unsigned)__builtin_popcount(ok) > room) /* the last values past 256 */
+            ok &= ~(1u << (31 - __builtin_clz(ok)));
+        /* vpcompressw to a register and a full store: the memory form is microcoded
+         * and slow on Zen 4. Past the kept values the store leaves junk, which the next
+         * store or the scalar tail overwrites; near the end it goes through tmp. */
+        __m512i c = _mm512_maskz_compress_epi16(ok, v);
+        unsigned k = (unsigned)__builtin_popcount(ok);
+        if (n + 32 <= MB8__MLKEM_N) {
+            _mm512_storeu_si512(a->c + n, c);
+        } else {
+            alignas(64) uint16_t tmp[32];
+            _mm512_store_si512(tmp, c);
+            memcpy(a->c + n, tmp, k * sizeof(uint16_t));
+        }
+        n += k;
+    }
+    return p < len ? mb8__mlkem_rej_uniform(a, n, buf + p, len - p) : n;
+}
+
+/* ByteDecode_12 mod q (mb8__mlkem_decode12) of 384 bytes. */
+static AVX void decode12_v(mb8__mlkem_poly *r, const uint8_t *b)
+{
+    for (unsigned k = 0; k < 8; k++) {
+        __m512i v = extract12(b + 48 * k), d = _mm512_sub_epi16(v, VQ);
+        _mm512_storeu_si512(r->c + 32 * k, _mm512_mask_mov_epi16(d, _mm512_cmplt_epu16_mask(v, VQ), v));
+    }
+}
+
+/* SamplePolyCBD_2 (mb8__mlkem_cbd2) of 128 bytes, as signed values in [-2, 2] (what the
+ * NTT and add_v take): for each byte the pair sums of bits (0, 1), (2, 3), (4, 5), (6, 7)
+ * give coefficient 2i = s0 - s1 and 2i + 1 = s2 - s3, interleaved by vpermt2w. */
+static AVX void cbd2_v(mb8__mlkem_poly *r, const uint8_t b[128])
+{
+    const __m512i m55 = _mm512_set1_epi16(0x55), m3 = _mm512_set1_epi16(3);
+    for (unsigned k = 0; k < 4; k++) {
+        __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(b + 32 * k)));
+        __m512i s = _mm512_add_epi16(_mm512_and_si512(v, m55),
+                                     _mm512_and_si512(_mm512_srli_epi16(v, 1), m55));
+        __m512i e = _mm512_sub_epi16(_mm512_and_si512(s, m3),
+                                     _mm512_and_si512(_mm512_srli_epi16(s, 2), m3));
+        __m512i o = _mm512_sub_epi16(_mm512_and_si512(_mm512_srli_epi16(s, 4), m3),
+                                     _mm512_and_si512(_mm512_srli_epi16(s, 6), m3));
+        _mm512_storeu_si512(r->c + 64 * k, _mm512_permutex2var_epi16(e, LD(merge1_a), o));
+        _mm512_storeu_si512(r->c + 64 * k + 32, _mm512_permutex2var_epi16(e, LD(merge1_b), o));
+    }
+}
+
+
 /* a * b * 2^-16 mod q, in (-q, q) for |a b| < q 2^15 (Montgomery, R = 2^16). */
 static AVX inline __m512i fqmul(__m512i a, __m512i b)
 {
@@ -307,20 +381,20 @@ static AVX void encrypt_sampled_v(uint8_t *ct, const uint8_t *ek, const uint8_t 
     alignas(64) mb8__mlkem_poly y[K], u[K], v, t, th[K];
 
     for (unsigned i = 0; i < K; i++) {
-        mb8__mlkem_cbd2(&y[i], prf[i]);
+        cbd2_v(&y[i], prf[i]);
         ntt_v(y[i].c);
     }
     for (unsigned i = 0; i < K; i++) {
         basemul3_v(u[i].c, &at[i][0], y, 1); /* sum_j A[j][i] y[j] */
         invntt_v(u[i].c);
-        mb8__mlkem_cbd2(&t, prf[K + i]);
+        cbd2_v(&t, prf[K + i]);
         add_v(u[i].c, t.c);
     }
     for (unsigned j = 0; j < K; j++)
-        mb8__mlkem_decode12(&th[j], ek + MB8__MLKEM_POLY_BYTES * j);
+        decode12_v(&th[j], ek + MB8__MLKEM_POLY_BYTES * j);
     basemul3_v(v.c, th, y, 1);
     invntt_v(v.c);
-    mb8__mlkem_cbd2(&t, prf[2 * K]);
+    cbd2_v(&t, prf[2 * K]);
     add_v(v.c, t.c);
     mb8__mlkem_from_msg(&t, m);
     add_v(v.c, t.c);
@@ -402,7 +476,7 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
             for (unsigned l = 0; l < MB8_LANES; l++) {
                 n[l] = MB8__MLKEM_N; /* lanes outside lane_mask: no parsing */
                 if ((lane_mask >> l) & 1)
-                    n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], 0, w->xof[l], sizeof w->xof[l]);
+                    n[l] = rej_uniform_v(&w->at[l][i][j], 0, w->xof[l], sizeof w->xof[l]);
                 short_lanes |= (n[l] < MB8__MLKEM_N) << l;
             }
             while (short_lanes) { /* rho is public: so is this loop's count */
@@ -411,7 +485,7 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
                 short_lanes = 0;
                 for (unsigned l = 0; l < MB8_LANES; l++) {
                     if (n[l] < MB8__MLKEM_N)
-                        n[l] = mb8__mlkem_rej_uniform(&w->at[l][i][j], n[l], w->xof[l],
+                        n[l] = rej_uniform_v(&w->at[l][i][j], n[l], w->xof[l],
                                                       MB8__SHAKE128_RATE);
                     short_lanes |= (n[l] < MB8__MLKEM_N) << l;
                 }
