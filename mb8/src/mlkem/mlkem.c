@@ -7,8 +7,9 @@
 
 #if MB8__MLKEM_HAVE_AVX512
 #include <cpuid.h>
-/* The vector kernel's extra need beyond mb8_cpu_has_ifma(): AVX512_VBMI2 (CPUID.7.0:ECX
- * bit 6), which every IFMA CPU since Ice Lake has (Cannon Lake does not). Cached. */
+/* The vector kernel's extra needs beyond mb8_cpu_has_ifma(): AVX512_VBMI and AVX512_VBMI2
+ * (CPUID.7.0:ECX bits 1 and 6), which every IFMA CPU since Ice Lake has (Cannon Lake lacks
+ * VBMI2). Cached. */
 static int has_vbmi2(void)
 {
     static int cached = -1;
@@ -18,7 +19,7 @@ static int has_vbmi2(void)
         v = __get_cpuid_max(0, NULL) >= 7;
         if (v) {
             __cpuid_count(7, 0, a, b, c, d);
-            v = (c >> 6) & 1;
+            v = (c & 0x42u) == 0x42u;
         }
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
@@ -53,9 +54,19 @@ mb8_status_t mb8_mlkem768_keygen(uint8_t *const ek[MB8_LANES], uint8_t *const dk
     return st;
 }
 
+/* The §7.2 check on the vector unit where the vector kernel runs. */
+static unsigned ek_ok(const uint8_t *ek)
+{
+#if MB8__MLKEM_HAVE_AVX512
+    if (mb8_cpu_has_ifma() && has_vbmi2())
+        return mb8__mlkem768_ek_ok_avx512(ek);
+#endif
+    return mb8__mlkem768_ek_ok(ek);
+}
+
 int mb8_mlkem768_ek_check(const uint8_t *ek)
 {
-    return (int)mb8__mlkem768_ek_ok(ek);
+    return (int)ek_ok(ek);
 }
 
 mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss[MB8_LANES],
@@ -71,7 +82,7 @@ mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss
         if (ek[i] == NULL)
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
         else if (m[i] == NULL || ct[i] == NULL || ss[i] == NULL || !sok ||
-                 !mb8__mlkem768_ek_ok(ek[i]))
+                 !ek_ok(ek[i]))
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         else
             lanes |= 1u << i;

@@ -214,6 +214,57 @@ static AVX __attribute__((target("avx512vbmi2"))) unsigned rej_uniform_v(mb8__ml
     return p < len ? mb8__mlkem_rej_uniform(a, n, buf + p, len - p) : n;
 }
 
+/* see mlkem_internal.h: FIPS 203 §7.2's modulus check, 32 coefficients at a time. */
+unsigned AVX mb8__mlkem768_ek_ok_avx512(const uint8_t *ek)
+{
+    __mmask32 bad = 0;
+    for (unsigned k = 0; k < K * MB8__MLKEM_POLY_BYTES / 48; k++)
+        bad |= _mm512_cmpge_epu16_mask(extract12(ek + 48 * k), VQ);
+    return bad == 0;
+}
+
+/* Compress_d of 32 coefficients in [0, q) for d = 10 or 4, exactly (x M + A) >> S with
+ * (M, A, S) = (161271, 262129, 19) or (315, 32775, 16): gen_avx512_tables.py's search
+ * checked every x; 32-bit products, 16-bit results. */
+static AVX inline __m512i compress_v(__m512i x, int m, int a, int s, int d)
+{
+    __m512i lo = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(x));
+    __m512i hi = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1));
+    const __m512i vm = _mm512_set1_epi32(m), va = _mm512_set1_epi32(a), mask = _mm512_set1_epi32((1 << d) - 1);
+    lo = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(lo, vm), va), s), mask);
+    hi = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(hi, vm), va), s), mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)), _mm512_cvtepi32_epi16(hi), 1);
+}
+
+/* ByteEncode_10(Compress_10(u)) of 3 polynomials in [0, q) into 960 bytes (the
+ * ciphertext's c1): pairs joined by vpmaddwd (c0 + 1024 c1), pairs of pairs in 40 bits of
+ * each 64-bit lane, whose 5 bytes vpermb (AVX512_VBMI) packs. */
+static AVX __attribute__((target("avx512vbmi"))) void encode_u_v(uint8_t out[960], const mb8__mlkem_poly u[K])
+{
+    const __m512i idx = _mm512_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                        60, 59, 58, 57, 56, 52, 51, 50, 49, 48, 44, 43, 42, 41, 40,
+                                        36, 35, 34, 33, 32, 28, 27, 26, 25, 24, 20, 19, 18, 17, 16,
+                                        12, 11, 10, 9, 8, 4, 3, 2, 1, 0);
+    for (unsigned p = 0; p < K; p++)
+        for (unsigned k = 0; k < 8; k++) {
+            __m512i c = compress_v(LD(u[p].c + 32 * k), 161271, 262129, 19, 10);
+            __m512i t = _mm512_madd_epi16(c, _mm512_set1_epi32(0x04000001));
+            t = _mm512_or_si512(_mm512_and_si512(t, _mm512_set1_epi64(0xFFFFF)),
+                                _mm512_and_si512(_mm512_srli_epi64(t, 12), _mm512_set1_epi64(~0xFFFFFLL)));
+            _mm512_mask_storeu_epi8(out + 320 * p + 40 * k, 0xFFFFFFFFFFULL, _mm512_permutexvar_epi8(idx, t));
+        }
+}
+
+/* ByteEncode_4(Compress_4(v)) into 128 bytes (c2). */
+static AVX void encode_v_v(uint8_t out[128], const mb8__mlkem_poly *v)
+{
+    for (unsigned k = 0; k < 8; k++) {
+        __m512i c = compress_v(LD(v->c + 32 * k), 315, 32775, 16, 4);
+        __m512i t = _mm512_madd_epi16(c, _mm512_set1_epi32(0x00100001)); /* c0 + 16 c1 */
+        _mm_storeu_si128((__m128i *)(out + 16 * k), _mm512_cvtepi32_epi8(t));
+    }
+}
+
 /* ByteDecode_12 mod q (mb8__mlkem_decode12) of 384 bytes. */
 static AVX void decode12_v(mb8__mlkem_poly *r, const uint8_t *b)
 {
@@ -373,6 +424,17 @@ static AVX void add_v(uint16_t *r, const uint16_t *a)
         ST(r + 32 * i, canon(_mm512_add_epi16(LD(r + 32 * i), LD(a + 32 * i))));
 }
 
+/* r = canon(r + Decompress_1(m)): 1665 where m's bit is set (the bits are a mask). */
+static AVX void add_msg_v(mb8__mlkem_poly *r, const uint8_t m[32])
+{
+    for (unsigned k = 0; k < 8; k++) {
+        uint32_t bits;
+        memcpy(&bits, m + 4 * k, 4);
+        __m512i t = _mm512_maskz_mov_epi16((__mmask32)bits, _mm512_set1_epi16((MB8__MLKEM_Q + 1) / 2));
+        ST(r->c + 32 * k, canon(_mm512_add_epi16(LD(r->c + 32 * k), t)));
+    }
+}
+
 /* mb8__mlkem768_encrypt_sampled with the vector arithmetic above (same bytes: every value
  * is brought to [0, q) before it is compressed). */
 static AVX void encrypt_sampled_v(uint8_t *ct, const uint8_t *ek, const uint8_t m[32],
@@ -396,10 +458,9 @@ static AVX void encrypt_sampled_v(uint8_t *ct, const uint8_t *ek, const uint8_t 
     invntt_v(v.c);
     cbd2_v(&t, prf[2 * K]);
     add_v(v.c, t.c);
-    mb8__mlkem_from_msg(&t, m);
-    add_v(v.c, t.c);
-    mb8__mlkem_encode_u(ct, u);
-    mb8__mlkem_encode_v(ct + 960, &v);
+    add_msg_v(&v, m);
+    encode_u_v(ct, u);
+    encode_v_v(ct + 960, &v);
     mb8__wipe(y, sizeof y);
     mb8__wipe(u, sizeof u);
     mb8__wipe(&v, sizeof v);

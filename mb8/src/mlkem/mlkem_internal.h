@@ -70,6 +70,8 @@ void mb8__mlkem_from_msg(mb8__mlkem_poly *r, const uint8_t m[32]);
  * modulus check. ws: MB8__MLKEM_WS_BYTES, 64-byte aligned, wiped before return. */
 #if defined(__x86_64__)
 #define MB8__MLKEM_HAVE_AVX512 1
+/* mb8__mlkem768_ek_ok on the vector unit (mlkem_avx512.c; same answer). */
+unsigned mb8__mlkem768_ek_ok_avx512(const uint8_t *ek);
 #else
 #define MB8__MLKEM_HAVE_AVX512 0
 #endif
