@@ -85,9 +85,9 @@ activate = 1
 [default_sect]
 activate = 1
 CNF
-"$BIN" -c "$TMP/tlsgate.conf"
+"$BIN" -c "$TMP/tlsgate.conf" >>"$TMP/stdout.log" 2>&1 &  # runs in the foreground
+MASTER=$!
 for _ in $(seq 50); do [[ -s $TMP/server.pid ]] && break; sleep 0.1; done
-MASTER=$(cat "$TMP/server.pid")
 WORKER=
 for _ in $(seq 50); do WORKER=$(pgrep -P "$MASTER" | head -1) && [[ -n $WORKER ]] && break; sleep 0.1; done
 [[ -n $WORKER ]] || { echo "pq.sh: no worker" >&2; exit 1; }
@@ -105,12 +105,12 @@ for load in $LOADS; do
     for r in $(seq "$ROUNDS"); do
         for g in $GROUPS_; do
             # a short warm-up (pools, batch policy)
-            OPENSSL_CONF=$TMP/openssl.cnf taskset -c 1 "$REPLAY" -k -c "$c" -d 1 -g "$g" "127.0.0.1:$PORT" >/dev/null
+            OPENSSL_CONF=$TMP/openssl.cnf timeout 30 taskset -c 1 "$REPLAY" -k -c "$c" -d 1 -g "$g" "127.0.0.1:$PORT" >/dev/null
             t0=$(cpu_ticks "$WORKER")
-            out=$(OPENSSL_CONF=$TMP/openssl.cnf taskset -c 1 "$REPLAY" -k -c "$c" -d "$SECS" -g "$g" "127.0.0.1:$PORT")
+            out=$(OPENSSL_CONF=$TMP/openssl.cnf timeout $((SECS + 30)) taskset -c 1 "$REPLAY" -k -c "$c" -d "$SECS" -g "$g" "127.0.0.1:$PORT")
             t1=$(cpu_ticks "$WORKER")
             hs=$(kv "$out" handshakes)
-            us=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$hs" 'BEGIN {printf "%.1f", n > 0 ? d / hz * 1e6 / n : 0}')
+            us=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$hs" 'BEGIN {printf "%.1f", (n > 0) ? d / hz * 1e6 / n : 0}')
             printf "%-7s %-15s %5d %9s %12s %8.2f %8.2f %s\n" "$load" "$g" "$r" "$(kv "$out" hs_per_s)" "$us" \
                 "$(awk -v v="$(kv "$out" p50_us)" 'BEGIN {print v / 1000}')" \
                 "$(awk -v v="$(kv "$out" p99_us)" 'BEGIN {print v / 1000}')" "$(kv "$out" client_flight1_bytes)"
