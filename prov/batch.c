@@ -363,6 +363,21 @@ void *tg_batch_scratch(void)
     return t != NULL ? tg_thread_scratch(t) : NULL;
 }
 
+int tg_batch_compute_now(struct tg_req *r)
+{
+    struct tg_thread *t = self_get();
+    struct tg_req *one = r;
+    void *scratch = t != NULL ? tg_thread_scratch(t) : tg_scratch_new();
+
+    r->status = MB8_STATUS_UNUSED;
+    if (scratch == NULL)
+        return 0;
+    tg_compute(t, r->op, &one, 1, scratch); /* on the thread's own stack inside a job */
+    if (t == NULL)
+        tg_scratch_free(scratch);
+    return 1;
+}
+
 
 int tg_batch_want(TG_PROV *prov, enum tg_op op, int *probe)
 {

@@ -311,6 +311,11 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m);
 
 /* This thread's mb8 scratch (any batch), or NULL without memory. */
 void *tg_batch_scratch(void);
+/* Computes r alone now, as a single operation for an operation that has no default-provider
+ * implementation to run instead (ML-KEM): mb8 with one lane, inside an ASYNC job on the
+ * thread's own stack (as batches). Not counted as a batch. Returns 1 (r->status holds the
+ * lane status), or 0 without memory for the scratch. */
+int tg_batch_compute_now(struct tg_req *r);
 
 /* ---- record ciphers (cipher_gcm.c) ---- */
 
