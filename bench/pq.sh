@@ -48,6 +48,7 @@ for _ in $(seq 50); do
     p=$((20000 + RANDOM % 40000))
     ss -ltn | grep -q ":$p\b" || { PORT=$p; break; }
 done
+SPORT=$((PORT + 1))
 cat >"$TMP/tlsgate.conf" <<CONF
 worker_processes 1;
 worker_cpu_affinity 01;
@@ -69,6 +70,10 @@ http {
         ssl_protocols TLSv1.3;
         root $TMP/html;
         ssl_async on;
+    }
+    server {
+        listen 127.0.0.1:$SPORT;
+        location = /status { status; }
     }
 }
 CONF
@@ -128,4 +133,15 @@ for load in $LOADS; do
         printf "%-7s %-15s %8s us/hs  x%.3f\n" "$load" "$g" "$med" "$(awk -v a="$med" -v b="$base" 'BEGIN {print a / b}')"
     done
 done
+# what the provider did with the ML-KEM encapsulations and the X25519 halves over all runs
+curl -s "http://127.0.0.1:$SPORT/status" | python3 -c '
+import json, sys
+js = json.load(sys.stdin)
+print("# handshakes by group:", {k: v for k, v in js["handshakes"]["by_group"].items() if v})
+for a in ("mlkem768", "x25519", "keygen_x25519", "ecdsa_p256"):
+    m = (js.get("provider") or {}).get("alg", {}).get(a)
+    if m:
+        print("# %-13s requests %d, batched %d, single %d, pool hits %d, batches %d, fill 1..8 %s"
+              % (a, m["requests"], m["requests_async"], m["single"], m["pool_hits"], m["batches"], m["fill"]))
+' || true
 grep -E "\[(alert|crit|emerg)\]" "$TMP/error.log" || true
