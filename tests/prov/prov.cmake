@@ -109,3 +109,11 @@ add_test(NAME prov_mlkem COMMAND prov_mlkem_test)
 set_tests_properties(prov_mlkem PROPERTIES TIMEOUT 120 LABELS "prov"
                      ENVIRONMENT "TLSGATE_ADAPTIVE=off;TLSGATE_POLL_MODE=app"
                      REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
+  add_test(NAME prov_mlkem_valgrind
+           COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --leak-check=full --quiet
+                   $<TARGET_FILE:prov_mlkem_test>)
+  set_tests_properties(prov_mlkem_valgrind PROPERTIES TIMEOUT 300 LABELS "prov;valgrind"
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;TLSGATE_ADAPTIVE=off;TLSGATE_POLL_MODE=app"
+                       REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+endif()
