@@ -5,8 +5,8 @@
 
 #include "../common/ct.h"
 
-/* Round constants RC[ir] of the iota step (FIPS 202 §3.2.5, Algorithm 5 evaluated). */
-static const uint64_t keccak_rc[24] = {
+/* see keccak.h */
+const uint64_t mb8__keccak_rc[24] = {
     0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808AULL, 0x8000000080008000ULL,
     0x000000000000808BULL, 0x0000000080000001ULL, 0x8000000080008081ULL, 0x8000000000008009ULL,
     0x000000000000008AULL, 0x0000000000000088ULL, 0x0000000080008009ULL, 0x000000008000000AULL,
@@ -94,7 +94,7 @@ void mb8__keccak_f1600(uint64_t s[25])
         a[23] = b23 ^ (~b24 & b20);
         a[24] = b24 ^ (~b20 & b21);
         /* iota */
-        a[0] ^= keccak_rc[ir];
+        a[0] ^= mb8__keccak_rc[ir];
     }
     memcpy(s, a, sizeof a);
 #undef ROL

@@ -27,6 +27,10 @@ typedef struct {
     unsigned pos;  /* bytes absorbed into / squeezed from the current block */
 } mb8__keccak_t;
 
+/* The round constants RC[ir] of the iota step (FIPS 202 §3.2.5, Algorithm 5 evaluated);
+ * the 8-state permutation of mlkem_avx512.c uses them too. */
+extern const uint64_t mb8__keccak_rc[24];
+
 /* The permutation Keccak-p[1600, 24] (FIPS 202 §3.3). */
 void mb8__keccak_f1600(uint64_t s[25]);
 

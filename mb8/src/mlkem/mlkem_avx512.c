@@ -29,15 +29,6 @@
 #define AVX __attribute__((target("avx512f,avx512vl,avx512bw")))
 #define K MB8__MLKEM_K
 
-/* Round constants: keccak.c's (FIPS 202 §3.2.5). */
-static const uint64_t rc8[24] = {
-    0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808AULL, 0x8000000080008000ULL,
-    0x000000000000808BULL, 0x0000000080000001ULL, 0x8000000080008081ULL, 0x8000000000008009ULL,
-    0x000000000000008AULL, 0x0000000000000088ULL, 0x0000000080008009ULL, 0x000000008000000AULL,
-    0x000000008000808BULL, 0x800000000000008BULL, 0x8000000000008089ULL, 0x8000000000008003ULL,
-    0x8000000000008002ULL, 0x8000000000000080ULL, 0x000000000000800AULL, 0x800000008000000AULL,
-    0x8000000080008081ULL, 0x8000000000008080ULL, 0x0000000080000001ULL, 0x8000000080008008ULL,
-};
 
 /* Keccak-p[1600, 24] on 8 states: keccak.c's unrolled round with zmm lanes; theta's
  * parities and chi by vpternlogq (0x96: a ^ b ^ c; 0xD2: a ^ (~b & c)). */
@@ -107,7 +98,7 @@ static AVX void keccak_x8(__m512i a[25])
         a[22] = _mm512_ternarylogic_epi64(b22, b23, b24, 0xD2);
         a[23] = _mm512_ternarylogic_epi64(b23, b24, b20, 0xD2);
         a[24] = _mm512_ternarylogic_epi64(b24, b20, b21, 0xD2);
-        a[0] = _mm512_xor_si512(a[0], _mm512_set1_epi64((long long)rc8[ir]));
+        a[0] = _mm512_xor_si512(a[0], _mm512_set1_epi64((long long)mb8__keccak_rc[ir]));
     }
 }
 
