@@ -6,7 +6,8 @@
  * interleaved in random order, Welch's t on cycle counts at several crops; |t| > 4.5 flags
  * a leak.
  *
- * 8 lanes per call, the encapsulation keys fixed (8 different keys: rho and t are public,
+ * 8 lanes per call and 1 lane per call (mlkem.c runs 1 or 2 lanes on the one-lane vector
+ * path), the encapsulation keys fixed (8 different keys: rho and t are public,
  * and the matrix's rejection sampling depends on rho by design); the secret is the message
  * m: class 0 one fixed m in every lane, class 1 fresh random m per lane and call (every
  * measurement's m drawn before any timing).
@@ -90,34 +91,41 @@ int main(int argc, char **argv)
     }
     printf("# dudect, ML-KEM-768 encapsulation kernel %s, %zu measurements (fixed vs random m)\n",
            mb8_cpu_has_ifma() ? "AVX-512" : "portable", n);
-    for (int l = 0; l < L; l++) {
-        ekp[l] = ek[l];
-        mp[l] = msg[l];
-        o1[l] = ct[l];
-        o2[l] = ss[l];
+    double worst = 0;
+    /* 8 lanes a call (the 8-lane path) and 1 lane (the one-lane vector path) */
+    for (int used = 8; used >= 1; used -= 7) {
+        for (int l = 0; l < L; l++) {
+            ekp[l] = l < used ? ek[l] : NULL;
+            mp[l] = msg[l];
+            o1[l] = ct[l];
+            o2[l] = ss[l];
+        }
+        for (size_t i = 0; i < n; i++) {
+            memcpy(msg, all[i], sizeof msg);
+            unsigned aux;
+            _mm_lfence();
+            uint64_t t0 = __rdtscp(&aux);
+            (void)mb8_mlkem768_encaps(o1, o2, ekp, mp, g_scratch);
+            t[i] = __rdtscp(&aux) - t0;
+        }
+        memcpy(sorted, t, n * sizeof(*t));
+        qsort(sorted, n, sizeof(*t), cmp_u64);
+        static const double pct[NCROP] = {1.0, 0.99, 0.95, 0.90, 0.75};
+        double maxt = 0;
+        for (int c = 0; c < NCROP; c++) {
+            double tv = fabs(welch_t(t, cls, n, sorted[(size_t)((double)(n - 1) * pct[c])]));
+            if (tv > maxt)
+                maxt = tv;
+        }
+        printf("mlkem768-encaps %d lane%s median %8llu cycles per call   max |t| = %5.2f  %s\n", used,
+               used > 1 ? "s" : " ", (unsigned long long)sorted[n / 2], maxt,
+               maxt > 4.5 ? "LEAK SUSPECTED" : "no leak detected");
+        if (maxt > worst)
+            worst = maxt;
     }
-    for (size_t i = 0; i < n; i++) {
-        memcpy(msg, all[i], sizeof msg);
-        unsigned aux;
-        _mm_lfence();
-        uint64_t t0 = __rdtscp(&aux);
-        (void)mb8_mlkem768_encaps(o1, o2, ekp, mp, g_scratch);
-        t[i] = __rdtscp(&aux) - t0;
-    }
-    memcpy(sorted, t, n * sizeof(*t));
-    qsort(sorted, n, sizeof(*t), cmp_u64);
-    static const double pct[NCROP] = {1.0, 0.99, 0.95, 0.90, 0.75};
-    double maxt = 0;
-    for (int c = 0; c < NCROP; c++) {
-        double tv = fabs(welch_t(t, cls, n, sorted[(size_t)((double)(n - 1) * pct[c])]));
-        if (tv > maxt)
-            maxt = tv;
-    }
-    printf("mlkem768-encaps median %8llu cycles per call   max |t| = %5.2f  %s\n",
-           (unsigned long long)sorted[n / 2], maxt, maxt > 4.5 ? "LEAK SUSPECTED" : "no leak detected");
     free(t);
     free(sorted);
     free(cls);
     free(all);
-    return maxt > 4.5;
+    return worst > 4.5;
 }

@@ -240,6 +240,22 @@ static void test_known_answers(void **state)
                 memcpy(ct2[i], ct[i], CTB);
                 ct2[i][(37 * n) % CTB] ^= 1;
             }
+            /* each vector alone in a call too (1 used lane: another vector path) */
+            if (r == 0)
+                for (unsigned i = 0; i < 8; i++) {
+                    static uint8_t ct1[CTB];
+                    uint8_t ss1[32];
+                    const uint8_t *ek1[8] = {0}, *m1[8] = {0};
+                    uint8_t *pct1[8] = {0}, *pss1[8] = {0};
+                    ek1[(i + 3) % 8] = ek[i];
+                    m1[(i + 3) % 8] = m[i];
+                    pct1[(i + 3) % 8] = ct1;
+                    pss1[(i + 3) % 8] = ss1;
+                    mb8_status_t s1 = mb8_mlkem768_encaps(pct1, pss1, ek1, m1, g_scratch);
+                    assert_int_equal(mb8_status_lane(s1, (i + 3) % 8), MB8_STATUS_OK);
+                    if (memcmp(ct1, ct[i], CTB) != 0 || memcmp(ss1, ss[i], 32) != 0)
+                        fail_lane("KAT one lane a call", (i + 3) % 8);
+                }
             memset(ss, 0, sizeof ss);
             assert_int_equal(mb8_mlkem768_decaps(pss, cct, cdk), 0);
             for (unsigned i = 0; i < 8; i++)
@@ -267,7 +283,8 @@ static void test_random_vs_portable(void **state)
     const unsigned rounds = g_quick ? 1 : 12;
 
     for (unsigned it = 0; it < rounds; it++) {
-        unsigned used = it == 0 ? 0xFF : (unsigned)(rnd64() & 0xFF);
+        /* all lanes, one lane, two lanes (the vector kernel's one-lane path), random */
+        unsigned used = it == 0 ? 0xFF : it == 1 ? 0x20 : it == 2 ? 0x81 : (unsigned)(rnd64() & 0xFF);
         const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
         uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
         rnd_bytes(&seeds[0][0], sizeof seeds);

@@ -90,6 +90,13 @@ mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss
     if (lanes == 0)
         return st;
 #if MB8__MLKEM_HAVE_AVX512
+    if (mb8_cpu_has_ifma() && has_vbmi2() && __builtin_popcount(lanes) <= 2) {
+        /* few lanes: each one's independent XOF streams fill the 8 Keccak states instead */
+        for (unsigned i = 0; i < MB8_LANES; i++)
+            if (lanes & (1u << i))
+                mb8__mlkem768_encaps1_avx512(ct[i], ss[i], ek[i], m[i], scratch);
+        return st;
+    }
     if (mb8_cpu_has_ifma() && has_vbmi2()) {
         mb8__mlkem768_encaps_avx512(ct, ss, ek, m, lanes, scratch);
         return st;

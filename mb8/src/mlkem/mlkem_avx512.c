@@ -558,3 +558,67 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
         a[i] = _mm512_setzero_si512();
     __asm__ __volatile__("" : : "m"(a) : "memory");
 }
+
+/* see mlkem_internal.h: one encapsulation whose independent XOF streams share the 8-state
+ * Keccak: the 7 PRF outputs in one pass, the first 8 matrix entries in one pass (the 9th
+ * by the scalar sponge); H(ek) and G, which depend on each other, by the scalar sponge. */
+void AVX mb8__mlkem768_encaps1_avx512(uint8_t *ct, uint8_t ss[32], const uint8_t *ek,
+                                      const uint8_t m[32], void *scratch)
+{
+    struct ws *w = scratch;
+    __m512i a[25];
+    const uint8_t *p[MB8_LANES];
+    uint8_t *o[MB8_LANES];
+    const uint8_t *rho = ek + K * MB8__MLKEM_POLY_BYTES;
+    mb8__mlkem_poly(*at)[K] = w->at[0]; /* at[i][j] = A_hat[j][i], entry e = 3 i + j */
+    uint8_t (*prf)[128] = w->prf[0];       /* the 7 PRF outputs, then one spare */
+
+    mb8__sha3_256(w->h[0], ek, MB8_MLKEM768_EK_BYTES, NULL, 0);
+    mb8__sha3_512(w->kr[0], m, 32, w->h[0], 32); /* (K, r) = G(m || H(ek)) */
+    for (unsigned n = 0; n < MB8_LANES; n++) {   /* state 7 computes PRF(r, 7), unused */
+        memcpy(w->in[n], w->kr[0] + 32, 32);
+        w->in[n][32] = (uint8_t)n;
+        p[n] = w->in[n];
+        o[n] = prf[n];
+    }
+    absorb_x8(a, p, 33, MB8__SHAKE256_RATE, MB8__SHAKE_DS);
+    squeeze_x8(a, o, 0, 128);
+    /* entries e = 3 i + j < 8 of the matrix: seed rho || i || j in state e */
+    unsigned n[MB8_LANES], short_lanes = 0;
+    for (unsigned e = 0; e < MB8_LANES; e++) {
+        memcpy(w->in[e], rho, 32);
+        w->in[e][32] = (uint8_t)(e / K);
+        w->in[e][33] = (uint8_t)(e % K);
+        p[e] = w->in[e];
+        o[e] = w->xof[e];
+    }
+    absorb_x8(a, p, 34, MB8__SHAKE128_RATE, MB8__SHAKE_DS);
+    for (unsigned b = 0; b < 3; b++) {
+        if (b > 0)
+            keccak_x8(a);
+        squeeze_x8(a, o, b * MB8__SHAKE128_RATE, MB8__SHAKE128_RATE);
+    }
+    for (unsigned e = 0; e < MB8_LANES; e++) {
+        n[e] = rej_uniform_v(&at[e / K][e % K], 0, w->xof[e], sizeof w->xof[e]);
+        short_lanes |= (n[e] < MB8__MLKEM_N) << e;
+    }
+    while (short_lanes) { /* rho is public: so is this loop's count */
+        keccak_x8(a);
+        squeeze_x8(a, o, 0, MB8__SHAKE128_RATE);
+        short_lanes = 0;
+        for (unsigned e = 0; e < MB8_LANES; e++) {
+            if (n[e] < MB8__MLKEM_N)
+                n[e] = rej_uniform_v(&at[e / K][e % K], n[e], w->xof[e], MB8__SHAKE128_RATE);
+            short_lanes |= (n[e] < MB8__MLKEM_N) << e;
+        }
+    }
+    mb8__mlkem_sample_ntt(&at[K - 1][K - 1], rho, K - 1, K - 1); /* the 9th entry, i = j = 2 */
+    encrypt_sampled_v(ct, ek, m, (const mb8__mlkem_poly(*)[K])at, (const uint8_t(*)[128])prf);
+    memcpy(ss, w->kr[0], 32);
+    mb8__wipe(w->prf, sizeof w->prf);
+    mb8__wipe(w->kr, sizeof w->kr);
+    mb8__wipe(w->in, sizeof w->in);
+    for (unsigned i = 0; i < 25; i++)
+        a[i] = _mm512_setzero_si512();
+    __asm__ __volatile__("" : : "m"(a) : "memory");
+}

@@ -70,6 +70,11 @@ void mb8__mlkem_from_msg(mb8__mlkem_poly *r, const uint8_t m[32]);
  * modulus check. ws: MB8__MLKEM_WS_BYTES, 64-byte aligned, wiped before return. */
 #if defined(__x86_64__)
 #define MB8__MLKEM_HAVE_AVX512 1
+/* One lane's encapsulation (ek checked) on the vector unit, its 7 PRF and 8 of its 9
+ * matrix streams in the 8 Keccak states at once: about 40% of an 8-lane call, so 1 or 2
+ * used lanes take this path (mlkem.c). ws as mb8__mlkem768_encaps_avx512's. */
+void mb8__mlkem768_encaps1_avx512(uint8_t *ct, uint8_t ss[32], const uint8_t *ek,
+                                  const uint8_t m[32], void *ws);
 /* mb8__mlkem768_ek_ok on the vector unit (mlkem_avx512.c; same answer). */
 unsigned mb8__mlkem768_ek_ok_avx512(const uint8_t *ek);
 #else
