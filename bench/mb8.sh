@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/mb8.sh: mb8's kernels against OpenSSL in one process per size (bench/mb8_rsa.c),
 # then the dudect-style timing-leak tests of the RSA and ECC kernels (bench/dudect_rsa.c,
-# bench/dudect_ecc.c), pinned to one CPU. The X25519, P-256 and P-384 benches run too, and
-# each of their 8-lane kernels' share of this core's IFMA peak: ops/s x IFMA per op (counted
-# by bench/mb8_ifma_count.c) / peak (issue #19).
+# bench/dudect_ecc.c, bench/dudect_mlkem.c), pinned to one CPU. The X25519, P-256, P-384 and
+# ML-KEM benches run too, and each of the elliptic-curve 8-lane kernels' share of this core's
+# IFMA peak: ops/s x IFMA per op (counted by bench/mb8_ifma_count.c) / peak (issue #19).
 #
 # Usage: bench/mb8.sh     Environment: BUILD_DIR (build), BENCH_CPU (0),
 #   BENCH_DUDECT_N (4000 measurements)
@@ -12,14 +12,14 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 CPU=${BENCH_CPU:-0}
 N=${BENCH_DUDECT_N:-4000}
-cmake --build "$BUILD_DIR" --target mb8_rsa_bench dudect_rsa dudect_ecc >/dev/null
+cmake --build "$BUILD_DIR" --target mb8_rsa_bench dudect_rsa dudect_ecc dudect_mlkem >/dev/null
 taskset -c "$CPU" "$BUILD_DIR/mb8_rsa_bench" tests/diff/rsa_keys 0.5 3
 counts=$(mktemp)
 trap 'rm -f "$counts"' EXIT
 if cmake --build "$BUILD_DIR" --target mb8_ifma_count >/dev/null 2>&1; then
     taskset -c "$CPU" "$BUILD_DIR/mb8_ifma_count" >"$counts" || : >"$counts"
 fi
-for b in mb8_x25519_bench mb8_p256_bench mb8_p384_bench; do
+for b in mb8_x25519_bench mb8_p256_bench mb8_p384_bench mb8_mlkem_bench; do
     if cmake --build "$BUILD_DIR" --target "$b" >/dev/null 2>&1; then
         out=$(taskset -c "$CPU" "$BUILD_DIR/$b")
         echo "$out"
@@ -38,3 +38,4 @@ for b in mb8_x25519_bench mb8_p256_bench mb8_p384_bench; do
 done
 taskset -c "$CPU" "$BUILD_DIR/dudect_rsa" tests/diff/rsa_keys "$N"
 taskset -c "$CPU" "$BUILD_DIR/dudect_ecc" $((N * 5))
+taskset -c "$CPU" "$BUILD_DIR/dudect_mlkem" $((N * 5))

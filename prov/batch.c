@@ -92,9 +92,9 @@ uint64_t tg_now_ns(void)
  * estimate. Racy by design: a lost update only delays an estimate.
  */
 static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {
-    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000, 170000, 510000, 135000};
+    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000, 170000, 510000, 135000, 380000};
 static _Atomic uint64_t single_ns[TG_OP_COUNT] = {
-    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000, 960000, 800000, 800000};
+    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000, 960000, 800000, 800000, 48000};
 /* idle time of a partial batch's requests between the last join and a timer flush (a
  * full batch is computed by the request that fills it: no wait) */
 static _Atomic uint64_t flush_wait_ns[TG_OP_COUNT];
@@ -361,6 +361,21 @@ void *tg_batch_scratch(void)
     struct tg_thread *t = self_get();
 
     return t != NULL ? tg_thread_scratch(t) : NULL;
+}
+
+int tg_batch_compute_now(struct tg_req *r)
+{
+    struct tg_thread *t = self_get();
+    struct tg_req *one = r;
+    void *scratch = t != NULL ? tg_thread_scratch(t) : tg_scratch_new();
+
+    r->status = MB8_STATUS_UNUSED;
+    if (scratch == NULL)
+        return 0;
+    tg_compute(t, r->op, &one, 1, scratch); /* on the thread's own stack inside a job */
+    if (t == NULL)
+        tg_scratch_free(scratch);
+    return 1;
 }
 
 

@@ -33,6 +33,8 @@ static size_t scratch_bytes(void)
         n = mb8_p384_scratch_size();
     if (n < mb8_x25519_scratch_size())
         n = mb8_x25519_scratch_size();
+    if (n < mb8_mlkem768_scratch_size())
+        n = mb8_mlkem768_scratch_size();
     return (n + MB8_SCRATCH_ALIGN - 1) & ~(size_t)(MB8_SCRATCH_ALIGN - 1);
 }
 
@@ -103,6 +105,9 @@ static void compute_lanes(enum tg_op op, struct tg_req *const *rs, unsigned n, v
         break;
     case TG_OP_X25519:
         st = mb8_x25519(out, priv, in, scratch);
+        break;
+    case TG_OP_MLKEM768:
+        st = mb8_mlkem768_encaps(out, out2, in, in2, scratch);
         break;
     case TG_OP_KEYGEN_X25519:
     default:

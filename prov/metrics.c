@@ -23,6 +23,7 @@ _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 static const char *const tg_op_names[TG_OP_COUNT] = {
     "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
     "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
+    "mlkem768",
 };
 /* The public enum tlsgate_alg must follow enum tg_op (metrics are indexed by it). */
 _Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&
@@ -34,6 +35,7 @@ _Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&
                    (int)TLSGATE_ALG_ECDSA_P384 == (int)TG_OP_ECDSA_P384 &&
                    (int)TLSGATE_ALG_ECDH_P384 == (int)TG_OP_ECDH_P384 &&
                    (int)TLSGATE_ALG_KEYGEN_P384 == (int)TG_OP_KEYGEN_P384 &&
+                   (int)TLSGATE_ALG_MLKEM768 == (int)TG_OP_MLKEM768 &&
                    (int)TLSGATE_ALG_COUNT == (int)TG_OP_COUNT,
                "enum tlsgate_alg follows enum tg_op");
 

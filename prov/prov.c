@@ -58,6 +58,16 @@ static const OSSL_ALGORITHM tg_keymgmt[] = {
     {RSA_NAMES, TG_ALG_PROPS, tg_rsa_keymgmt_functions, "tlsgate RSA keys"},
     {"EC:id-ecPublicKey:1.2.840.10045.2.1", TG_ALG_PROPS, tg_ec_keymgmt_functions, "tlsgate EC keys"},
     {"X25519:1.3.101.110", TG_ALG_PROPS, tg_x25519_keymgmt_functions, "tlsgate X25519 keys"},
+    {"X25519MLKEM768", TG_ALG_PROPS, tg_x25519mlkem768_keymgmt_functions,
+     "tlsgate X25519 + ML-KEM-768 hybrid (draft-ietf-tls-ecdhe-mlkem)"},
+    {"SecP256r1MLKEM768", TG_ALG_PROPS, tg_secp256r1mlkem768_keymgmt_functions,
+     "tlsgate P-256 + ML-KEM-768 hybrid (draft-ietf-tls-ecdhe-mlkem)"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const OSSL_ALGORITHM tg_kem[] = {
+    {"X25519MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions, "tlsgate X25519MLKEM768 (batched ML-KEM-768 encapsulation)"},
+    {"SecP256r1MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions, "tlsgate SecP256r1MLKEM768 (batched ML-KEM-768 encapsulation)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -106,6 +116,8 @@ static const OSSL_ALGORITHM *tg_query_operation(void *provctx, int operation_id,
         return tg_asym_cipher;
     case OSSL_OP_KEYEXCH:
         return tg_keyexch;
+    case OSSL_OP_KEM:
+        return prov->enable & TG_EN_MLKEM ? tg_kem : NULL;
     case OSSL_OP_KDF:
         return prov->enable & TG_EN_KDF ? tg_kdf : NULL;
     case OSSL_OP_CIPHER:
@@ -257,7 +269,8 @@ static int tg_get_capabilities(void *provctx, const char *capability, OSSL_CALLB
     if (strcmp(capability, "TLS-GROUP") != 0)
         return 1;
     return OSSL_PROVIDER_get_capabilities((OSSL_PROVIDER *)prov->deflt, capability,
-                                          tg_forward_group, &fwd);
+                                          tg_forward_group, &fwd) &&
+           tg_hybrid_groups(prov, cb, arg);
 }
 
 /* TLSGATE_STATS_FILE: one line with every counter, appended at process exit (atexit:
@@ -357,6 +370,8 @@ static int parse_enable(const char *s, unsigned *out)
             v |= TG_EN_KDF;
         else if (strcmp(tok, "gcm") == 0)
             v |= TG_EN_GCM;
+        else if (strcmp(tok, "mlkem") == 0)
+            v |= TG_EN_MLKEM;
         else
             return 0;
     }
@@ -425,14 +440,15 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     if (enable != NULL && !parse_enable(enable, &prov->enable)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT,
                  "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, gcm, "
-                 "all, none",
+                 "mlkem, all, none",
                  enable);
         return 0;
     }
-    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s%s",
+    snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s%s%s",
              prov->enable & TG_EN_RSA ? "rsa," : "", prov->enable & TG_EN_ECDSA ? "ecdsa," : "",
              prov->enable & TG_EN_ECDH ? "ecdh," : "", prov->enable & TG_EN_X25519 ? "x25519," : "",
-             prov->enable & TG_EN_KDF ? "kdf," : "", prov->enable & TG_EN_GCM ? "gcm," : "");
+             prov->enable & TG_EN_KDF ? "kdf," : "", prov->enable & TG_EN_GCM ? "gcm," : "",
+             prov->enable & TG_EN_MLKEM ? "mlkem," : "");
     if (prov->enable_str[0] != '\0')
         prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
     else

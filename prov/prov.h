@@ -34,6 +34,7 @@
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 
+#include "mb8/mlkem.h"
 #include "mb8/p256.h"
 #include "mb8/p384.h"
 #include "mb8/rsa.h"
@@ -61,7 +62,8 @@ enum {
     TG_EN_X25519 = 1u << 3,
     TG_EN_KDF = 1u << 4, /* TLS13-KDF and TLS1-PRF (kdf.c) */
     TG_EN_GCM = 1u << 5, /* AES-128/256-GCM record ciphers (cipher_gcm.c) */
-    TG_EN_ALL = 0x3Fu,
+    TG_EN_MLKEM = 1u << 6, /* the hybrid ML-KEM TLS groups and their KEM (kem.c) */
+    TG_EN_ALL = 0x7Fu,
 };
 
 /* Key types we manage, and the default provider's algorithms we delegate to. */
@@ -178,6 +180,7 @@ enum tg_op {
     TG_OP_ECDSA_P384,
     TG_OP_ECDH_P384,
     TG_OP_KEYGEN_P384,
+    TG_OP_MLKEM768, /* ML-KEM-768 encapsulation: in = ek, in2 = m; out = ct, out2 = K */
     TG_OP_COUNT
 };
 
@@ -309,6 +312,11 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m);
 
 /* This thread's mb8 scratch (any batch), or NULL without memory. */
 void *tg_batch_scratch(void);
+/* Computes r alone now, as a single operation for an operation that has no default-provider
+ * implementation to run instead (ML-KEM): mb8 with one lane, inside an ASYNC job on the
+ * thread's own stack (as batches). Not counted as a batch. Returns 1 (r->status holds the
+ * lane status), or 0 without memory for the scratch. */
+int tg_batch_compute_now(struct tg_req *r);
 
 /* ---- record ciphers (cipher_gcm.c) ---- */
 
@@ -396,6 +404,13 @@ extern const OSSL_DISPATCH tg_rsa_asym_cipher_functions[];
 extern const OSSL_DISPATCH tg_ecdh_keyexch_functions[];
 extern const OSSL_DISPATCH tg_x25519_keyexch_functions[];
 extern const OSSL_DISPATCH tg_tls13_kdf_functions[];
+/* kem.c: the hybrid groups X25519MLKEM768 and SecP256r1MLKEM768 (key managers, one KEM) */
+extern const OSSL_DISPATCH tg_x25519mlkem768_keymgmt_functions[];
+extern const OSSL_DISPATCH tg_secp256r1mlkem768_keymgmt_functions[];
+extern const OSSL_DISPATCH tg_hybrid_kem_functions[];
+/* Announces the hybrid TLS groups through cb (TLS-GROUP capability) unless "mlkem" is not
+ * enabled. Returns cb's 0 on failure, else 1. */
+int tg_hybrid_groups(const TG_PROV *prov, OSSL_CALLBACK *cb, void *arg);
 extern const OSSL_DISPATCH tg_tls1_prf_functions[];
 
 /* Wipes the calling thread's cache of HMAC key schedules (kdf.c); other threads' caches

@@ -323,6 +323,7 @@ static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
     free(s->ssl_ciphers);
+    free(s->ssl_ecdh_curve);
     free(s->ssl_session_cache_name);
     free(s->ssl_session_cache_redis);
     strlist_free(&s->ssl_session_ticket_keys);
@@ -502,6 +503,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_protocols, 0u);
     if (!s->ssl_ciphers)
         s->ssl_ciphers = gw_conf_xstrdup(h->ssl_ciphers);
+    if (!s->ssl_ecdh_curve)
+        s->ssl_ecdh_curve = gw_conf_xstrdup(h->ssl_ecdh_curve);
     INHERIT(ssl_prefer_server_ciphers, GW_UNSET_INT);
     if (s->ssl_session_cache == GW_SESSION_CACHE_UNSET) {
         s->ssl_session_cache = h->ssl_session_cache;

@@ -107,6 +107,7 @@ typedef struct gw_srv_settings {
 
     unsigned ssl_protocols;            /* GW_PROTO_* bits; 0 = unset; default TLSv1.2 TLSv1.3 */
     char *ssl_ciphers;                 /* default "HIGH:!aNULL:!MD5" (TLS <= 1.2 list) */
+    char *ssl_ecdh_curve;              /* group list, or "auto" (default): tls/tls.c */
     int ssl_prefer_server_ciphers;     /* 0/1, default 0 */
     int ssl_session_cache;             /* enum gw_session_cache, default NONE */
     int ssl_session_cache_size;        /* entries for builtin, default 20480 */

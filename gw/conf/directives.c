@@ -1339,7 +1339,8 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
 {
     gw_stream_conf_t *st = &p->conf->stream;
     static const char *const allowed[] = {"listen", "ssl_certificate", "ssl_certificate_key",
-                                          "ssl_protocols", "ssl_ciphers", "ssl_conf_command",
+                                          "ssl_protocols", "ssl_ciphers", "ssl_ecdh_curve",
+                                          "ssl_conf_command",
                                           "ssl_prefer_server_ciphers", "ssl_session_cache",
                                           "ssl_session_tickets", "ssl_async", "ssl_async_notify"};
     /* upstreams first: a server may name one defined after it */
@@ -1637,6 +1638,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "[`TLSv1`] [`TLSv1.1`] [`TLSv1.2`] [`TLSv1.3`]", "TLSv1.2 TLSv1.3", "TLS versions accepted."},
     {"ssl_ciphers", HS, 0, 1, 1, SRV(ssl_ciphers), set_str, ANY, "*CIPHERS*", "HIGH:!aNULL:!MD5",
      "OpenSSL cipher list for TLS 1.2 and older."},
+    {"ssl_ecdh_curve", HS, 0, 1, 1, SRV(ssl_ecdh_curve), set_str, ANY, "`auto` \\| *GROUP*[`:`*GROUP*...]",
+     "auto",
+     "Key exchange groups, in the server's order of preference (OpenSSL group names, e.g. "
+     "`X25519MLKEM768:X25519:prime256v1`; nginx's directive of the same name). `auto`: "
+     "OpenSSL's default list (X25519, P-256, X448, P-521, P-384, FFDHE), after "
+     "`X25519MLKEM768` and `SecP256r1MLKEM768` when a provider offers them (`ssl_provider "
+     "tlsgate`): post-quantum hybrid key exchange for clients that have it (Chromium, "
+     "Firefox), X25519 for the others."},
     {"ssl_conf_command", HS, GW_DIR_MULTI, 2, 2, SRV(conf_cmds), set_conf_command, ANY,
      "*NAME* *VALUE*", NULL,
      "OpenSSL configuration command (SSL_CONF_cmd), applied in order; http's come before the "

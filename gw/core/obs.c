@@ -65,6 +65,14 @@ const char *gw_obs_proto_name(int proto)
     }
 }
 
+const char *gw_obs_group_name(int group)
+{
+    static const char *const names[GW_HS_GROUPS] = {
+        "X25519MLKEM768", "SecP256r1MLKEM768", "X25519", "P-256", "P-384",
+        "P-521", "X448", "ffdhe", "other", "none"};
+    return group >= 0 && group < GW_HS_GROUPS ? names[group] : "other";
+}
+
 const char *gw_obs_key_name(int key)
 {
     switch (key) {
@@ -81,7 +89,7 @@ const char *gw_obs_key_name(int key)
 
 static const char *const builtin_alg_names[TLSGATE_ALG_COUNT] = {
     "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
+    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768",
 };
 
 const char *gw_obs_alg_name(const tlsgate_metrics_t *m, size_t a, char *buf, size_t cap)
@@ -290,7 +298,10 @@ static void json_by_type(gw_obuf_t *b, const gw_obs_t *o)
                                r ? "true" : "false", (ull)o->hs[p][k][r]);
                 first = 0;
             }
-    gw_obuf_printf(b, "]");
+    gw_obuf_printf(b, "],\"by_group\":{");
+    for (int g = 0; g < GW_HS_GROUPS; g++)
+        gw_obuf_printf(b, "%s\"%s\":%llu", g ? "," : "", gw_obs_group_name(g), (ull)o->hs_group[g]);
+    gw_obuf_printf(b, "}");
 }
 
 static void json_provider(gw_obuf_t *b, const gw_obs_t *o)
@@ -473,6 +484,12 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
                                "resumed=\"%s\"} %llu\n",
                                gw_obs_proto_name(p), gw_obs_key_name(k), r ? "true" : "false",
                                (ull)o->hs[p][k][r]);
+    prom_family(b, "tlsgate_handshakes_by_group_total", "counter",
+                "Completed TLS handshakes by key exchange group (X25519MLKEM768 and "
+                "SecP256r1MLKEM768: hybrid post-quantum; none: no (EC)DHE).");
+    for (int g = 0; g < GW_HS_GROUPS; g++)
+        gw_obuf_printf(b, "tlsgate_handshakes_by_group_total{group=\"%s\"} %llu\n",
+                       gw_obs_group_name(g), (ull)o->hs_group[g]);
     prom_counter(b, "tlsgate_handshakes_failed_total", "TLS handshakes that failed or were "
                  "abandoned.", s->handshakes_failed);
     prom_counter(b, "tlsgate_reloads_total", "Successful configuration reloads.", s->reloads);

@@ -86,6 +86,8 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b);
 /** Label text of the enums: "TLSv1.2"/"TLSv1.3"/"other", "rsa"/"ecdsa"/"other"/"none". */
 const char *gw_obs_proto_name(int proto);
 const char *gw_obs_key_name(int key);
+/** Label of enum gw_hs_group: "X25519MLKEM768", "X25519", "P-256", ..., "other", "none". */
+const char *gw_obs_group_name(int group);
 
 /**
  * The name of provider algorithm a (index into tlsgate_metrics_t.alg) for labels: the

@@ -54,6 +54,13 @@ void gw_stats_handshake(int proto, int key, int resumed, uint64_t us)
     gw_obs_hist_add(&o->hs_us, us);
 }
 
+void gw_stats_handshake_group(int group)
+{
+    if (group < 0 || group >= GW_HS_GROUPS)
+        group = GW_HS_G_OTHER;
+    gw_obs_inc(&gw_wstats->obs.hs_group[group], 1);
+}
+
 /* Copy a provider name into dst (16 bytes, always NUL-terminated) unless dst has one. */
 static void take_name(char *dst, const char *src)
 {

@@ -30,12 +30,29 @@ enum gw_hs_key {
     GW_HS_KEYS
 };
 
+/* Handshake counters by key exchange group (SSL_get_negotiated_group; the hybrid
+ * post-quantum groups are a provider's, named by SSL_group_to_name). */
+enum gw_hs_group {
+    GW_HS_G_X25519MLKEM768 = 0,
+    GW_HS_G_SECP256R1MLKEM768,
+    GW_HS_G_X25519,
+    GW_HS_G_P256,
+    GW_HS_G_P384,
+    GW_HS_G_P521,
+    GW_HS_G_X448,
+    GW_HS_G_FFDHE,  /* any ffdhe group */
+    GW_HS_G_OTHER,  /* another group (brainpool, another provider's) */
+    GW_HS_G_NONE,   /* no (EC)DHE: TLS 1.2 RSA key exchange, a resumption with psk_ke */
+    GW_HS_GROUPS
+};
+
 /**
  * One process's observability counters (a worker's slot, or the retired total). Every
  * field is a uint64_t word, so that folding and copying can go word by word.
  */
 typedef struct gw_obs {
     uint64_t hs[GW_HS_PROTOS][GW_HS_KEYS][2]; /* completed handshakes; [..][..][1]: resumed */
+    uint64_t hs_group[GW_HS_GROUPS];          /* completed handshakes by group */
     tlsgate_hist_t hs_us;          /* TCP accept -> SSL_do_handshake success, µs */
     tlsgate_hist_t async_pause_us; /* SSL_ERROR_WANT_ASYNC -> the job resumed, µs */
     uint64_t prov_valid;           /* != 0: prov holds a provider snapshot */
@@ -122,6 +139,9 @@ static inline void gw_obs_hist_add(tlsgate_hist_t *h, uint64_t v)
  * counted as "other"; never fails.
  */
 void gw_stats_handshake(int proto, int key, int resumed, uint64_t us);
+/** Counts one completed handshake under its key exchange group (enum gw_hs_group; out of
+ * range counts as GW_HS_G_OTHER). */
+void gw_stats_handshake_group(int group);
 
 /** Record an async job pause of us µs in this worker's slot. */
 static inline void gw_stats_async_pause(uint64_t us)

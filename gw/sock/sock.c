@@ -322,6 +322,7 @@ static int handshake(gw_sock_t *s)
         gw_tls_handshake_kind(s->ssl, &proto, &key);
         int64_t us = gw_now_us() - s->accept_us; /* the loop pass's cached time */
         gw_stats_handshake(proto, key, resumed, us > 0 ? (uint64_t)us : 0);
+        gw_stats_handshake_group(gw_tls_handshake_group(s->ssl));
         s->handshaking = 0;
         s->owner->handshake_done(s);
         return 1;

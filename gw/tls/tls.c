@@ -176,6 +176,34 @@ static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
                                                  : mdlen);
 }
 
+/* ssl_ecdh_curve: the key exchange groups, on a context (ssl NULL) or a connection
+ * switched to another server's context (ctx NULL). "auto" is OpenSSL 3.0's own default
+ * list (ssl/t1_lib.c supported_groups_default) after the hybrid post-quantum groups of
+ * draft-ietf-tls-ecdhe-mlkem when a provider announces them (ours, prov/kem.c): a client
+ * with a X25519MLKEM768 key share gets it, one without gets X25519 as before. "auto" never
+ * fails (without any provider group the list is OpenSSL's default); an explicit list that
+ * OpenSSL refuses (an unknown name) is a configuration error: -1 with why. */
+#define GW_GROUPS_DEFAULT                                                                          \
+    "X25519:P-256:X448:P-521:P-384:ffdhe2048:ffdhe3072:ffdhe4096:ffdhe6144:ffdhe8192"
+#define GW_GROUPS_PQ "X25519MLKEM768:SecP256r1MLKEM768:" GW_GROUPS_DEFAULT
+
+static int set_groups(SSL_CTX *ctx, SSL *ssl, const char *list, char *why, size_t cap)
+{
+    if (list == NULL || strcmp(list, "auto") == 0) {
+        ERR_set_mark();
+        if (!(ctx ? SSL_CTX_set1_groups_list(ctx, GW_GROUPS_PQ) : SSL_set1_groups_list(ssl, GW_GROUPS_PQ)))
+            (void)(ctx ? SSL_CTX_set1_groups_list(ctx, GW_GROUPS_DEFAULT)
+                       : SSL_set1_groups_list(ssl, GW_GROUPS_DEFAULT));
+        ERR_pop_to_mark();
+        return 0;
+    }
+    if (!(ctx ? SSL_CTX_set1_groups_list(ctx, list) : SSL_set1_groups_list(ssl, list))) {
+        gw_ssl_reason(why, cap);
+        return -1;
+    }
+    return 0;
+}
+
 /* Build each certificate's chain once, at load. A certificate loaded without intermediates
  * (and no SSL_CTX extra chain) has no chain, and then OpenSSL 3.0 builds one from the
  * context's store on every handshake (ssl_add_cert_chain: an X509_STORE_CTX and
@@ -243,6 +271,11 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s:%d: ssl_ciphers: invalid cipher list \"%s\": %s", file, s->line,
                        ciphers, why);
+        goto fail;
+    }
+    if (set_groups(ctx, NULL, s->srv.ssl_ecdh_curve, why, sizeof(why)) != 0) {
+        gw_errlist_add(errs, "%s:%d: ssl_ecdh_curve: invalid group list \"%s\": %s", file,
+                       s->line, s->srv.ssl_ecdh_curve, why);
         goto fail;
     }
     for (size_t i = 0; i < s->srv.n_certs; i++) {
@@ -327,6 +360,9 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     SSL_set_max_proto_version(ssl, max);
     if (!SSL_set_cipher_list(ssl, s->srv.ssl_ciphers))
         return 0;
+    char gwhy[256];
+    if (set_groups(NULL, ssl, s->srv.ssl_ecdh_curve, gwhy, sizeof(gwhy)) != 0)
+        return 0;
     SSL_set_num_tickets(ssl, SSL_CTX_get_num_tickets(ctx));
     gw_tls_verify_switch(ssl, ctx); /* mutual TLS: tls/verify.c */
     if (s->srv.ssl_buffer_size > 0)
@@ -335,6 +371,42 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s)
     if (apply_conf_cmds(NULL, ssl, s, why, sizeof(why)) != 0)
         return 0;
     return 1;
+}
+
+int gw_tls_handshake_group(SSL *ssl)
+{
+    int nid = SSL_get_negotiated_group(ssl);
+
+    if (nid == 0 || nid == NID_undef)
+        return GW_HS_G_NONE;
+    if (nid & TLSEXT_nid_unknown) {
+        const char *name = SSL_group_to_name(ssl, nid);
+        if (name && OPENSSL_strcasecmp(name, "X25519MLKEM768") == 0)
+            return GW_HS_G_X25519MLKEM768;
+        if (name && OPENSSL_strcasecmp(name, "SecP256r1MLKEM768") == 0)
+            return GW_HS_G_SECP256R1MLKEM768;
+        return GW_HS_G_OTHER;
+    }
+    switch (nid) {
+    case NID_X25519:
+        return GW_HS_G_X25519;
+    case NID_X9_62_prime256v1:
+        return GW_HS_G_P256;
+    case NID_secp384r1:
+        return GW_HS_G_P384;
+    case NID_secp521r1:
+        return GW_HS_G_P521;
+    case NID_X448:
+        return GW_HS_G_X448;
+    case NID_ffdhe2048:
+    case NID_ffdhe3072:
+    case NID_ffdhe4096:
+    case NID_ffdhe6144:
+    case NID_ffdhe8192:
+        return GW_HS_G_FFDHE;
+    default:
+        return GW_HS_G_OTHER;
+    }
 }
 
 void gw_tls_handshake_kind(SSL *ssl, int *proto, int *key)

@@ -61,6 +61,13 @@ int gw_tls_switch(SSL *ssl, SSL_CTX *ctx, const gw_server_t *s);
  * resumed session, which uses none). Never fails: unknown cases are "other".
  */
 void gw_tls_handshake_kind(SSL *ssl, int *proto, int *key);
+/**
+ * The key exchange group of a completed handshake (enum gw_hs_group). From
+ * SSL_get_negotiated_group: a built-in group's NID, or for a provider's group (the hybrid
+ * X25519MLKEM768 of the tlsgate provider) TLSEXT_nid_unknown | its TLS id, whose name
+ * SSL_group_to_name gives ("X25519MLKEM768": what a $ssl_curve log variable can print).
+ */
+int gw_tls_handshake_group(SSL *ssl);
 
 /**
  * Make sure dir holds the embedded default's certificates: default-rsa.{crt,key}

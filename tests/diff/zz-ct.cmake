@@ -24,3 +24,10 @@ if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
   set_tests_properties(ct_p384 PROPERTIES TIMEOUT 600
                        ENVIRONMENT "MB8_FORCE_PORTABLE=1;P384_DIFF_QUICK=1")
 endif()
+# mlkem_diff_test marks d, z, m and the decapsulation key's secret part undefined.
+if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
+  add_test(NAME ct_mlkem COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
+                                       --leak-check=full $<TARGET_FILE:mlkem_diff_test>)
+  set_tests_properties(ct_mlkem PROPERTIES TIMEOUT 240
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;MLKEM_DIFF_QUICK=1")
+endif()

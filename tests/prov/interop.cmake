@@ -15,3 +15,11 @@ set_tests_properties(prov_interop PROPERTIES
                      LABELS "prov;interop"
                      SKIP_RETURN_CODE 77
                      REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+
+# prov_hybrid_interop: X25519MLKEM768 / SecP256r1MLKEM768 between openssl s_server and
+# s_client with the provider, fallback to X25519 with either side without it, and headless
+# Chromium (skipped, exit 77, without a chromium binary). tests/prov/hybrid_interop.sh.
+add_test(NAME prov_hybrid_interop
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/prov/hybrid_interop.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(prov_hybrid_interop PROPERTIES TIMEOUT 180 LABELS "prov;interop"
+                     SKIP_RETURN_CODE 77 REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)

@@ -93,3 +93,27 @@ add_test(NAME prov_gcm_off COMMAND gcm_test)
 set_tests_properties(prov_gcm prov_gcm_off PROPERTIES TIMEOUT 120 LABELS prov
                      REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
 set_tests_properties(prov_gcm_off PROPERTIES ENVIRONMENT "TLSGATE_GCM=off")
+
+# prov_mlkem: the hybrid ML-KEM TLS groups at the EVP level (tests/prov/mlkem_test.c):
+# libssl's calls, the draft's layouts, bad shares refused, 8 encapsulations in ASYNC jobs
+# as one batch (adaptive off, so every request in a job is queued; poll mode app: no timer
+# flushes a partial batch while the jobs start).
+add_executable(prov_mlkem_test ${CMAKE_SOURCE_DIR}/tests/prov/mlkem_test.c)
+target_compile_definitions(prov_mlkem_test PRIVATE TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}")
+target_link_libraries(prov_mlkem_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto)
+target_include_directories(prov_mlkem_test PRIVATE ${CMAKE_SOURCE_DIR}/prov/include)
+if(TARGET tlsgate_prov)
+  add_dependencies(prov_mlkem_test tlsgate_prov)
+endif()
+add_test(NAME prov_mlkem COMMAND prov_mlkem_test)
+set_tests_properties(prov_mlkem PROPERTIES TIMEOUT 120 LABELS "prov"
+                     ENVIRONMENT "TLSGATE_ADAPTIVE=off;TLSGATE_POLL_MODE=app"
+                     REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
+  add_test(NAME prov_mlkem_valgrind
+           COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --leak-check=full --quiet
+                   $<TARGET_FILE:prov_mlkem_test>)
+  set_tests_properties(prov_mlkem_valgrind PROPERTIES TIMEOUT 300 LABELS "prov;valgrind"
+                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;TLSGATE_ADAPTIVE=off;TLSGATE_POLL_MODE=app"
+                       REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
+endif()

@@ -31,7 +31,7 @@ static void fill_metrics(tlsgate_metrics_t *m, uint64_t scale)
     m->n_alg = TLSGATE_ALG_COUNT;
     static const char *const names[] = {"rsa2048",   "rsa3072",     "rsa4096", "ecdsa_p256",
                                         "ecdh_p256", "keygen_p256", "x25519",  "keygen_x25519",
-                                        "ecdsa_p384", "ecdh_p384", "keygen_p384"};
+                                        "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768"};
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
         tlsgate_alg_metrics_t *x = &m->alg[a];
         snprintf(x->name, sizeof(x->name), "%s", names[a]);
@@ -98,6 +98,10 @@ static void test_slots_and_retire(void **state)
     gw_wstats = &st->workers[b];
     gw_stats_handshake(GW_HS_TLS12, GW_HS_KEY_RSA, 0, 0);
     gw_stats_handshake(99, -5, 7, 1); /* out of range: other, other, resumed */
+    gw_stats_handshake_group(GW_HS_G_X25519MLKEM768);
+    gw_stats_handshake_group(GW_HS_G_X25519MLKEM768);
+    gw_stats_handshake_group(GW_HS_G_X25519);
+    gw_stats_handshake_group(77); /* out of range: other */
     gw_wstats = saved;
     st->workers[a].resumed = 5;
     st->workers[a].conns = 3;
@@ -112,6 +116,12 @@ static void test_slots_and_retire(void **state)
     assert_int_equal(s.total.hs[GW_HS_TLS12][GW_HS_KEY_NONE][1], 1);
     assert_int_equal(s.total.hs[GW_HS_TLS12][GW_HS_KEY_RSA][0], 1);
     assert_int_equal(s.total.hs[GW_HS_PROTO_OTHER][GW_HS_KEY_OTHER][1], 1);
+    assert_int_equal(s.total.hs_group[GW_HS_G_X25519MLKEM768], 2);
+    assert_int_equal(s.total.hs_group[GW_HS_G_X25519], 1);
+    assert_int_equal(s.total.hs_group[GW_HS_G_OTHER], 1);
+    assert_string_equal(gw_obs_group_name(GW_HS_G_X25519MLKEM768), "X25519MLKEM768");
+    assert_string_equal(gw_obs_group_name(GW_HS_G_NONE), "none");
+    assert_string_equal(gw_obs_group_name(-1), "other");
     assert_int_equal(s.total.hs_us.count, 5);
     assert_int_equal(s.total.hs_us.sum, 1500 + 2500 + 300 + 0 + 1);
     assert_int_equal(s.total.hs_us.bucket[0], 1);
@@ -124,6 +134,7 @@ static void test_slots_and_retire(void **state)
     /* worker a exits: its counters move to retired, the totals stay */
     gw_stats_retire_slot(st, a);
     assert_int_equal(st->workers[a].pid, 0);
+    assert_int_equal(st->workers[a].obs.hs_group[GW_HS_G_X25519MLKEM768], 0);
     assert_int_equal(st->workers[a].obs.hs_us.count, 0);
     assert_int_equal(st->fold_seq, 2);
     assert_int_equal(gw_obs_collect(st, &s), 0);
@@ -259,6 +270,8 @@ static void test_prometheus(void **state)
                             "resumed=\"false\"} 3"));
     assert_true(has_line(t, "tlsgate_handshakes_total{protocol=\"TLSv1.2\",key_type=\"none\","
                             "resumed=\"true\"} 1"));
+    assert_true(has_line(t, "# TYPE tlsgate_handshakes_by_group_total counter"));
+    assert_true(has_line(t, "tlsgate_handshakes_by_group_total{group=\"X25519MLKEM768\"} 0"));
     assert_true(has_line(t, "tlsgate_connections{state=\"active\"} 2"));
     assert_true(has_line(t, "tlsgate_responses_total{code=\"4xx\"} 1"));
     assert_true(has_line(t, "tlsgate_connections_accepted_total 12"));

@@ -34,7 +34,7 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
  * counts values in [2^(i-1), 2^i), bucket 31 counts values >= 2^30. Units are in the
  * field names (microseconds). Counters only grow (until the process exits).
  */
-#define TLSGATE_METRICS_VERSION 3
+#define TLSGATE_METRICS_VERSION 4
 #define TLSGATE_HIST_BUCKETS 32
 
 /** The bucket of a value (see above): 0 for 0, else min(bit length of v, 31). */
@@ -69,6 +69,7 @@ enum tlsgate_alg {
     TLSGATE_ALG_ECDSA_P384,
     TLSGATE_ALG_ECDH_P384,
     TLSGATE_ALG_KEYGEN_P384,
+    TLSGATE_ALG_MLKEM768, /* ML-KEM-768 encapsulation (the hybrid groups' server side; version 4) */
     TLSGATE_ALG_COUNT
 };
 

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# bench/pq.sh: CPU per TLS 1.3 handshake of tlsgate with the post-quantum hybrid group
+# X25519MLKEM768 against X25519 alone (issue #24), saturated and one connection at a time.
+#
+# Usage (from the repo root, after
+#   cmake --build build --target tlsgate tlsgate_prov tlsgate_replay):
+#   flock /tmp/tlsgate-bench.lock bench/pq.sh
+# Environment: TLSGATE_BIN (build/tlsgate; tlsgate.so and tlsgate_replay beside it),
+#   BENCH_SECONDS (5) per run, BENCH_ROUNDS (3) runs per group and load, alternating,
+#   BENCH_CONNS (256) saturated connections, BENCH_LOADS ("sat single"),
+#   BENCH_GROUPS ("X25519 X25519MLKEM768").
+#
+# Server: tlsgate, one worker pinned to CPU 0, `ssl_provider tlsgate; ssl_propquery
+# "?provider=tlsgate"; ssl_async on;`, TLSv1.3 only, an ECDSA P-256 certificate, no session
+# cache or tickets, access log off, `ssl_ecdh_curve` default (auto: X25519MLKEM768 first).
+# Load: bench/replay.c (tlsgate_replay) on CPU 1 replays one recorded ClientHello whose
+# first group is the one measured (-g GROUP); the recording client offers X25519MLKEM768
+# because OPENSSL_CONF loads the tlsgate provider into it (no change to the generator:
+# the recorded flight carries the 1,216-byte hybrid key share, the server does its whole
+# part: encapsulation, X25519 key generation and derivation, ECDSA signature).
+# sat = BENCH_CONNS connections in flight; single = one connection at a time (-c 1).
+#
+# Columns: hs/s (generator), server CPU us/hs = worker utime+stime delta (/proc/PID/stat,
+# all threads) / handshakes; p50/p99 latency (ms, connect -> server flight). The summary
+# gives, per load, the median us/hs per group and the ratio to X25519's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(readlink -f "${TLSGATE_BIN:-build/tlsgate}")
+DIR=$(dirname "$BIN")
+REPLAY=$DIR/tlsgate_replay
+SECS=${BENCH_SECONDS:-5}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONNS=${BENCH_CONNS:-256}
+LOADS=${BENCH_LOADS:-sat single}
+GROUPS_=${BENCH_GROUPS:-X25519 X25519MLKEM768}
+for f in "$BIN" "$REPLAY" "$DIR/tlsgate.so"; do [[ -e $f ]] || { echo "pq.sh: missing $f" >&2; exit 1; }; done
+HZ=$(getconf CLK_TCK)
+TMP=$(mktemp -d)
+MASTER=
+cleanup() { [[ -n $MASTER ]] && kill "$MASTER" 2>/dev/null; sleep 0.3; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/ec.key" \
+    -out "$TMP/ec.crt" -subj /CN=localhost -days 2 >/dev/null 2>&1
+mkdir -p "$TMP/html" && : >"$TMP/html/0kb.bin"
+PORT=
+for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 40000))
+    ss -ltn | grep -q ":$p\b" || { PORT=$p; break; }
+done
+SPORT=$((PORT + 1))
+cat >"$TMP/tlsgate.conf" <<CONF
+worker_processes 1;
+worker_cpu_affinity 01;
+ssl_provider tlsgate;
+ssl_propquery "?provider=tlsgate";
+error_log $TMP/error.log;
+pid $TMP/server.pid;
+user root;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    ssl_session_cache off;
+    ssl_session_tickets off;
+    server {
+        listen 127.0.0.1:$PORT ssl;
+        server_name localhost;
+        ssl_certificate $TMP/ec.crt;
+        ssl_certificate_key $TMP/ec.key;
+        ssl_protocols TLSv1.3;
+        root $TMP/html;
+        ssl_async on;
+    }
+    server {
+        listen 127.0.0.1:$SPORT;
+        location = /status { status; }
+    }
+}
+CONF
+cat >"$TMP/openssl.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+[provider_sect]
+tlsgate = tlsgate_sect
+default = default_sect
+[tlsgate_sect]
+module = $DIR/tlsgate.so
+activate = 1
+[default_sect]
+activate = 1
+CNF
+"$BIN" -c "$TMP/tlsgate.conf" >>"$TMP/stdout.log" 2>&1 &  # runs in the foreground
+MASTER=$!
+for _ in $(seq 50); do [[ -s $TMP/server.pid ]] && break; sleep 0.1; done
+WORKER=
+for _ in $(seq 50); do WORKER=$(pgrep -P "$MASTER" | head -1) && [[ -n $WORKER ]] && break; sleep 0.1; done
+[[ -n $WORKER ]] || { echo "pq.sh: no worker" >&2; exit 1; }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+kv() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2}'; }
+
+echo "# bench/pq.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# tlsgate worker on CPU 0, tlsgate_replay on CPU 1, ${SECS}s a run, $ROUNDS rounds, sat = $CONNS connections"
+printf "%-7s %-15s %5s %9s %12s %8s %8s %s\n" load group round hs/s "CPU us/hs" p50_ms p99_ms flight1_B
+declare -A RES
+for load in $LOADS; do
+    c=$CONNS
+    [[ $load == single ]] && c=1
+    for r in $(seq "$ROUNDS"); do
+        for g in $GROUPS_; do
+            # a short warm-up (pools, batch policy)
+            OPENSSL_CONF=$TMP/openssl.cnf timeout 30 taskset -c 1 "$REPLAY" -k -c "$c" -d 1 -g "$g" "127.0.0.1:$PORT" >/dev/null
+            t0=$(cpu_ticks "$WORKER")
+            out=$(OPENSSL_CONF=$TMP/openssl.cnf timeout $((SECS + 30)) taskset -c 1 "$REPLAY" -k -c "$c" -d "$SECS" -g "$g" "127.0.0.1:$PORT")
+            t1=$(cpu_ticks "$WORKER")
+            hs=$(kv "$out" handshakes)
+            us=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$hs" 'BEGIN {printf "%.1f", (n > 0) ? d / hz * 1e6 / n : 0}')
+            printf "%-7s %-15s %5d %9s %12s %8.2f %8.2f %s\n" "$load" "$g" "$r" "$(kv "$out" hs_per_s)" "$us" \
+                "$(awk -v v="$(kv "$out" p50_us)" 'BEGIN {print v / 1000}')" \
+                "$(awk -v v="$(kv "$out" p99_us)" 'BEGIN {print v / 1000}')" "$(kv "$out" client_flight1_bytes)"
+            RES[$load,$g]+="$us "
+        done
+    done
+done
+echo
+echo "# median CPU us per handshake, and the ratio to the first group's"
+for load in $LOADS; do
+    base=
+    for g in $GROUPS_; do
+        med=$(tr ' ' '\n' <<<"${RES[$load,$g]}" | grep . | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+        [[ -z $base ]] && base=$med
+        printf "%-7s %-15s %8s us/hs  x%.3f\n" "$load" "$g" "$med" "$(awk -v a="$med" -v b="$base" 'BEGIN {print a / b}')"
+    done
+done
+# what the provider did with the ML-KEM encapsulations and the X25519 halves over all runs
+curl -s "http://127.0.0.1:$SPORT/status" | python3 -c '
+import json, sys
+js = json.load(sys.stdin)
+print("# handshakes by group:", {k: v for k, v in js["handshakes"]["by_group"].items() if v})
+for a in ("mlkem768", "x25519", "keygen_x25519", "ecdsa_p256"):
+    m = (js.get("provider") or {}).get("alg", {}).get(a)
+    if m:
+        print("# %-13s requests %d, batched %d, single %d, pool hits %d, batches %d, fill 1..8 %s"
+              % (a, m["requests"], m["requests_async"], m["single"], m["pool_hits"], m["batches"], m["fill"]))
+' || true
+grep -E "\[(alert|crit|emerg)\]" "$TMP/error.log" || true
