@@ -2,8 +2,8 @@
  * Portable reference P-256 (NIST P-256 = secp256r1, FIPS 186-4 §D.1.2.3, SEC 2 §2.4.2):
  * see p256_internal.h and mb8/p256.h.
  *
- * Numbers: 5 limbs of 52 bits (radix 2^52, 260 bits), the radix of the coming AVX-512
- * IFMA kernel (docs/research/performance.md §2.6), so both kernels hold the same
+ * Numbers: 5 limbs of 52 bits (radix 2^52, 260 bits), the radix of the AVX-512 IFMA
+ * kernel (p256_ifma.c), so both kernels hold the same
  * Montgomery values limb for limb and a mismatch can be traced limb by limb. Products are
  * unsigned __int128. One generic Montgomery multiplication (R = 2^260) serves the field
  * (mod p, where p = -1 mod 2^52 makes k0 = 1) and the scalars (mod n, k0 = -n^-1 mod
@@ -19,8 +19,7 @@
  * (0 : 1 : 0), so the scalar multiplication has no exceptional case to mask at all. They
  * cost 12M + 2 mul-by-b (addition) and 8M + 3S (doubling), against 12M + 4S / 4M + 4S
  * for Jacobian, i.e. ~20% more field work than Jacobian with masked special cases; the
- * IFMA kernel may use Jacobian as performance.md §2.6 plans, provided it gives the same
- * bytes.
+ * IFMA kernel uses Jacobian coordinates for ECDH (p256_ifma.c), giving the same bytes.
  *
  * Scalar multiplication: fixed 4-bit windows, unsigned digits, 64 windows of 4 doublings
  * and one addition each; a per-lane table of 0P..15P (0P = infinity) read with a
