@@ -107,14 +107,7 @@ TG=$(tlsgate_bin)
 TG_SRC=$TG
 TG_BUILT=$(date -u -r "$TG_SRC" '+%Y-%m-%d %H:%M:%S UTC')
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and wrk share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-adaptive.XXXXXX")
@@ -140,15 +133,7 @@ trap 'exit 143' TERM
 # --- files -------------------------------------------------------------------------------
 mkdir -p "$TMP/html" "$TMP/certs"
 : >"$TMP/html/0kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
-chmod 600 "$TMP"/certs/*.key
+make_certs "$TMP/certs"
 
 # wrk's done() hook: exact latency statistics (µs), parsed by measure()
 cat >"$TMP/latency.lua" <<'EOF'

@@ -67,14 +67,7 @@ NGINX=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
 
 TG=$(tlsgate_bin)
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and wrk share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hs.XXXXXX")
@@ -97,15 +90,7 @@ trap 'exit 143' TERM
 mkdir -p "$TMP/html" "$TMP/certs"
 : >"$TMP/html/0kb.bin"
 head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
-chmod 600 "$TMP"/certs/*.key
+make_certs "$TMP/certs"
 
 # --- helpers -----------------------------------------------------------------------------
 # A port nobody uses on this host now (no socket in any state, v4 or v6).

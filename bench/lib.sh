@@ -236,3 +236,38 @@ stop_server() {
     fi
     WORKER[$name]=""
 }
+
+# make_certs DIR [rsa] [ecdsa]: self-signed certificates for localhost / 127.0.0.1, valid
+# 2 days: DIR/rsa.{key,crt} (RSA-2048) and DIR/ecdsa.{key,crt} (P-256); both by default.
+# Keys mode 600. Dies when openssl fails.
+make_certs() {
+    local dir=$1 k
+    shift
+    (($# > 0)) || set -- rsa ecdsa
+    mkdir -p "$dir"
+    for k in "$@"; do
+        case $k in
+        rsa) set -- -newkey rsa:2048 ;;
+        ecdsa) set -- -newkey ec -pkeyopt ec_paramgen_curve:P-256 ;;
+        *) die "make_certs: unknown key type $k" ;;
+        esac
+        openssl req -x509 "$@" -nodes -days 2 -subj /CN=localhost \
+            -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+            -keyout "$dir/$k.key" -out "$dir/$k.crt" 2>/dev/null ||
+            die "cannot create the $k certificate"
+        chmod 600 "$dir/$k.key"
+    done
+}
+
+# cpu_roles WHAT: SRV_CPU=0 (the server's worker), CLI_CPU=1 (the load generator, WHAT in
+# the warning), both 0 on a single-CPU machine; NCPU and HZ (clock ticks per second).
+cpu_roles() {
+    NCPU=$(nproc)
+    SRV_CPU=0
+    CLI_CPU=1
+    if ((NCPU < 2)); then
+        note "warning: only $NCPU CPU: server and $1 share CPU 0, numbers are not meaningful"
+        CLI_CPU=0
+    fi
+    HZ=$(getconf CLK_TCK)
+}

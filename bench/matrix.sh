@@ -121,13 +121,7 @@ if [[ -n $TSV ]]; then
     mkdir -p "$(dirname "$TSV")"
 fi
 
-SRV_CPU=0
-CLI_CPU=1
-if (($(nproc) < 2)); then
-    note "warning: only 1 CPU: server and client share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles client
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-matrix.XXXXXX")
@@ -157,17 +151,10 @@ if part throughput; then
     # random bytes: nothing on the path can compress them
     head -c $((100 * 1024 * 1024)) /dev/urandom >"$TMP/html/100mb.bin"
 fi
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
+make_certs "$TMP/certs"
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
-chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+chmod 600 "$TMP"/certs/*.pem
 cd "$TMP" # every path below is absolute
 
 # --- helpers -----------------------------------------------------------------------------

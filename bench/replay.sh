@@ -144,14 +144,7 @@ want nginx && { [[ -x $NGINX ]] || die "nginx not found ($NGINX)"; }
 if want haproxy || want haproxy-prov; then [[ -x $HAPROXY ]] || die "haproxy not found ($HAPROXY)"; fi
 [[ $WRK == 1 ]] && { command -v wrk >/dev/null 2>&1 || die "wrk not found (BENCH_WRK=1)"; }
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and generator share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles generator
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-replay.XXXXXX")
@@ -174,17 +167,10 @@ trap 'exit 143' TERM
 # --- files -------------------------------------------------------------------------------
 mkdir -p "$TMP/html" "$TMP/certs"
 : >"$TMP/html/0kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
+make_certs "$TMP/certs"
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
-chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+chmod 600 "$TMP"/certs/*.pem
 if ((HAVE_ANCHORS)); then
     # qatprovider for asynch_mode_nginx, as the kit's handshakes.sh loads it
     cat >"$TMP/qat.cnf" <<QATCNF
