@@ -126,13 +126,10 @@ cleanup() {
     for n in "${CONFIGS[@]}"; do stop_server "$n"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
+make_docroot "$TMP/html"
 make_certs "$TMP/certs"
 
 # wrk's done() hook: exact latency statistics (µs), parsed by measure()
@@ -227,19 +224,6 @@ write_conf() { # name case port status-port dir
         echo "    }"
         echo "}"
     } >"$d/tlsgate.conf"
-}
-
-check_alive() { # name: the same worker must still be there
-    local name=$1 m=${MASTER[$1]} w=${WORKER[$1]} now
-    if ! kill -0 "$m" 2>/dev/null; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name master $m died during the bench"
-    fi
-    now=$(pgrep -P "$m" || true)
-    if [[ $now != "$w" ]]; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
-    fi
 }
 
 check_affinity() { # name: every thread of the worker on SRV_CPU (the provider's timer too)
@@ -339,10 +323,10 @@ measure() { # name case load rep
     local name=$1 cs=$2 load=$3 rep=$4 tag="$1-$2-c$3-$4"
     local out="$TMP/wrk-$tag.txt" s0="$TMP/status0-$tag.json" s1="$TMP/status1-$tag.json"
     local c0 c1 k0 k1 t0 t1
-    check_alive "$name"
+    check_alive "$name" "${ELOG[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$load" "$TMP/warmup-$tag.txt"
-        check_alive "$name"
+        check_alive "$name" "${ELOG[$name]}"
     fi
     sleep 0.3 # the worker copies the provider's counters to the status page every 100 ms
     fetch_status "$name" "$s0"
@@ -357,8 +341,8 @@ measure() { # name case load rep
     k1=$(children_ticks)
     b01=$(cpu_busy "$SRV_CPU")
     b11=$(cpu_busy "$CLI_CPU")
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${ELOG[$name]}"
     check_affinity "$name"
     sleep 0.3
     fetch_status "$name" "$s1"

@@ -82,14 +82,10 @@ cleanup() {
     stop_server tlsgate
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
+make_docroot "$TMP/html"
 make_certs "$TMP/certs"
 
 # --- helpers -----------------------------------------------------------------------------
@@ -179,19 +175,6 @@ write_conf() { # name case port dir
     } >"$d/$name.conf"
 }
 
-check_alive() { # name: the same worker must still be there
-    local name=$1 m=${MASTER[$1]} w=${WORKER[$1]} now
-    if ! kill -0 "$m" 2>/dev/null; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name master $m died during the bench"
-    fi
-    now=$(pgrep -P "$m" || true)
-    if [[ $now != "$w" ]]; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
-    fi
-}
-
 check_affinity() { # name
     local name=$1 w=${WORKER[$1]} aff
     aff=$(taskset -pc "$w" 2>/dev/null | sed 's/.*: *//')
@@ -258,10 +241,10 @@ declare -A SUM_CPU=() SUM_HS=() SUM_RPS=() N_RUNS=()
 
 measure() { # name case rep
     local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" a0 a1 c0 c1 k0 k1 t0 t1
-    check_alive "$name"
+    check_alive "$name" "${ELOG[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$TMP/warmup-$name-$cs-$rep.txt"
-        check_alive "$name"
+        check_alive "$name" "${ELOG[$name]}"
     fi
     a0=$(accepts "${PORT[$name]}")
     c0=$(cpu_ticks "${WORKER[$name]}")
@@ -270,8 +253,8 @@ measure() { # name case rep
     run_wrk "$name" "$SECS" "$out"
     t1=$(now_ns)
     k1=$(children_ticks)
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${ELOG[$name]}"
     a1=$(accepts "${PORT[$name]}")
 
     # parse wrk

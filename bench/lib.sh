@@ -271,3 +271,32 @@ cpu_roles() {
     fi
     HZ=$(getconf CLK_TCK)
 }
+
+# trap_cleanup: the script's cleanup() runs on exit; SIGINT / SIGTERM exit 130 / 143.
+trap_cleanup() {
+    trap cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+# make_docroot DIR: DIR/0kb.bin (empty) and DIR/1kb.bin (1,024 bytes), the files benched.
+make_docroot() {
+    mkdir -p "$1"
+    : >"$1/0kb.bin"
+    head -c 1024 /dev/zero | tr '\0' 'a' >"$1/1kb.bin"
+}
+
+# check_alive NAME LOGDIR: dies (with LOGDIR's logs) unless NAME's master and the worker
+# start_server saw are both still there (a crashed worker respawned would skew a figure).
+check_alive() {
+    local name=$1 d=$2 m=${MASTER[$1]} w=${WORKER[$1]} now
+    if ! kill -0 "$m" 2>/dev/null; then
+        print_log "$d/error.log" "$d/stdout.log"
+        die "$name master $m died during the bench"
+    fi
+    now=$(pgrep -P "$m" || true)
+    if [[ $now != "$w" ]]; then
+        print_log "$d/error.log" "$d/stdout.log"
+        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
+    fi
+}

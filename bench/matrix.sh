@@ -139,14 +139,10 @@ cleanup() {
     for s in "${!MASTER[@]}"; do stop_server "$s"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
+make_docroot "$TMP/html"
 if part throughput; then
     # random bytes: nothing on the path can compress them
     head -c $((100 * 1024 * 1024)) /dev/urandom >"$TMP/html/100mb.bin"

@@ -160,13 +160,10 @@ cleanup() {
     for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov amnginx-engine amnginx-prov; do stop_server "$s"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
+make_docroot "$TMP/html"
 make_certs "$TMP/certs"
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
