@@ -201,9 +201,9 @@ static void test_addr_text_truncates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_ipv4),          cmocka_unit_test(test_port_taken),
-        cmocka_unit_test(test_open_ipv6_only),     cmocka_unit_test(test_open_fails_cleanly),
-        cmocka_unit_test(test_addr_text),          cmocka_unit_test(test_addr_text_truncates),
+        cmocka_unit_test(test_open_ipv4),      cmocka_unit_test(test_port_taken),
+        cmocka_unit_test(test_open_ipv6_only), cmocka_unit_test(test_open_fails_cleanly),
+        cmocka_unit_test(test_addr_text),      cmocka_unit_test(test_addr_text_truncates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

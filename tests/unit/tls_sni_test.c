@@ -33,8 +33,8 @@ static int parse(const unsigned char *b, size_t n, const char *want)
 static void test_one_host_name(void **state)
 {
     (void)state;
-    static const unsigned char b[] = {0x00, 0x0e, 0x00, 0x00, 0x0b, 'e', 'x', 'a', 'm',
-                                      'p',  'l',  'e', '.', 'c', 'o', 'm'};
+    static const unsigned char b[] = {0x00, 0x0e, 0x00, 0x00, 0x0b, 'e', 'x', 'a',
+                                      'm',  'p',  'l',  'e',  '.',  'c', 'o', 'm'};
     assert_int_equal(parse(b, sizeof(b), "example.com"), 1);
 }
 
@@ -43,7 +43,7 @@ static void test_host_name_after_other_type(void **state)
     (void)state;
     /* type 7 (unknown) "xy", then host_name "a.b" */
     static const unsigned char b[] = {0x00, 0x0b, 0x07, 0x00, 0x02, 'x', 'y',
-                                      0x00, 0x00, 0x03, 'a', '.', 'b'};
+                                      0x00, 0x00, 0x03, 'a',  '.',  'b'};
     assert_int_equal(parse(b, sizeof(b), "a.b"), 1);
 }
 
@@ -51,8 +51,8 @@ static void test_first_of_two_host_names(void **state)
 {
     (void)state;
     /* "MUST NOT contain more than one name of the same name_type": the first counts */
-    static const unsigned char b[] = {0x00, 0x0a, 0x00, 0x00, 0x02, 'a', 'a',
-                                      0x00, 0x00, 0x02, 'b', 'b'};
+    static const unsigned char b[] = {0x00, 0x0a, 0x00, 0x00, 0x02, 'a',
+                                      'a',  0x00, 0x00, 0x02, 'b',  'b'};
     assert_int_equal(parse(b, sizeof(b), "aa"), 1);
 }
 
@@ -110,9 +110,12 @@ static void test_longest_name(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_host_name),   cmocka_unit_test(test_host_name_after_other_type),
-        cmocka_unit_test(test_first_of_two_host_names), cmocka_unit_test(test_no_host_name),
-        cmocka_unit_test(test_malformed),       cmocka_unit_test(test_longest_name),
+        cmocka_unit_test(test_one_host_name),
+        cmocka_unit_test(test_host_name_after_other_type),
+        cmocka_unit_test(test_first_of_two_host_names),
+        cmocka_unit_test(test_no_host_name),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_longest_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
