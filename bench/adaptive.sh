@@ -75,9 +75,8 @@
 # The servers run a copy of TLSGATE_BIN made at the start, so that a rebuild of the tree
 # during the run cannot mix builds; the report names the build's time and sha256.
 set -euo pipefail
-
-die() { echo "adaptive.sh: error: $*" >&2; exit 1; }
-note() { echo "adaptive.sh: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECS=${BENCH_SECONDS:-5}
 WARMUP=${BENCH_WARMUP:-1}
@@ -100,47 +99,15 @@ done
 [[ -n ${LOADS// /} ]] || die "BENCH_LOADS is empty"
 CONFIGS=(plain adaptive nopool batch)
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
 # --- tools -------------------------------------------------------------------------------
-install_missing() {
-    local pkgs=() sudo=()
-    command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
-    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
-    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
-    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
-    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
-    command -v curl >/dev/null 2>&1 || pkgs+=(curl)
-    command -v jq >/dev/null 2>&1 || pkgs+=(jq)
-    ((${#pkgs[@]} == 0)) && return 0
-    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
-    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
-    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    note "installing: ${pkgs[*]}"
-    local rc=0
-    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
-    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
-}
-install_missing
+install_missing wrk:wrk openssl:openssl taskset:util-linux pgrep:procps timeout:coreutils \
+    curl:curl jq:jq
 
-TG=${TLSGATE_BIN:-build/tlsgate}
-if [[ $TG != /* ]]; then
-    if [[ -e $TG ]]; then TG=$PWD/$TG; else TG=$ROOT/$TG; fi
-fi
-[[ -x $TG ]] || die "tlsgate binary not found or not executable: $TG (build it: cmake -S . -B build && cmake --build build --target tlsgate, or set TLSGATE_BIN)"
+TG=$(tlsgate_bin)
 TG_SRC=$TG
 TG_BUILT=$(date -u -r "$TG_SRC" '+%Y-%m-%d %H:%M:%S UTC')
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and wrk share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-adaptive.XXXXXX")
@@ -149,28 +116,8 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-adaptive.XXXXXX")
 cp "$TG_SRC" "$TMP/tlsgate"
 TG=$TMP/tlsgate
 TG_SHA=$(sha256sum "$TG" | cut -c1-12)
-declare -A MASTER=() WORKER=() PORT=() SPORT=() ELOG=()
+declare -A SPORT=() ELOG=() # MASTER, WORKER, PORT: bench/lib.sh
 WRK_PID=""
-
-stop_server() {
-    local name=$1 m=${MASTER[$1]:-} i
-    [[ -n $m ]] || return 0
-    MASTER[$name]=""
-    kill -TERM "$m" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$m" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$m" 2>/dev/null; then
-        note "$name master $m did not stop on SIGTERM in 5 s, sending SIGKILL"
-        pkill -KILL -P "$m" 2>/dev/null || true
-        kill -KILL "$m" 2>/dev/null || true
-    fi
-    wait "$m" 2>/dev/null || true
-    # a worker that outlived its master
-    if [[ -n ${WORKER[$name]:-} ]]; then kill -KILL "${WORKER[$name]}" 2>/dev/null || true; fi
-    WORKER[$name]=""
-}
 
 cleanup() {
     set +e
@@ -179,22 +126,11 @@ cleanup() {
     for n in "${CONFIGS[@]}"; do stop_server "$n"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
-chmod 600 "$TMP"/certs/*.key
+make_docroot "$TMP/html"
+make_certs "$TMP/certs"
 
 # wrk's done() hook: exact latency statistics (µs), parsed by measure()
 cat >"$TMP/latency.lua" <<'EOF'
@@ -206,50 +142,10 @@ EOF
 
 # --- helpers -----------------------------------------------------------------------------
 # A port nobody uses on this host now (no socket in any state, v4 or v6), not in $1 either.
-free_port() {
-    local avoid=${1:-} p hex i
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-        [[ " $avoid " == *" $p "* ]] && continue
-        hex=$(printf '%04X' "$p")
-        # local address column: ADDR:PORT in hex
-        if ! awk -v h="$hex" 'NR > 1 { n = split($2, a, ":"); if (a[n] == h) f = 1 } END { exit !f }' \
-            /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    die "no free port found"
-}
-
-listening() { # port: 0 if something listens on 127.0.0.1:port
-    local hex
-    hex=$(printf '%04X' "$1")
-    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
-        /proc/net/tcp
-}
 
 # utime+stime of a process (all its threads), clock ticks
-cpu_ticks() {
-    local line rest
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest # $1 = field 3 (state) ... $12 = field 14 (utime), $13 = field 15 (stime)
-    echo $((${12} + ${13}))
-}
 
 # cutime+cstime of this shell: CPU of reaped children (wrk), clock ticks
-children_ticks() {
-    local line rest
-    read -r line <"/proc/$$/stat"
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest # $14 = field 16 (cutime), $15 = field 17 (cstime)
-    echo $((${14} + ${15}))
-}
-
-now_ns() { date +%s%N; }
 
 # busy ticks of CPU $1 (user nice system irq softirq steal; guest time is in user)
 cpu_busy() {
@@ -257,15 +153,6 @@ cpu_busy() {
 }
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-
-print_log() {
-    local f
-    for f in "$@"; do
-        [[ -s $f ]] || continue
-        echo "----- $f (last 40 lines) -----" >&2
-        tail -n 40 "$f" >&2
-    done
-}
 
 case_tls() { # case -> the server's ssl_* lines
     case $1 in
@@ -291,6 +178,22 @@ provider_conf() { # config name -> its main-level provider lines
     batch) echo "ssl_provider tlsgate { adaptive off; pool_size 0; }" ;;
     esac
     [[ $1 == plain ]] || echo "ssl_propquery \"?provider=tlsgate\";"
+}
+
+launch() { # name port dir case: a status port too, the configuration, tlsgate (start_server)
+    local name=$1 port=$2 d=$3 cs=$4 sport
+    sport=$(free_port "$port ${PORT[*]} ${SPORT[*]}")
+    SPORT[$name]=$sport
+    START_ALSO_LISTEN=$sport
+    write_conf "$name" "$cs" "$port" "$sport" "$d"
+    TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
+}
+
+serve() { # name case
+    local d="$TMP/$1-$2"
+    mkdir -p "$d/state"
+    ELOG[$1]=$d
+    start_server "$1" "$d" launch "$2"
 }
 
 write_conf() { # name case port status-port dir
@@ -321,70 +224,6 @@ write_conf() { # name case port status-port dir
         echo "    }"
         echo "}"
     } >"$d/tlsgate.conf"
-}
-
-start_server() { # name case
-    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port sport m w i kids
-    mkdir -p "$d/state"
-    for ((attempt = 1; attempt <= 5; attempt++)); do
-        port=$(free_port "${PORT[*]} ${SPORT[*]}")
-        sport=$(free_port "$port ${PORT[*]} ${SPORT[*]}")
-        write_conf "$name" "$cs" "$port" "$sport" "$d"
-        : >"$d/error.log"
-        : >"$d/stdout.log"
-        TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
-        m=$!
-        MASTER[$name]=$m
-        ELOG[$name]=$d
-        w=""
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$m" 2>/dev/null || break
-            kids=$(pgrep -P "$m" || true)
-            if [[ -n $kids ]] && listening "$port" && listening "$sport"; then
-                w=$kids
-                break
-            fi
-            sleep 0.1
-        done
-        if [[ -n $w ]]; then
-            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker process, master $m has children: ${w//$'\n'/ }"; }
-            WORKER[$name]=$w
-            PORT[$name]=$port
-            SPORT[$name]=$sport
-            sleep 0.2 # let the worker finish its start-up
-            [[ $(pgrep -P "$m" || true) == "$w" ]] || { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start (master $m)"; }
-            return 0
-        fi
-        if kill -0 "$m" 2>/dev/null; then
-            stop_server "$name"
-            print_log "$d/error.log" "$d/stdout.log"
-            die "$name did not start listening on 127.0.0.1:$port and :$sport with a worker within 10 s (config: $d/tlsgate.conf)"
-        fi
-        wait "$m" 2>/dev/null || true
-        MASTER[$name]=""
-        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
-            note "$name: port $port or $sport taken meanwhile, retrying with others"
-            continue
-        fi
-        echo "----- $d/tlsgate.conf -----" >&2
-        cat "$d/tlsgate.conf" >&2
-        print_log "$d/error.log" "$d/stdout.log"
-        die "$name failed to start (its error log is above)"
-    done
-    die "$name: no free port after 5 attempts"
-}
-
-check_alive() { # name: the same worker must still be there
-    local name=$1 m=${MASTER[$1]} w=${WORKER[$1]} now
-    if ! kill -0 "$m" 2>/dev/null; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name master $m died during the bench"
-    fi
-    now=$(pgrep -P "$m" || true)
-    if [[ $now != "$w" ]]; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
-    fi
 }
 
 check_affinity() { # name: every thread of the worker on SRV_CPU (the provider's timer too)
@@ -484,10 +323,10 @@ measure() { # name case load rep
     local name=$1 cs=$2 load=$3 rep=$4 tag="$1-$2-c$3-$4"
     local out="$TMP/wrk-$tag.txt" s0="$TMP/status0-$tag.json" s1="$TMP/status1-$tag.json"
     local c0 c1 k0 k1 t0 t1
-    check_alive "$name"
+    check_alive "$name" "${ELOG[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$load" "$TMP/warmup-$tag.txt"
-        check_alive "$name"
+        check_alive "$name" "${ELOG[$name]}"
     fi
     sleep 0.3 # the worker copies the provider's counters to the status page every 100 ms
     fetch_status "$name" "$s0"
@@ -502,8 +341,8 @@ measure() { # name case load rep
     k1=$(children_ticks)
     b01=$(cpu_busy "$SRV_CPU")
     b11=$(cpu_busy "$CLI_CPU")
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${ELOG[$name]}"
     check_affinity "$name"
     sleep 0.3
     fetch_status "$name" "$s1"
@@ -619,7 +458,7 @@ echo "server worker on CPU $SRV_CPU, wrk on CPU $CLI_CPU; ${SECS}s measured + ${
 for cs in $CASES; do
     echo
     echo "== case $cs: $(case_title "$cs") =="
-    for name in "${CONFIGS[@]}"; do start_server "$name" "$cs"; done
+    for name in "${CONFIGS[@]}"; do serve "$name" "$cs"; done
     for name in "${CONFIGS[@]}"; do
         check_affinity "$name"
         verify "$name" "$cs"

@@ -41,9 +41,8 @@
 # requests behind that batch's handshakes, so its p50 is higher at the same CPU cost
 # (tlsgate accepts one per wake-up too, and lets epoll report each ClientHello).
 set -euo pipefail
-
-die() { echo "handshake.sh: error: $*" >&2; exit 1; }
-note() { echo "handshake.sh: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECS=${BENCH_SECONDS:-10}
 WARMUP=${BENCH_WARMUP:-2}
@@ -59,85 +58,22 @@ done
 ((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
 for c in $CASES; do [[ $c == a || $c == b ]] || die "unknown case '$c' in BENCH_CASES (a, b)"; done
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
 # --- tools -------------------------------------------------------------------------------
-install_missing() {
-    local pkgs=() p sudo=()
-    # nginx-light and nginx both provide /usr/sbin/nginx; accept either (or any nginx).
-    if ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] && [[ -z ${NGINX_BIN:-} ]]; then
-        pkgs+=(nginx-light)
-    fi
-    command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
-    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
-    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
-    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
-    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
-    ((${#pkgs[@]} == 0)) && return 0
-    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
-    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
-    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    note "installing: ${pkgs[*]}"
-    # Keep the package from starting the system nginx service: install under a
-    # policy-rc.d that denies service starts, unless the system already has one.
-    local policy=/usr/sbin/policy-rc.d made_policy=0
-    if [[ ! -e $policy ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
-        "${sudo[@]}" chmod 755 "$policy"
-        made_policy=1
-    fi
-    local rc=0
-    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
-    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
-    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
-}
-install_missing
+install_missing $(nginx_missing) wrk:wrk openssl:openssl taskset:util-linux pgrep:procps \
+    timeout:coreutils
 
 NGINX=${NGINX_BIN:-$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)}
 [[ -x $NGINX ]] || die "nginx not found ($NGINX)"
 
-TG=${TLSGATE_BIN:-build/tlsgate}
-if [[ $TG != /* ]]; then
-    if [[ -e $TG ]]; then TG=$PWD/$TG; else TG=$ROOT/$TG; fi
-fi
-[[ -x $TG ]] || die "tlsgate binary not found or not executable: $TG (build it: cmake -S . -B build && cmake --build build --target tlsgate, or set TLSGATE_BIN)"
+TG=$(tlsgate_bin)
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and wrk share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hs.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A MASTER=() WORKER=() PORT=() ELOG=()
+declare -A ELOG=() # MASTER, WORKER, PORT: bench/lib.sh
 WRK_PID=""
-
-stop_server() {
-    local name=$1 m=${MASTER[$1]:-} i
-    [[ -n $m ]] || return 0
-    MASTER[$name]=""
-    kill -TERM "$m" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$m" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$m" 2>/dev/null; then
-        note "$name master $m did not stop on SIGTERM in 5 s, sending SIGKILL"
-        pkill -KILL -P "$m" 2>/dev/null || true
-        kill -KILL "$m" 2>/dev/null || true
-    fi
-    wait "$m" 2>/dev/null || true
-    # a worker that outlived its master
-    if [[ -n ${WORKER[$name]:-} ]]; then kill -KILL "${WORKER[$name]}" 2>/dev/null || true; fi
-    WORKER[$name]=""
-}
 
 cleanup() {
     set +e
@@ -146,65 +82,18 @@ cleanup() {
     stop_server tlsgate
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
-chmod 600 "$TMP"/certs/*.key
+make_docroot "$TMP/html"
+make_certs "$TMP/certs"
 
 # --- helpers -----------------------------------------------------------------------------
 # A port nobody uses on this host now (no socket in any state, v4 or v6).
-free_port() {
-    local used p i
-    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
-    done
-    die "no free port found"
-}
-
-listening() { # port: 0 if something listens on 127.0.0.1:port
-    local hex
-    hex=$(printf '%04X' "$1")
-    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
-        /proc/net/tcp
-}
 
 # utime+stime of a process, clock ticks
-cpu_ticks() {
-    local line rest
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest # $1 = field 3 (state) ... $12 = field 14 (utime), $13 = field 15 (stime)
-    echo $((${12} + ${13}))
-}
 
 # cutime+cstime of this shell: CPU of reaped children (wrk), clock ticks
-children_ticks() {
-    local line rest
-    read -r line <"/proc/$$/stat"
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest # $14 = field 16 (cutime), $15 = field 17 (cstime)
-    echo $((${14} + ${15}))
-}
-
-now_ns() { date +%s%N; }
 
 # HTTPS GET via openssl s_client; prints the raw response
 https_get() {
@@ -216,26 +105,8 @@ accepts() { # port -> stub_status "accepts", or "" if unavailable
     https_get "$1" /status | awk '/^server accepts handled requests/ { getline; print $1; exit }'
 }
 
-print_log() {
-    local f
-    for f in "$@"; do
-        [[ -s $f ]] || continue
-        echo "----- $f (last 40 lines) -----" >&2
-        tail -n 40 "$f" >&2
-    done
-}
-
 # nginx -V lists the compiled-in temp paths; point every one of them into TMP so that the
 # bench instance never touches /var/lib/nginx. Only for modules that are compiled in.
-nginx_temp_paths() {
-    local v dir=$1
-    v=$("$NGINX" -V 2>&1)
-    echo "    client_body_temp_path $dir/body;"
-    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
-    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
-    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
-    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
-}
 
 case_tls() { # case -> the server's ssl_* lines
     case $1 in
@@ -251,6 +122,23 @@ case_title() {
     a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048" ;;
     b) echo "TLSv1.3, ECDSA P-256" ;;
     esac
+}
+
+launch() { # name port dir case: write the configuration, start the server (start_server)
+    local name=$1 port=$2 d=$3 cs=$4
+    write_conf "$name" "$cs" "$port" "$d"
+    if [[ $name == nginx ]]; then
+        "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" >>"$d/stdout.log" 2>&1 &
+    else
+        TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
+    fi
+}
+
+serve() { # name case
+    local d="$TMP/$1-$2"
+    mkdir -p "$d/tmp" "$d/state"
+    ELOG[$1]=$d
+    start_server "$1" "$d" launch "$2"
 }
 
 write_conf() { # name case port dir
@@ -285,72 +173,6 @@ write_conf() { # name case port dir
         echo "    }"
         echo "}"
     } >"$d/$name.conf"
-}
-
-start_server() { # name case
-    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
-    mkdir -p "$d/tmp" "$d/state"
-    for ((attempt = 1; attempt <= 5; attempt++)); do
-        port=$(free_port)
-        write_conf "$name" "$cs" "$port" "$d"
-        : >"$d/error.log"
-        : >"$d/stdout.log"
-        if [[ $name == nginx ]]; then
-            "$NGINX" -p "$d" -e "$d/error.log" -c "$d/nginx.conf" >>"$d/stdout.log" 2>&1 &
-        else
-            TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
-        fi
-        m=$!
-        MASTER[$name]=$m
-        ELOG[$name]=$d
-        w=""
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$m" 2>/dev/null || break
-            kids=$(pgrep -P "$m" || true)
-            if [[ -n $kids ]] && listening "$port"; then
-                w=$kids
-                break
-            fi
-            sleep 0.1
-        done
-        if [[ -n $w ]]; then
-            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker process, master $m has children: ${w//$'\n'/ }"; }
-            WORKER[$name]=$w
-            PORT[$name]=$port
-            sleep 0.2 # let the worker finish its start-up
-            [[ $(pgrep -P "$m" || true) == "$w" ]] || { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start (master $m)"; }
-            return 0
-        fi
-        if kill -0 "$m" 2>/dev/null; then
-            stop_server "$name"
-            print_log "$d/error.log" "$d/stdout.log"
-            die "$name did not start listening on 127.0.0.1:$port with a worker within 10 s (config: $d/$name.conf)"
-        fi
-        wait "$m" 2>/dev/null || true
-        MASTER[$name]=""
-        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
-            note "$name: port $port taken meanwhile, retrying with another"
-            continue
-        fi
-        echo "----- $d/$name.conf -----" >&2
-        cat "$d/$name.conf" >&2
-        print_log "$d/error.log" "$d/stdout.log"
-        die "$name failed to start (its error log is above)"
-    done
-    die "$name: no free port after 5 attempts"
-}
-
-check_alive() { # name: the same worker must still be there
-    local name=$1 m=${MASTER[$1]} w=${WORKER[$1]} now
-    if ! kill -0 "$m" 2>/dev/null; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name master $m died during the bench"
-    fi
-    now=$(pgrep -P "$m" || true)
-    if [[ $now != "$w" ]]; then
-        print_log "${ELOG[$name]}/error.log" "${ELOG[$name]}/stdout.log"
-        die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
-    fi
 }
 
 check_affinity() { # name
@@ -398,12 +220,6 @@ verify() { # name case
     fi
 }
 
-to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s / 1.00m
-    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
-        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
-        else if (u == "h") v *= 3600000; printf "%.2f", v }'
-}
-
 # Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time.
 run_wrk() {
     local name=$1 secs=$2 out=$3 rc=0
@@ -425,10 +241,10 @@ declare -A SUM_CPU=() SUM_HS=() SUM_RPS=() N_RUNS=()
 
 measure() { # name case rep
     local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" a0 a1 c0 c1 k0 k1 t0 t1
-    check_alive "$name"
+    check_alive "$name" "${ELOG[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$TMP/warmup-$name-$cs-$rep.txt"
-        check_alive "$name"
+        check_alive "$name" "${ELOG[$name]}"
     fi
     a0=$(accepts "${PORT[$name]}")
     c0=$(cpu_ticks "${WORKER[$name]}")
@@ -437,8 +253,8 @@ measure() { # name case rep
     run_wrk "$name" "$SECS" "$out"
     t1=$(now_ns)
     k1=$(children_ticks)
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${ELOG[$name]}"
     a1=$(accepts "${PORT[$name]}")
 
     # parse wrk
@@ -489,8 +305,8 @@ echo "server worker on CPU $SRV_CPU, wrk on CPU $CLI_CPU; ${SECS}s measured + ${
 for cs in $CASES; do
     echo
     echo "== case $cs: $(case_title "$cs") =="
-    start_server nginx "$cs"
-    start_server tlsgate "$cs"
+    serve nginx "$cs"
+    serve tlsgate "$cs"
     for name in nginx tlsgate; do
         check_affinity "$name"
         verify "$name" "$cs"

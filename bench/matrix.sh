@@ -58,9 +58,8 @@
 #   ka  -    server conns rep req_per_s server_us_per_req server_cpu_pct conn_ms p50_ms p99_ms client_cpu_pct errors note
 #   tp  suite server 1   rep mb_per_s server_cpu_s_per_gb server_cpu_pct - - - client_cpu_pct errors note
 set -euo pipefail
-
-die() { echo "matrix.sh: error: $*" >&2; exit 1; }
-note() { echo "matrix.sh: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECS=${BENCH_SECONDS:-10}
 WARMUP=${BENCH_WARMUP:-2}
@@ -103,49 +102,10 @@ NEED_HAPROXY=0
 { want nginx || part keepalive || part throughput; } && NEED_NGINX=1
 { want haproxy || want haproxy-prov; } && NEED_HAPROXY=1
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-
 # --- tools -------------------------------------------------------------------------------
-install_missing() {
-    local pkgs=() sudo=()
-    if ((NEED_NGINX)) && ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] &&
-        [[ -z ${NGINX_BIN:-} ]]; then
-        pkgs+=(nginx-light)
-    fi
-    if ((NEED_HAPROXY)) && ! command -v haproxy >/dev/null 2>&1 && [[ ! -x /usr/sbin/haproxy ]] &&
-        [[ -z ${HAPROXY_BIN:-} ]]; then
-        pkgs+=(haproxy)
-    fi
-    command -v wrk >/dev/null 2>&1 || pkgs+=(wrk)
-    command -v curl >/dev/null 2>&1 || pkgs+=(curl)
-    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
-    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
-    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
-    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
-    ((${#pkgs[@]} == 0)) && return 0
-    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
-    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
-    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    note "installing: ${pkgs[*]}"
-    # keep the packages from starting their system services (see bench/handshake.sh)
-    local policy=/usr/sbin/policy-rc.d made_policy=0
-    if [[ ! -e $policy ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
-        "${sudo[@]}" chmod 755 "$policy"
-        made_policy=1
-    fi
-    local rc=0
-    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
-    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
-    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
-}
-install_missing
+install_missing $( ((NEED_NGINX)) && nginx_missing) $( ((NEED_HAPROXY)) && haproxy_missing) \
+    wrk:wrk curl:curl openssl:openssl taskset:util-linux pgrep:procps timeout:coreutils
 
-abspath() { # a path relative to $PWD if it exists there, else to the repo root
-    if [[ $1 == /* ]]; then echo "$1"; elif [[ -e $1 ]]; then echo "$PWD/$1"; else echo "$ROOT/$1"; fi
-}
 TG=$(abspath "${TLSGATE_BIN:-build/tlsgate}")
 PROV=$(abspath "${TLSGATE_PROV:-$(dirname "$TG")/tlsgate.so}")
 [[ -x $TG ]] || die "tlsgate binary not found: $TG (cmake --build build --target tlsgate, or set TLSGATE_BIN)"
@@ -161,40 +121,15 @@ if [[ -n $TSV ]]; then
     mkdir -p "$(dirname "$TSV")"
 fi
 
-SRV_CPU=0
-CLI_CPU=1
-if (($(nproc) < 2)); then
-    note "warning: only 1 CPU: server and client share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles client
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-matrix.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A MASTER=() WORKER=() PORT=() DIR=()
+declare -A DIR=() # MASTER, WORKER, PORT: bench/lib.sh
+START_SETTLE=0.3 # the provider's threads
+PRINT_LOG_LINES=30
 CLIENT_PID=""
-
-stop_server() {
-    local name=$1 m=${MASTER[$1]:-} i
-    [[ -n $m ]] || return 0
-    MASTER[$name]=""
-    kill -TERM "$m" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$m" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$m" 2>/dev/null; then
-        note "$name ($m) did not stop on SIGTERM in 5 s, sending SIGKILL"
-        pkill -KILL -P "$m" 2>/dev/null || true
-        kill -KILL "$m" 2>/dev/null || true
-    fi
-    wait "$m" 2>/dev/null || true
-    if [[ -n ${WORKER[$name]:-} && ${WORKER[$name]} != "$m" ]]; then
-        kill -KILL "${WORKER[$name]}" 2>/dev/null || true
-    fi
-    WORKER[$name]=""
-}
 
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
@@ -204,90 +139,21 @@ cleanup() {
     for s in "${!MASTER[@]}"; do stop_server "$s"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-head -c 1024 /dev/zero | tr '\0' 'a' >"$TMP/html/1kb.bin"
+make_docroot "$TMP/html"
 if part throughput; then
     # random bytes: nothing on the path can compress them
     head -c $((100 * 1024 * 1024)) /dev/urandom >"$TMP/html/100mb.bin"
 fi
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
+make_certs "$TMP/certs"
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
-chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+chmod 600 "$TMP"/certs/*.pem
 cd "$TMP" # every path below is absolute
 
 # --- helpers -----------------------------------------------------------------------------
-free_port() { # a port no socket uses now, outside the ephemeral range
-    local used p i lo=32768 hi=60999
-    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
-    for ((i = 0; i < 500; i++)); do
-        p=$((10000 + (RANDOM * 32768 + RANDOM) % 55000))
-        ((p >= lo && p <= hi)) && continue
-        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
-    done
-    die "no free port found"
-}
-
-listening() { # port: 0 if something listens on 127.0.0.1:port
-    local hex
-    hex=$(printf '%04X' "$1")
-    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
-        /proc/net/tcp
-}
-
-cpu_ticks() { # pid -> utime+stime (all threads), clock ticks
-    local line rest
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest
-    echo $((${12} + ${13}))
-}
-
-children_ticks() { # cutime+cstime of this shell: CPU of reaped clients, clock ticks
-    local line rest
-    read -r line <"/proc/$$/stat"
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest
-    echo $((${14} + ${15}))
-}
-
-now_ns() { date +%s%N; }
-
-print_log() {
-    local f
-    for f in "$@"; do
-        [[ -s $f ]] || continue
-        echo "----- $f (last 30 lines) -----" >&2
-        tail -n 30 "$f" >&2
-    done
-}
-
-nginx_temp_paths() { # compiled-in temp paths into TMP (see bench/handshake.sh)
-    local v dir=$1
-    v=$("$NGINX" -V 2>&1)
-    echo "    client_body_temp_path $dir/body;"
-    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
-    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
-    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
-    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
-}
 
 # case k: the keep-alive / throughput server (TLS 1.3, every default suite, ECDSA P-256)
 case_title() {
@@ -320,6 +186,26 @@ server_title() {
     esac
 }
 server_path() { case $1 in haproxy*) echo / ;; *) echo /0kb.bin ;; esac }
+
+launch() { # name port dir case: write the configuration, start the server (start_server)
+    local name=$1 port=$2 d=$3 cs=$4
+    write_conf "$name" "$cs" "$port" "$d"
+    case $name in
+    nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+    tlsgate*) TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+    haproxy*)
+        (exec taskset -c "$SRV_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
+        ;;
+    esac
+}
+
+serve() { # name case: started, then pinned
+    local d="$TMP/$1-$2"
+    mkdir -p "$d/tmp" "$d/state"
+    DIR[$1]=$d
+    start_server "$1" "$d" launch "$2"
+    pin "$1"
+}
 
 write_conf() { # name case port dir
     local name=$1 cs=$2 port=$3 d=$4 cert
@@ -387,62 +273,6 @@ write_conf() { # name case port dir
     } >"$d/server.conf"
 }
 
-start_server() { # name case
-    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
-    mkdir -p "$d/tmp" "$d/state"
-    DIR[$name]=$d
-    for ((attempt = 1; attempt <= 5; attempt++)); do
-        port=$(free_port)
-        write_conf "$name" "$cs" "$port" "$d"
-        : >"$d/error.log"
-        : >"$d/stdout.log"
-        case $name in
-        nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
-        tlsgate*) TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
-        haproxy*)
-            (exec taskset -c "$SRV_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
-            ;;
-        esac
-        m=$!
-        MASTER[$name]=$m
-        w=""
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$m" 2>/dev/null || break
-            if [[ $name == haproxy* ]]; then kids=$m; else kids=$(pgrep -P "$m" || true); fi
-            if [[ -n $kids ]] && listening "$port"; then
-                w=$kids
-                break
-            fi
-            sleep 0.1
-        done
-        if [[ -n $w ]]; then
-            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker, got: ${w//$'\n'/ }"; }
-            WORKER[$name]=$w
-            PORT[$name]=$port
-            sleep 0.3 # let the worker finish its start-up (the provider's threads)
-            [[ $name == haproxy* ]] || [[ $(pgrep -P "$m" || true) == "$w" ]] ||
-                { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start"; }
-            pin "$name"
-            return 0
-        fi
-        if kill -0 "$m" 2>/dev/null; then
-            stop_server "$name"
-            print_log "$d/error.log" "$d/stdout.log"
-            die "$name did not start listening on 127.0.0.1:$port within 10 s (config in $d)"
-        fi
-        wait "$m" 2>/dev/null || true
-        MASTER[$name]=""
-        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
-            note "$name: port $port taken meanwhile, retrying with another"
-            continue
-        fi
-        cat "$d"/*.c* >&2 || true
-        print_log "$d/error.log" "$d/stdout.log"
-        die "$name failed to start (its log is above)"
-    done
-    die "$name: no free port after 5 attempts"
-}
-
 pin() { # every thread of the worker on SRV_CPU (the provider's timer thread too)
     local w=${WORKER[$1]} t
     for t in /proc/"$w"/task/*; do
@@ -493,12 +323,6 @@ verify() { # name case [suite]: protocol, cipher, key and HTTP 200 are the case'
         echo "$out" | head -n 40 >&2
         die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
     fi
-}
-
-to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s
-    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
-        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
-        printf "%.2f", v }'
 }
 
 # run_client secs out cmd...: the client on CLI_CPU, bounded in time; returns its status
@@ -629,7 +453,7 @@ if part handshake; then
         echo
         echo "== handshakes, case $cs: $(case_title "$cs") =="
         for name in $SERVERS; do
-            start_server "$name" "$cs"
+            serve "$name" "$cs"
             verify "$name" "$cs"
         done
         for ((rep = 1; rep <= REPEAT; rep++)); do
@@ -647,7 +471,7 @@ if part keepalive || part throughput; then
     echo
     echo "== keep-alive and throughput: $(case_title k) =="
     for name in nginx tlsgate; do
-        start_server "$name" k
+        serve "$name" k
         verify "$name" k
     done
     if part throughput; then

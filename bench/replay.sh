@@ -72,16 +72,14 @@
 # the server accepted over the run (stub_status, HAProxy `show info` CumConns) minus the
 # generator's connections (should be ~0: every replayed connection reached the server).
 set -euo pipefail
-
-die() { echo "replay.sh: error: $*" >&2; exit 1; }
-note() { echo "replay.sh: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECS=${BENCH_SECONDS:-10}
 WARMUP=${BENCH_WARMUP:-2}
 CONNS=${BENCH_CONNS:-256}
 REPEAT=${BENCH_REPEAT:-1}
 CASES=${BENCH_CASES:-a b c d}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ANCHORS=${ANCHORS_DIR:-$ROOT/../shared/anchors}
 HAVE_ANCHORS=0
 [[ -x $ANCHORS/amnginx/sbin/nginx && -f $ANCHORS/qat/qatprovider.so && -f $ANCHORS/qat/qatengine.so ]] &&
@@ -117,49 +115,13 @@ done
 want() { [[ " $SERVERS " == *" $1 "* ]]; } # server is in BENCH_SERVERS
 
 # --- tools -------------------------------------------------------------------------------
-install_missing() {
-    local pkgs=() sudo=()
-    if (want nginx) && ! command -v nginx >/dev/null 2>&1 && [[ ! -x /usr/sbin/nginx ]] &&
-        [[ -z ${NGINX_BIN:-} ]]; then
-        pkgs+=(nginx-light)
-    fi
-    if { want haproxy || want haproxy-prov; } && ! command -v haproxy >/dev/null 2>&1 &&
-        [[ ! -x /usr/sbin/haproxy ]] && [[ -z ${HAPROXY_BIN:-} ]]; then
-        pkgs+=(haproxy)
-    fi
-    [[ $WRK == 1 ]] && ! command -v wrk >/dev/null 2>&1 && pkgs+=(wrk)
-    # qat_sw's AES-GCM comes from intel-ipsec-mb (the anchor kit's README)
-    { want amnginx-engine || want amnginx-prov; } && ! dpkg -s libipsec-mb1 >/dev/null 2>&1 &&
-        pkgs+=(libipsec-mb1)
-    command -v openssl >/dev/null 2>&1 || pkgs+=(openssl)
-    command -v taskset >/dev/null 2>&1 || pkgs+=(util-linux)
-    [[ $PERF == 1 ]] && ! command -v perf >/dev/null 2>&1 && pkgs+=(linux-perf)
-    command -v pgrep >/dev/null 2>&1 || pkgs+=(procps)
-    command -v timeout >/dev/null 2>&1 || pkgs+=(coreutils)
-    ((${#pkgs[@]} == 0)) && return 0
-    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${pkgs[*]} (BENCH_NO_INSTALL=1)"
-    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${pkgs[*]} and no apt-get"
-    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    note "installing: ${pkgs[*]}"
-    # keep the packages from starting their system services (see bench/handshake.sh)
-    local policy=/usr/sbin/policy-rc.d made_policy=0
-    if [[ ! -e $policy ]]; then
-        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
-        "${sudo[@]}" chmod 755 "$policy"
-        made_policy=1
-    fi
-    local rc=0
-    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends "${pkgs[@]}" >/dev/null; } || rc=$?
-    ((made_policy)) && "${sudo[@]}" rm -f "$policy"
-    ((rc == 0)) || die "apt-get install ${pkgs[*]} failed (rc $rc)"
-}
-install_missing
+# qat_sw's AES-GCM comes from intel-ipsec-mb (the anchor kit's README)
+install_missing $(want nginx && nginx_missing) \
+    $({ want haproxy || want haproxy-prov; } && haproxy_missing) \
+    $([[ $WRK == 1 ]] && echo wrk:wrk) $([[ $PERF == 1 ]] && echo perf:linux-perf) \
+    $({ want amnginx-engine || want amnginx-prov; } && echo dpkg:libipsec-mb1) \
+    openssl:openssl taskset:util-linux pgrep:procps timeout:coreutils
 
-abspath() { # a path relative to $PWD if it exists there, else to the repo root
-    if [[ $1 == /* ]]; then echo "$1"; elif [[ -e $1 ]]; then echo "$PWD/$1"; else echo "$ROOT/$1"; fi
-}
 TG=$(abspath "${TLSGATE_BIN:-build/tlsgate}")
 BUILD_DIR=$(dirname "$TG")
 REPLAY=$(abspath "${REPLAY_BIN:-$BUILD_DIR/tlsgate_replay}")
@@ -182,51 +144,14 @@ want nginx && { [[ -x $NGINX ]] || die "nginx not found ($NGINX)"; }
 if want haproxy || want haproxy-prov; then [[ -x $HAPROXY ]] || die "haproxy not found ($HAPROXY)"; fi
 [[ $WRK == 1 ]] && { command -v wrk >/dev/null 2>&1 || die "wrk not found (BENCH_WRK=1)"; }
 
-NCPU=$(nproc)
-SRV_CPU=0
-CLI_CPU=1
-if ((NCPU < 2)); then
-    note "warning: only $NCPU CPU: server and generator share CPU 0, numbers are not meaningful"
-    CLI_CPU=0
-fi
-HZ=$(getconf CLK_TCK)
+cpu_roles generator
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-replay.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A MASTER=() WORKER=() PORT=() SPORT=() DIR=()
+declare -A SPORT=() DIR=() # MASTER, WORKER, PORT: bench/lib.sh
+START_SETTLE=0.3 # the provider's threads
 CLIENT_PID=""
-
-stop_server() {
-    local name=$1 m=${MASTER[$1]:-} i
-    [[ -n $m ]] || return 0
-    MASTER[$name]=""
-    if [[ $name == haproxy* ]]; then
-        # soft stop: HAProxy exits through OPENSSL_cleanup, so the provider writes its
-        # counters (TLSGATE_STATS_FILE); SIGTERM after 3 s
-        kill -USR1 "$m" 2>/dev/null || true
-        for ((i = 0; i < 30; i++)); do
-            kill -0 "$m" 2>/dev/null || break
-            sleep 0.1
-        done
-    fi
-    kill -TERM "$m" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$m" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$m" 2>/dev/null; then
-        note "$name ($m) did not stop on SIGTERM in 5 s, sending SIGKILL"
-        pkill -KILL -P "$m" 2>/dev/null || true
-        kill -KILL "$m" 2>/dev/null || true
-    fi
-    wait "$m" 2>/dev/null || true
-    # a worker that outlived its master
-    if [[ -n ${WORKER[$name]:-} && ${WORKER[$name]} != "$m" ]]; then
-        kill -KILL "${WORKER[$name]}" 2>/dev/null || true
-    fi
-    WORKER[$name]=""
-}
 
 cleanup() {
     set +e
@@ -235,24 +160,14 @@ cleanup() {
     for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov amnginx-engine amnginx-prov; do stop_server "$s"; done
     rm -rf "$TMP"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
-mkdir -p "$TMP/html" "$TMP/certs"
-: >"$TMP/html/0kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/rsa.key" -out "$TMP/certs/rsa.crt" 2>/dev/null ||
-    die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$TMP/certs/ecdsa.key" -out "$TMP/certs/ecdsa.crt" 2>/dev/null ||
-    die "cannot create the ECDSA certificate"
+make_docroot "$TMP/html"
+make_certs "$TMP/certs"
 cat "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" >"$TMP/certs/rsa.pem"
 cat "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" >"$TMP/certs/ecdsa.pem"
-chmod 600 "$TMP"/certs/*.key "$TMP"/certs/*.pem
+chmod 600 "$TMP"/certs/*.pem
 if ((HAVE_ANCHORS)); then
     # qatprovider for asynch_mode_nginx, as the kit's handshakes.sh loads it
     cat >"$TMP/qat.cnf" <<QATCNF
@@ -275,48 +190,6 @@ fi
 cd "$TMP" # every path below is absolute; nothing stray lands in the caller's directory
 
 # --- helpers -----------------------------------------------------------------------------
-# A port nobody uses on this host now (no socket in any state, v4 or v6), outside the
-# ephemeral range the generator's connections take their ports from.
-EPH_LO=32768 EPH_HI=60999
-read -r EPH_LO EPH_HI </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-free_port() {
-    local used p i
-    used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
-    for ((i = 0; i < 500; i++)); do
-        p=$((10000 + (RANDOM * 32768 + RANDOM) % 55000))
-        ((p >= EPH_LO && p <= EPH_HI)) && continue
-        grep -qx "$p" <<<"$used" || { echo "$p"; return 0; }
-    done
-    die "no free port found"
-}
-
-listening() { # port: 0 if something listens on 127.0.0.1:port
-    local hex
-    hex=$(printf '%04X' "$1")
-    awk -v h="$hex" 'NR > 1 && $4 == "0A" { split($2, a, ":"); if (a[2] == h) f = 1 } END { exit !f }' \
-        /proc/net/tcp
-}
-
-cpu_ticks() { # pid -> utime+stime (all threads), clock ticks
-    local line rest
-    read -r line <"/proc/$1/stat" || return 1
-    rest=${line##*) }
-    # shellcheck disable=SC2086
-    set -- $rest # $1 = field 3 (state) ... $12 = field 14 (utime), $13 = field 15 (stime)
-    echo $((${12} + ${13}))
-}
-
-now_ns() { date +%s%N; }
-
-print_log() {
-    local f
-    for f in "$@"; do
-        [[ -s $f ]] || continue
-        echo "----- $f (last 40 lines) -----" >&2
-        tail -n 40 "$f" >&2
-    done
-}
 
 https_get() { # port path: raw response via openssl s_client
     printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$2" |
@@ -337,16 +210,6 @@ accepts() { # name
         https_get "${PORT[$name]}" /status | awk 'f == 1 { print $1 } { f = f ? 2 : /^server accepts handled requests/ }'
         ;;
     esac
-}
-
-nginx_temp_paths() { # compiled-in temp paths into TMP (see bench/handshake.sh)
-    local v dir=$1
-    v=$("$NGINX" -V 2>&1)
-    echo "    client_body_temp_path $dir/body;"
-    grep -q -- '--without-http_proxy_module' <<<"$v" || echo "    proxy_temp_path $dir/proxy;"
-    grep -q -- '--without-http_fastcgi_module' <<<"$v" || echo "    fastcgi_temp_path $dir/fastcgi;"
-    grep -q -- '--without-http_uwsgi_module' <<<"$v" || echo "    uwsgi_temp_path $dir/uwsgi;"
-    grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
 }
 
 case_title() {
@@ -395,6 +258,46 @@ server_title() {
     amnginx-engine) echo "asynch_mode_nginx + qat_sw engine" ;;
     amnginx-prov) echo "asynch_mode_nginx + qatprovider" ;;
     esac
+}
+
+launch() { # name port dir case: write the configuration, start the server (start_server)
+    local name=$1 port=$2 d=$3 cs=$4
+    [[ $name == haproxy* ]] && SPORT[$name]=$(free_port "$port")
+    write_conf "$name" "$cs" "$port" "$d"
+    case $name in
+    nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
+    amnginx-engine)
+        mkdir -p "$d/logs"
+        OPENSSL_ENGINES=$ANCHORS/qat OPENSSL_CONF=/dev/null "$ANCHORS/amnginx/sbin/nginx" -p "$d" \
+            -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+        ;;
+    amnginx-prov)
+        mkdir -p "$d/logs"
+        OPENSSL_CONF=$TMP/qat.cnf "$ANCHORS/amnginx/sbin/nginx" -p "$d" -e "$d/error.log" \
+            -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+        ;;
+    tlsgate*-b)
+        env "${TG_B_ENV[@]}" TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
+            "$TG_B" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+        ;;
+    tlsgate*)
+        TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
+            "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
+        ;;
+    haproxy*)
+        # exec: $! is HAProxy itself (one process, no master)
+        (exec env TLSGATE_STATS_FILE="$d/prov.stats" taskset -c "$SRV_CPU" "$HAPROXY" -db \
+            -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
+        ;;
+    esac
+}
+
+serve() { # name case: started, then pinned
+    local d="$TMP/$1-$2"
+    mkdir -p "$d/tmp" "$d/state"
+    DIR[$1]=$d
+    start_server "$1" "$d" launch "$2"
+    pin "$1"
 }
 
 write_conf() { # name case port dir
@@ -473,86 +376,6 @@ write_conf() { # name case port dir
     } >"$d/server.conf"
 }
 
-start_server() { # name case
-    local name=$1 cs=$2 d="$TMP/$1-$2" attempt port m w i kids
-    mkdir -p "$d/tmp" "$d/state"
-    DIR[$name]=$d
-    for ((attempt = 1; attempt <= 5; attempt++)); do
-        port=$(free_port)
-        [[ $name == haproxy* ]] && SPORT[$name]=$(free_port)
-        write_conf "$name" "$cs" "$port" "$d"
-        : >"$d/error.log"
-        : >"$d/stdout.log"
-        case $name in
-        nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
-        amnginx-engine)
-            mkdir -p "$d/logs"
-            OPENSSL_ENGINES=$ANCHORS/qat OPENSSL_CONF=/dev/null "$ANCHORS/amnginx/sbin/nginx" -p "$d" \
-                -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
-            ;;
-        amnginx-prov)
-            mkdir -p "$d/logs"
-            OPENSSL_CONF=$TMP/qat.cnf "$ANCHORS/amnginx/sbin/nginx" -p "$d" -e "$d/error.log" \
-                -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
-            ;;
-        tlsgate*-b)
-            env "${TG_B_ENV[@]}" TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
-                "$TG_B" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
-            ;;
-        tlsgate*)
-            TLSGATE_STATE_DIR="$d/state" TLSGATE_STATS_FILE="$d/prov.stats" \
-                "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 &
-            ;;
-        haproxy*)
-            # exec: $! is HAProxy itself (one process, no master)
-            (exec env TLSGATE_STATS_FILE="$d/prov.stats" taskset -c "$SRV_CPU" "$HAPROXY" -db \
-                -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
-            ;;
-        esac
-        m=$!
-        MASTER[$name]=$m
-        w=""
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$m" 2>/dev/null || break
-            if [[ $name == haproxy* ]]; then
-                kids=$m
-            else
-                kids=$(pgrep -P "$m" || true)
-            fi
-            if [[ -n $kids ]] && listening "$port"; then
-                w=$kids
-                break
-            fi
-            sleep 0.1
-        done
-        if [[ -n $w ]]; then
-            [[ $w == *[!0-9]* ]] && { print_log "$d/error.log" "$d/stdout.log"; die "$name: expected one worker process, got: ${w//$'\n'/ }"; }
-            WORKER[$name]=$w
-            PORT[$name]=$port
-            sleep 0.3 # let the worker finish its start-up (the provider's threads)
-            [[ $name == haproxy* ]] || [[ $(pgrep -P "$m" || true) == "$w" ]] ||
-                { print_log "$d/error.log" "$d/stdout.log"; die "$name: worker $w exited right after start"; }
-            pin "$name"
-            return 0
-        fi
-        if kill -0 "$m" 2>/dev/null; then
-            stop_server "$name"
-            print_log "$d/error.log" "$d/stdout.log"
-            die "$name did not start listening on 127.0.0.1:$port within 10 s (config in $d)"
-        fi
-        wait "$m" 2>/dev/null || true
-        MASTER[$name]=""
-        if grep -qi 'address already in use' "$d/error.log" "$d/stdout.log" 2>/dev/null; then
-            note "$name: port $port taken meanwhile, retrying with another"
-            continue
-        fi
-        cat "$d"/*.c* >&2 || true
-        print_log "$d/error.log" "$d/stdout.log"
-        die "$name failed to start (its log is above)"
-    done
-    die "$name: no free port after 5 attempts"
-}
-
 # Every thread of the worker on SRV_CPU (the provider's timer thread too).
 pin() { # name
     local name=$1 w=${WORKER[$1]} t aff moved=""
@@ -627,12 +450,6 @@ verify() {
         ${R[server_key]} != "$want_k" ]]; then
         die "$name case $cs is not what it claims (want $want_v $want_c $want_g $want_k)"
     fi
-}
-
-to_ms() { # wrk time like 12.34ms / 850.00us / 1.20s
-    awk -v t="$1" 'BEGIN { v = t + 0; u = t; sub(/^[0-9.]+/, "", u);
-        if (u == "us") v /= 1000; else if (u == "s") v *= 1000; else if (u == "m") v *= 60000;
-        printf "%.2f", v }'
 }
 
 # CPU µs per real handshake with wrk (-c50, Connection: close), for BENCH_WRK=1
@@ -780,7 +597,7 @@ for CS in $CASES; do
     echo
     echo "== case $CS: $(case_title "$CS") =="
     for name in $SERVERS; do
-        start_server "$name" "$CS"
+        serve "$name" "$CS"
         verify "$name" "$CS"
     done
     for ((rep = 1; rep <= REPEAT; rep++)); do

@@ -530,11 +530,11 @@ int gw_master_run(const gw_options_t *opt)
         gw_log(GW_LOG_EMERG, e, "cannot write the pid file \"%s\"", cycle->conf->pid);
         return 1;
     }
-    char *pid_path = strdup(cycle->conf->pid);
     if (gw_stats_init_shared() != 0) {
         gw_log(GW_LOG_EMERG, errno, "mmap() of the shared statistics failed");
         return 1;
     }
+    char *pid_path = strdup(cycle->conf->pid);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);

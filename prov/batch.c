@@ -329,7 +329,8 @@ static void atfork_child(void)
 {
     struct tg_thread *t = tg_self;
 
-    pthread_mutex_init(&tg_reg_lock, NULL);
+    /* atfork_prepare's locks are this thread's: released (see tg_timer_fork_child) */
+    pthread_mutex_unlock(&tg_reg_lock);
     tg_timer_fork_child();
     atomic_store(&tg_polled_any_ns, 0);
     /* The other threads' states stay allocated (they may hold their locks); only ours

@@ -46,20 +46,27 @@ static int bind_one(OSSL_PROVIDER *deflt, int operation, const char *name, struc
 int tg_dflt_bind(TG_PROV *prov)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static int bound;
     OSSL_PROVIDER *d = (OSSL_PROVIDER *)prov->deflt;
     int ok;
 
     pthread_mutex_lock(&lock);
-    ok = bind_one(d, OSSL_OP_KEYMGMT, "RSA", &tg_dflt_keymgmt[TG_KT_RSA]) &&
-         bind_one(d, OSSL_OP_KEYMGMT, "EC", &tg_dflt_keymgmt[TG_KT_EC]) &&
-         bind_one(d, OSSL_OP_KEYMGMT, "X25519", &tg_dflt_keymgmt[TG_KT_X25519]) &&
-         bind_one(d, OSSL_OP_SIGNATURE, "RSA", &tg_dflt_sig_rsa) &&
-         bind_one(d, OSSL_OP_SIGNATURE, "ECDSA", &tg_dflt_sig_ecdsa) &&
-         bind_one(d, OSSL_OP_ASYM_CIPHER, "RSA", &tg_dflt_cipher_rsa) &&
-         bind_one(d, OSSL_OP_KEYEXCH, "ECDH", &tg_dflt_kex_ecdh) &&
-         bind_one(d, OSSL_OP_KEYEXCH, "X25519", &tg_dflt_kex_x25519) &&
-         bind_one(d, OSSL_OP_KDF, "TLS13-KDF", &tg_dflt_kdf_tls13) &&
-         bind_one(d, OSSL_OP_KDF, "TLS1-PRF", &tg_dflt_kdf_tls1_prf);
+    /* Once per process: the default provider's functions are the same in every library
+     * context, and a second instance rewriting the tables while other threads call
+     * through them was a data race (ThreadSanitizer, prov_test test_instances_independent
+     * beside test_async_threads). */
+    if (!bound)
+        bound = bind_one(d, OSSL_OP_KEYMGMT, "RSA", &tg_dflt_keymgmt[TG_KT_RSA]) &&
+                bind_one(d, OSSL_OP_KEYMGMT, "EC", &tg_dflt_keymgmt[TG_KT_EC]) &&
+                bind_one(d, OSSL_OP_KEYMGMT, "X25519", &tg_dflt_keymgmt[TG_KT_X25519]) &&
+                bind_one(d, OSSL_OP_SIGNATURE, "RSA", &tg_dflt_sig_rsa) &&
+                bind_one(d, OSSL_OP_SIGNATURE, "ECDSA", &tg_dflt_sig_ecdsa) &&
+                bind_one(d, OSSL_OP_ASYM_CIPHER, "RSA", &tg_dflt_cipher_rsa) &&
+                bind_one(d, OSSL_OP_KEYEXCH, "ECDH", &tg_dflt_kex_ecdh) &&
+                bind_one(d, OSSL_OP_KEYEXCH, "X25519", &tg_dflt_kex_x25519) &&
+                bind_one(d, OSSL_OP_KDF, "TLS13-KDF", &tg_dflt_kdf_tls13) &&
+                bind_one(d, OSSL_OP_KDF, "TLS1-PRF", &tg_dflt_kdf_tls1_prf);
+    ok = bound;
     pthread_mutex_unlock(&lock);
     return ok;
 }

@@ -82,8 +82,8 @@ static void pool_atfork_parent(void)
 /* The child: the parent's entries are wiped, never used here. */
 static void pool_atfork_child(void)
 {
-    pthread_mutex_init(&pool_mu, NULL);
-    pools_clear_locked();
+    pools_clear_locked(); /* under pool_atfork_prepare's lock, this thread's: released */
+    pthread_mutex_unlock(&pool_mu);
 }
 
 static void pool_atexit(void)

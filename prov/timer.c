@@ -299,7 +299,10 @@ void tg_timer_fork_child(void)
 {
     pthread_condattr_t attr;
 
-    pthread_mutex_init(&timer_mu, NULL);
+    /* tg_timer_fork_prepare's lock, held by this thread (the only one now): released, not
+     * re-initialised (POSIX leaves initialising a locked mutex undefined; ThreadSanitizer
+     * then saw the child's timer thread lock a mutex it still held) */
+    pthread_mutex_unlock(&timer_mu);
     /* the timer's deadlines are CLOCK_MONOTONIC, as tg_timer_init's */
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

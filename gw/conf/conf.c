@@ -102,7 +102,7 @@ char *gw_conf_quote(char *buf, size_t size, const char *s, size_t max)
             buf[0] = '\0';
         return buf;
     }
-    for (i = 0; s[i] && i < max; i++) {
+    for (i = 0; i < max && s[i]; i++) { /* s may end at max without a NUL */
         unsigned char c = (unsigned char)s[i];
         char tmp[8];
         size_t k;

@@ -116,10 +116,10 @@ void gw_obs_add(gw_obs_t *dst, const gw_obs_t *src)
         for (size_t i = 0; i < ALG_WORDS; i++)
             st(&d[i], ld(&d[i]) + ld(&s[i]));
     }
-    uint64_t *gd = &dst->prov.gcm_records;
-    const uint64_t *gs = &src->prov.gcm_records;
-    for (size_t i = 0; i < 3; i++)
-        st(&gd[i], ld(&gd[i]) + ld(&gs[i]));
+    st(&dst->prov.gcm_records, ld(&dst->prov.gcm_records) + ld(&src->prov.gcm_records));
+    st(&dst->prov.gcm_bytes, ld(&dst->prov.gcm_bytes) + ld(&src->prov.gcm_bytes));
+    st(&dst->prov.gcm_tag_failures,
+       ld(&dst->prov.gcm_tag_failures) + ld(&src->prov.gcm_tag_failures));
     __atomic_store_n(&dst->prov_valid, 1, __ATOMIC_RELEASE);
 }
 

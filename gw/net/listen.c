@@ -41,12 +41,13 @@ fail:;
 
 void gw_addr_text(const struct sockaddr *sa, char *out, size_t cap)
 {
-    if (sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)cap);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, out, (socklen_t)cap);
-    } else {
-        snprintf(out, cap, "unix:");
-    }
+    /* inet_ntop writes nothing when the text does not fit (ENOSPC): format in full here,
+     * then truncate into out */
+    char text[INET6_ADDRSTRLEN] = "unix:";
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, text, sizeof(text));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, text, sizeof(text));
+    if (cap)
+        snprintf(out, cap, "%s", text);
 }

@@ -310,8 +310,15 @@ static void fa_atfork_child(void)
     FA_PROV *p;
 
     for (p = fa_instances; p != NULL; p = p->next_instance) {
-        /* Only this thread exists now: start the synchronisation objects afresh. */
-        fa_sync_init(p);
+        /* Only this thread exists now, holding p->lock (fa_atfork_prepare): the condition
+         * variables start afresh (no waiter is left), the lock is released below. */
+        pthread_condattr_t attr;
+
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->work_cv, &attr);
+        pthread_cond_init(&p->done_cv, &attr);
+        pthread_condattr_destroy(&attr);
         p->thread_running = 0;
         if (p->current != NULL) {
             p->current->next = p->head;
@@ -326,8 +333,9 @@ static void fa_atfork_child(void)
          */
         if (p->head != NULL)
             fa_thread_start_locked(p);
+        pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_init(&fa_instances_lock, NULL);
+    pthread_mutex_unlock(&fa_instances_lock);
 }
 
 static void fa_atfork_register(void)

@@ -108,8 +108,8 @@ mb8_status_t mb8_p384_public_key(uint8_t *const out[MB8_LANES],
  * Side channels: d is never multiplied by the public r directly: s is computed as
  * (k b)^-1 (b e + (b r) d) with the blinding factor b = k (secret, fresh per signature; a
  * separate random b would need an extra input). Inversions are Fermat (fixed exponent).
- * The computation is split internally into a nonce-only part (r, (k b)^-1, b) and a
- * completion, so that a setup/complete API (performance.md §2.6) can follow.
+ * The same two halves are offered apart as mb8_p384_ecdsa_sign_setup (nonce only: r,
+ * (k b)^-1, b) and mb8_p384_ecdsa_sign_complete.
  */
 mb8_status_t mb8_p384_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
                                  const uint8_t *const digest[MB8_LANES],

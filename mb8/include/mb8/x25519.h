@@ -3,7 +3,7 @@
  *
  * The OpenSSL provider calls these two entry points; which kernel runs behind them is
  * chosen at run time (mb8/cpu.h): the AVX-512 IFMA kernel (mb8/src/x25519/x25519_ifma.c:
- * 5 limbs of 52 bits, 8 lanes per zmm, docs/research/performance.md §2.5) or the portable
+ * 5 limbs of 52 bits, 8 lanes per zmm; its design is in that file's header) or the portable
  * reference (mb8/src/x25519/x25519_ref.c); both give bit-identical results (tests/diff).
  *
  * Scratch: both entry points take `scratch`, at least mb8_x25519_scratch_size() bytes

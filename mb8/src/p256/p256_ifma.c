@@ -1,7 +1,7 @@
 /*
  * The AVX-512 IFMA kernels of mb8/p256.h: ECDH, key generation and ECDSA signing for 8
- * lanes at once (docs/research/performance.md §2.6). See p256_internal.h for the kernel
- * contract; the results are bit-identical to the portable reference (p256_ref.c).
+ * lanes at once. See p256_internal.h for the kernel contract; the results are
+ * bit-identical to the portable reference (p256_ref.c).
  *
  * Layout: as rsa_ifma.c, transposed: a number of 5 radix-2^52 limbs for the 8 lanes is 5
  * zmm vectors; vector j holds limb j of every lane. Nothing crosses lanes.

@@ -2,8 +2,8 @@
  * Portable reference P-256 (NIST P-256 = secp256r1, FIPS 186-4 §D.1.2.3, SEC 2 §2.4.2):
  * see p256_internal.h and mb8/p256.h.
  *
- * Numbers: 5 limbs of 52 bits (radix 2^52, 260 bits), the radix of the coming AVX-512
- * IFMA kernel (docs/research/performance.md §2.6), so both kernels hold the same
+ * Numbers: 5 limbs of 52 bits (radix 2^52, 260 bits), the radix of the AVX-512 IFMA
+ * kernel (p256_ifma.c), so both kernels hold the same
  * Montgomery values limb for limb and a mismatch can be traced limb by limb. Products are
  * unsigned __int128. One generic Montgomery multiplication (R = 2^260) serves the field
  * (mod p, where p = -1 mod 2^52 makes k0 = 1) and the scalars (mod n, k0 = -n^-1 mod
@@ -19,8 +19,7 @@
  * (0 : 1 : 0), so the scalar multiplication has no exceptional case to mask at all. They
  * cost 12M + 2 mul-by-b (addition) and 8M + 3S (doubling), against 12M + 4S / 4M + 4S
  * for Jacobian, i.e. ~20% more field work than Jacobian with masked special cases; the
- * IFMA kernel may use Jacobian as performance.md §2.6 plans, provided it gives the same
- * bytes.
+ * IFMA kernel uses Jacobian coordinates for ECDH (p256_ifma.c), giving the same bytes.
  *
  * Scalar multiplication: fixed 4-bit windows, unsigned digits, 64 windows of 4 doublings
  * and one addition each; a per-lane table of 0P..15P (0P = infinity) read with a
@@ -195,6 +194,7 @@ static void mont_mul(uint64_t r[5], const uint64_t a[5], const uint64_t b[5],
     u128 acc = 0;
     for (int i = 0; i < 5; i++) {
         for (int j = 0; j < i; j++)
+            /* cppcheck-suppress uninitvar ; q[j] for j < i was set by an earlier column */
             acc += (u128)a[j] * b[i - j] + (u128)q[j] * m[i - j];
         acc += (u128)a[i] * b[0];
         q[i] = ((uint64_t)acc * M->k0) & M52; /* k0 = 1 for p: q[i] = the low limb */
@@ -486,6 +486,7 @@ static uint64_t pt_to_affine(uint64_t x[5], uint64_t y[5], const pt *R)
 /* Loads an affine point (canonical coordinates) into Montgomery projective form. */
 static void pt_from_affine(pt *R, const uint64_t x[5], const uint64_t y[5])
 {
+    /* cppcheck-suppress uninitvar ; R is the output; to_mont only writes R->x */
     to_mont(R->x.v, x, &P);
     to_mont(R->y.v, y, &P);
     memcpy(R->z.v, P.one, sizeof R->z.v);

@@ -191,6 +191,7 @@ static void mont_mul(uint64_t r[NL], const uint64_t a[NL], const uint64_t b[NL],
     u128 acc = 0;
     for (int i = 0; i < NL; i++) {
         for (int j = 0; j < i; j++)
+            /* cppcheck-suppress uninitvar ; q[j] for j < i was set by an earlier column */
             acc += (u128)a[j] * b[i - j] + (u128)q[j] * m[i - j];
         acc += (u128)a[i] * b[0];
         q[i] = ((uint64_t)acc * M->k0) & M52; /* q[i] = column * k0 mod 2^52 */
@@ -482,6 +483,7 @@ static uint64_t pt_to_affine(uint64_t x[NL], uint64_t y[NL], const pt *R)
 /* Loads an affine point (canonical coordinates) into Montgomery projective form. */
 static void pt_from_affine(pt *R, const uint64_t x[NL], const uint64_t y[NL])
 {
+    /* cppcheck-suppress uninitvar ; R is the output; to_mont only writes R->x */
     to_mont(R->x.v, x, &P);
     to_mont(R->y.v, y, &P);
     memcpy(R->z.v, P.one, sizeof R->z.v);

@@ -1,6 +1,7 @@
 /*
  * The AVX-512 IFMA kernel of mb8_rsa_private_crt (see mb8/rsa.h): the two CRT
- * exponentiations of all 8 lanes at once (docs/research/performance.md §2.1).
+ * exponentiations of all 8 lanes at once (the 8-lane layout of Drucker and Gueron, "Fast
+ * modular squaring with AVX512IFMA", ITNG 2019, and of Intel's crypto_mb).
  *
  * Layout: operand-major transposition. A number of n radix-2^52 limbs for the 8 lanes is
  * n zmm vectors; vector j holds limb j of every lane, so carries, shifts and the table

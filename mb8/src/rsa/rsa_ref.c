@@ -178,7 +178,8 @@ static inline __attribute__((always_inline)) void redc_n(uint64_t *restrict r, u
 /*
  * Almost-Montgomery squaring: the full square (each cross product once, doubled), then
  * redc_n. About 1.5 n^2 instead of 2 n^2 multiplications
- * (Drucker-Gueron 2019's dedicated squaring, performance.md §2.1). t: 2n limbs.
+ * (the dedicated squaring of Drucker and Gueron, "Fast modular squaring with
+ * AVX512IFMA", ITNG 2019). t: 2n limbs.
  */
 static inline __attribute__((always_inline)) void ams(uint64_t *restrict r, const uint64_t *a,
                                                       const uint64_t *restrict m, uint64_t k0,

@@ -1,6 +1,6 @@
 /*
  * The AVX-512 IFMA X25519 kernel (RFC 7748 §5) for 8 lanes at once: see x25519_internal.h
- * for the contract and docs/research/performance.md §2.5 for the design.
+ * for the contract; the design is below (radix 2^52 as in Intel's crypto_mb x25519 kernel).
  *
  * Layout: a field element of the 8 lanes is 5 zmm vectors; vector j holds limb j (radix
  * 2^52) of every lane, so nothing ever crosses lanes. Value = sum l_j 2^(52 j).
