@@ -198,6 +198,7 @@ static AVX __attribute__((target("avx512vbmi2"))) unsigned rej_uniform_v(mb8__ml
         } else {
             alignas(64) uint16_t tmp[32];
             _mm512_store_si512(tmp, c);
+            /* cppcheck-suppress pointerOutOfBoundsCond ; n < MB8__MLKEM_N in the loop and k <= room */
             memcpy(a->c + n, tmp, k * sizeof(uint16_t));
         }
         n += k;
