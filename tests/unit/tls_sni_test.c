@@ -23,7 +23,7 @@ static int parse(const unsigned char *b, size_t n, const char *want)
     int rc = gw_tls_parse_sni(b, n, &name, &len);
     if (rc == 1) {
         assert_non_null(want);
-        assert_int_equal(len, strlen(want));
+        assert_int_equal(len, want != NULL ? strlen(want) : SIZE_MAX); /* -O3 sees want = NULL */
         assert_memory_equal(name, want, len);
         assert_true(name >= b && name + len <= b + n); /* points into the input */
     }
