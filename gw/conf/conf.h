@@ -131,6 +131,8 @@ typedef struct gw_srv_settings {
     char *ssl_password_file;           /* passphrases for encrypted keys, one a line; NULL */
     int sendfile;                      /* 0/1, default 0: static files by kTLS + sendfile */
     int64_t ssl_buffer_size;           /* bytes of file data per TLS record, default 16k */
+    int http2;                         /* 0/1, default 0: ALPN offers h2 (also `listen .. http2`) */
+    int http2_max_concurrent_streams;  /* default 128 (SETTINGS_MAX_CONCURRENT_STREAMS) */
 } gw_srv_settings_t;
 
 /**
@@ -171,7 +173,7 @@ typedef struct gw_location {
     int line;
 } gw_location_t;
 
-/** `listen ADDR:PORT [ssl] [reuseport] [backlog=N] [default_server]` */
+/** `listen ADDR:PORT [ssl] [http2] [reuseport] [backlog=N] [default_server]` */
 typedef struct gw_listen {
     struct sockaddr_storage addr;
     socklen_t addrlen;
@@ -180,6 +182,7 @@ typedef struct gw_listen {
     int reuseport;
     int backlog;         /* default 511 */
     int default_server;
+    int http2;           /* `http2`: the server block speaks HTTP/2 (as `http2 on;`) */
     int line;            /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 

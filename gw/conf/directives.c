@@ -766,6 +766,8 @@ static int set_listen(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             l.ssl = 1;
         } else if (strcmp(a, "reuseport") == 0) {
             l.reuseport = 1;
+        } else if (strcmp(a, "http2") == 0) {
+            l.http2 = 1;
         } else if (strcmp(a, "default_server") == 0) {
             l.default_server = 1;
         } else if (strncmp(a, "backlog=", 8) == 0) {
@@ -1541,12 +1543,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"server", H, GW_DIR_BLOCK | GW_DIR_MULTI, 0, 0, NOFIELD, set_server, ANY, "`{ ... }`", NULL,
      "A virtual server: its addresses, names, settings and locations. Needs a `listen`."},
     /* server */
-    {"listen", S, GW_DIR_MULTI, 1, 5, SERVER(listens), set_listen, ANY,
-     "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`reuseport`] [`backlog=`*N*] "
+    {"listen", S, GW_DIR_MULTI, 1, 6, SERVER(listens), set_listen, ANY,
+     "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`http2`] [`reuseport`] [`backlog=`*N*] "
      "[`default_server`]",
      NULL,
      "Address to accept connections on; numeric addresses only, `*:`*PORT* and a bare *PORT* "
-     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`."},
+     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`; `http2`: the "
+     "server speaks HTTP/2 as with `http2 on` (ALPN `h2` on TLS; on plain TCP, clients that "
+     "open with the HTTP/2 preface, prior knowledge, RFC 9113 §3.3)."},
     {"server_name", S, GW_DIR_MULTI | GW_DIR_DEFAULT_DOC, 1, -1, SERVER(server_names),
      set_server_name, ANY, "*NAME*...", "\"\"",
      "Host names of the server: exact names, `*.example.com`, `.example.com` (both), or `\"\"` "
@@ -1592,6 +1596,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_password_file", HS, 0, 1, 1, SRV(ssl_password_file), set_path, ANY, "*FILE*", NULL,
      "Passphrases for encrypted PEM keys, one a line, tried in order for each key (nginx). "
      "Without it an encrypted key is an error (never a terminal prompt)."},
+    {"http2", HS, 0, 1, 1, SRV(http2), set_flag, ANY, "`on` \\| `off`", "off",
+     "Offer HTTP/2 (ALPN `h2`, preferred to `http/1.1`) on this server's TLS connections, as "
+     "nginx's `http2 on;`; `listen ... ssl http2` does the same for the server block that "
+     "says it. The protocol is chosen by the server block SNI selects."},
+    {"http2_max_concurrent_streams", HS, 0, 1, 1, SRV(http2_max_concurrent_streams), set_int, 1,
+     65536, "*N*", "128",
+     "Most concurrent streams of one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); "
+     "streams over it are refused (`REFUSED_STREAM`)."},
     {"sendfile", HS, 0, 1, 1, SRV(sendfile), set_flag, ANY, "`on` \\| `off`", "off",
      "Send static files with the kernel's help: on TLS, OpenSSL is asked for kernel TLS "
      "(`SSL_OP_ENABLE_KTLS`, as nginx's `ssl_conf_command Options KTLS`) and, where the "
