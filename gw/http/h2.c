@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "proxy/proxy.h"
 
 #define H2_IN_CAP 16384
 #define H2_READS_PER_DRIVE 8
@@ -128,31 +129,23 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *u)
                                       : NULL;
     switch (f->hd.type) {
     case NGHTTP2_HEADERS:
-        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-            gw_h2_stream_dispatch(st, 0);
-        else if (st && !st->dispatched) {
-            /* a body follows: a declared length over client_max_body_size is answered now */
-            int64_t max = gw_conn_srv(h->c)->client_max_body_size;
-            for (size_t i = 0; i < st->rq->req.n_headers && max > 0; i++) {
-                const gw_http_header_t *x = &st->rq->req.headers[i];
-                if (x->name_len == 14 &&
-                    memcmp(st->hb + (uintptr_t)x->name, "content-length", 14) == 0 &&
-                    x->value_len > 0 && x->value_len < 20) {
-                    char num[20];
-                    memcpy(num, st->hb + (uintptr_t)x->value, x->value_len);
-                    num[x->value_len] = '\0';
-                    if (strtoull(num, NULL, 10) > (unsigned long long)max)
-                        gw_h2_stream_dispatch(st, 413);
-                    break;
-                }
-            }
-        }
+        if (!st)
+            break;
+        if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+            st->req_done = 1;
+        if (f->headers.cat == NGHTTP2_HCAT_REQUEST)
+            gw_h2_stream_dispatch(st, 0); /* a body may follow: the proxy streams it */
+        else if (st->proxy && st->req_done)
+            gw_proxy_wake(st->proxy); /* trailers ended the body (they are not forwarded) */
         break;
     case NGHTTP2_DATA:
         if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
             return spend(h, &h->ctrl_tokens, "empty DATA frame flood");
-        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-            gw_h2_stream_dispatch(st, 0);
+        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+            st->req_done = 1;
+            if (st->proxy)
+                gw_proxy_wake(st->proxy);
+        }
         break;
     case NGHTTP2_RST_STREAM:
         return spend(h, &h->reset_tokens, "rapid reset flood (CVE-2023-44487)");
@@ -180,11 +173,12 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
                          size_t len, void *u)
 {
     (void)flags;
-    (void)data;
     (void)u;
     h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, id);
     if (st)
-        gw_h2_stream_body(st, len);
+        gw_h2_stream_body(st, data, len);
+    else
+        nghttp2_session_consume_connection(ng, len); /* a stream we let go of */
     return 0;
 }
 
@@ -354,6 +348,11 @@ static void h2_release(gw_sock_t *s)
     c->h2 = NULL;
 }
 
+void gw_h2_kick(gw_h2_t *h)
+{
+    gw_post(&h->post);
+}
+
 const gw_sock_proto_t gw_h2_proto = {"h2", h2_drive, h2_timeout, h2_release};
 
 static nghttp2_session_callbacks *callbacks(void)
@@ -400,6 +399,9 @@ int gw_h2_start(gw_conn_t *c)
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_option_set_max_outbound_ack(opt, 1000);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    /* request bodies under our flow control: a proxied body opens the client's window
+     * only as the upstream takes it (gw_h2_proxy_req_consume), others at once */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
     int rv = nghttp2_session_server_new2(&h->ng, cbs, h, opt);
     nghttp2_option_del(opt);
     if (rv != 0) {

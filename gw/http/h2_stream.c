@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "proxy/proxy.h"
 
 /* ---- the answer (gw_req_ops_t) ---- */
 
@@ -26,10 +27,29 @@ static const char *rh_put(h2_stream_t *st, const char *p, size_t n)
     return d;
 }
 
+/* room for the answer's fields: ours (at most 6) and one per line of lines, and for
+ * their text (extra bytes) */
+static void fields_reset(h2_stream_t *st, const char *lines, size_t extra)
+{
+    size_t n = 8;
+    for (const char *p = lines; p && (p = strstr(p, "\r\n")); p += 2)
+        n++;
+    free(st->nv);
+    free(st->rh);
+    st->nv = malloc(n * sizeof(*st->nv));
+    st->rh_cap = 256 + extra + (lines ? strlen(lines) : 0);
+    st->rh = malloc(st->rh_cap);
+    if (!st->nv || !st->rh)
+        abort(); /* as at start-up: a worker cannot go on without it */
+    st->nv_cap = n;
+    st->n_nv = 0;
+    st->rh_len = 0;
+}
+
 static void nv_add(h2_stream_t *st, const char *name, size_t nl, const char *value, size_t vl)
 {
-    if (st->n_nv == sizeof(st->nv) / sizeof(st->nv[0]))
-        return; /* our own answers never have this many fields */
+    if (st->n_nv == st->nv_cap)
+        return; /* cannot happen: sized by fields_reset from the lines */
     nghttp2_nv *nv = &st->nv[st->n_nv++];
     nv->name = (uint8_t *)name;
     nv->namelen = nl;
@@ -40,36 +60,10 @@ static void nv_add(h2_stream_t *st, const char *name, size_t nl, const char *val
 
 #define NV_LIT(st, n, v, vl) nv_add((st), (n), sizeof(n) - 1, (v), (vl))
 
-static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t content_length,
-                    const char *extra)
+/* "Name: value\r\n" lines as fields: names lower-cased (RFC 9113 §8.2.1), connection
+ * fields dropped (§8.2.2) */
+static void add_lines(h2_stream_t *st, const char *extra)
 {
-    h2_stream_t *st = r->owner;
-    size_t need = 256 + (extra ? strlen(extra) : 0) + (content_type ? strlen(content_type) : 0);
-    free(st->rh);
-    st->rh = malloc(need);
-    if (!st->rh)
-        abort(); /* as at start-up: a worker cannot go on without it */
-    st->rh_cap = need;
-    st->rh_len = 0;
-    st->n_nv = 0;
-    char num[24];
-    size_t n = (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) -
-                        num);
-    NV_LIT(st, ":status", rh_put(st, num, n), n);
-    NV_LIT(st, "server", "tlsgate", 7);
-    const char *date = gw_http_date();
-    NV_LIT(st, "date", rh_put(st, date, strlen(date)), strlen(date));
-    if (content_type) {
-        size_t l = strlen(content_type);
-        NV_LIT(st, "content-type", rh_put(st, content_type, l), l);
-    }
-    /* RFC 9110 §8.6: no Content-Length in 204; in 304 only the 200's, which we omit */
-    if (status != 204 && status != 304) {
-        n = (size_t)(gw_put_u64(num, content_length) - num);
-        NV_LIT(st, "content-length", rh_put(st, num, n), n);
-    }
-    /* extra: "Name: value\r\n" lines; names lower-cased (RFC 9113 §8.2.1), connection
-     * fields dropped (§8.2.2) */
     for (const char *p = extra; p && *p;) {
         const char *eol = strstr(p, "\r\n");
         if (!eol)
@@ -88,6 +82,30 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
         }
         p = eol + 2;
     }
+}
+
+static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t content_length,
+                    const char *extra)
+{
+    h2_stream_t *st = r->owner;
+    fields_reset(st, extra, content_type ? strlen(content_type) : 0);
+    char num[24];
+    size_t n = (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) -
+                        num);
+    NV_LIT(st, ":status", rh_put(st, num, n), n);
+    NV_LIT(st, "server", "tlsgate", 7);
+    const char *date = gw_http_date();
+    NV_LIT(st, "date", rh_put(st, date, strlen(date)), strlen(date));
+    if (content_type) {
+        size_t l = strlen(content_type);
+        NV_LIT(st, "content-type", rh_put(st, content_type, l), l);
+    }
+    /* RFC 9110 §8.6: no Content-Length in 204; in 304 only the 200's, which we omit */
+    if (status != 204 && status != 304) {
+        n = (size_t)(gw_put_u64(num, content_length) - num);
+        NV_LIT(st, "content-length", rh_put(st, num, n), n);
+    }
+    add_lines(st, extra);
 }
 
 static void h2_body(gw_req_t *r, const char *p, size_t n)
@@ -115,8 +133,10 @@ static ssize_t data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     gw_req_t *r = st->rq;
     uint64_t left = r->file_fd >= 0 ? r->file_left : st->body_len - st->body_off;
     size_t n = left < length ? (size_t)left : length;
+    if (n == 0 && !st->body_eof)
+        return NGHTTP2_ERR_DEFERRED; /* the proxy has more to come: gw_h2_proxy_body */
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-    if (n == left)
+    if (n == left && st->body_eof)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -145,6 +165,10 @@ int gw_h2_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *fr
     } else {
         memcpy(o + 9, st->body + st->body_off, length);
         st->body_off += length;
+        if (st->body_off == st->body_len && !st->body_eof)
+            st->body_off = st->body_len = 0; /* a proxied body: the buffer is reused */
+        if (st->proxy)
+            gw_proxy_wake(st->proxy); /* room again: the upstream may be read */
     }
     memcpy(o, framehd, 9);
     s->out_len += 9 + length;
@@ -190,12 +214,16 @@ void gw_h2_stream_free(h2_stream_t *st)
     if (st->next)
         st->next->prev = st->prev;
     h->n_streams--;
+    if (st->proxy)
+        gw_proxy_stream_free(st->proxy);
     if (st->dispatched && st->rq->status)
         gw_req_access_log(st->rq);
     gw_req_give(st->rq);
     free(st->hb);
     free(st->rh);
+    free(st->nv);
     free(st->body);
+    free(st->rb);
     free(st);
 }
 
@@ -288,6 +316,7 @@ static void resolve(h2_stream_t *st)
         q->query_len = q->target_len - q->path_len - 1;
     }
     q->version_minor = 1;
+    q->keep_alive = 1;
     if (st->auth_l) {
         q->host = b + st->auth_o;
         q->host_len = st->auth_l;
@@ -322,6 +351,9 @@ static void resolve(h2_stream_t *st)
             q->referer_len = f->value_len;
         }
     }
+    /* a body of unknown length (no Content-Length, no END_STREAM on HEADERS): a proxied
+     * request frames it as chunked upstream */
+    q->chunked = !q->has_content_length && !st->req_done;
 }
 
 
@@ -356,22 +388,18 @@ static void choose(h2_stream_t *st, int status)
     gw_http_handle(r);
 }
 
-void gw_h2_stream_dispatch(h2_stream_t *st, int status)
+void gw_h2_stream_submit(h2_stream_t *st, int eof)
 {
-    if (st->dispatched)
-        return;
-    st->dispatched = 1;
-    resolve(st);
-    GW_STAT_ADD(requests, 1);
     gw_req_t *r = st->rq;
-    choose(st, status);
     nghttp2_session *ng = st->h->ng;
+    st->answered = 1;
+    st->body_eof = eof;
     if (r->status == 444 || r->status == 0) { /* `return 444`: no answer, the stream ends */
         r->status = 444;
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
         return;
     }
-    int data = !r->is_head && (st->body_len || (r->file_fd >= 0 && r->file_left));
+    int data = !r->is_head && (st->body_len || (r->file_fd >= 0 && r->file_left) || !eof);
     if (!data && r->file_fd >= 0) {
         close(r->file_fd);
         r->file_fd = -1;
@@ -379,14 +407,110 @@ void gw_h2_stream_dispatch(h2_stream_t *st, int status)
     nghttp2_data_provider dp = {.source.ptr = st, .read_callback = data_read};
     if (nghttp2_submit_response(ng, st->id, st->nv, st->n_nv, data ? &dp : NULL) != 0)
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
-    st->answered = 1;
+    gw_h2_kick(st->h);
 }
 
-void gw_h2_stream_body(h2_stream_t *st, size_t len)
+void gw_h2_stream_dispatch(h2_stream_t *st, int status)
+{
+    if (st->dispatched)
+        return;
+    st->dispatched = 1;
+    resolve(st);
+    GW_STAT_ADD(requests, 1);
+    choose(st, status);
+    if (st->answered || st->proxy)
+        return; /* the proxy answers when the upstream does */
+    gw_h2_stream_submit(st, 1);
+}
+
+void gw_h2_stream_body(h2_stream_t *st, const uint8_t *data, size_t len)
 {
     st->body_bytes += len;
     st->last_ms = gw_now_ms();
-    int64_t max = st->rq->vs->conf->srv.client_max_body_size;
-    if (!st->dispatched && max > 0 && st->body_bytes > (uint64_t)max)
-        gw_h2_stream_dispatch(st, 413); /* answered early; the rest of the body is reset */
+    if (!st->proxy) { /* discarded: the window stays open */
+        nghttp2_session_consume(st->h->ng, st->id, len);
+        return;
+    }
+    if (st->rb_off == st->rb_len)
+        st->rb_off = st->rb_len = 0;
+    if (st->rb_len + len > st->rb_cap) { /* at most the window we gave: 64 KiB */
+        size_t cap = st->rb_cap ? st->rb_cap : 16384;
+        while (cap < st->rb_len + len)
+            cap *= 2;
+        char *b = realloc(st->rb, cap);
+        if (!b)
+            abort();
+        st->rb = b;
+        st->rb_cap = cap;
+    }
+    memcpy(st->rb + st->rb_len, data, len);
+    st->rb_len += len;
+    gw_proxy_wake(st->proxy);
+}
+
+/* ---- the reverse proxy's side ---- */
+
+void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const char *lines,
+                      int no_body)
+{
+    gw_req_t *r = st->rq;
+    fields_reset(st, lines, 0);
+    char num[24];
+    size_t n = (size_t)(gw_put_u64(num, (uint64_t)status) - num);
+    NV_LIT(st, ":status", rh_put(st, num, n), n);
+    if (content_length >= 0 && status != 204 && status != 304) {
+        n = (size_t)(gw_put_u64(num, (uint64_t)content_length) - num);
+        NV_LIT(st, "content-length", rh_put(st, num, n), n);
+    }
+    add_lines(st, lines);
+    r->status = status;
+    gw_h2_stream_submit(st, no_body);
+}
+
+void gw_h2_proxy_body(h2_stream_t *st, const char *p, size_t n)
+{
+    h2_body(st->rq, p, n);
+    nghttp2_session_resume_data(st->h->ng, st->id);
+    gw_h2_kick(st->h);
+}
+
+void gw_h2_proxy_done(h2_stream_t *st)
+{
+    st->proxy = NULL;
+    st->body_eof = 1;
+    nghttp2_session_resume_data(st->h->ng, st->id);
+    gw_h2_kick(st->h);
+}
+
+void gw_h2_proxy_abort(h2_stream_t *st)
+{
+    struct gw_proxy *p = st->proxy;
+    st->proxy = NULL;
+    if (p)
+        gw_proxy_stream_free(p);
+    nghttp2_submit_rst_stream(st->h->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    gw_h2_kick(st->h);
+}
+
+size_t gw_h2_proxy_pending(const h2_stream_t *st)
+{
+    return st->body_len - st->body_off;
+}
+
+size_t gw_h2_proxy_req_body(h2_stream_t *st, const char **p)
+{
+    *p = st->rb + st->rb_off;
+    return st->rb_len - st->rb_off;
+}
+
+void gw_h2_proxy_req_consume(h2_stream_t *st, size_t n)
+{
+    st->rb_off += n;
+    nghttp2_session_consume(st->h->ng, st->id, n);
+    gw_h2_kick(st->h);
+}
+
+int gw_h2_proxy_req_done(const h2_stream_t *st)
+{
+    return st->req_done;
 }

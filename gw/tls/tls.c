@@ -58,24 +58,6 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-/* HTTP/2 is offered where the server block says so, except where a location proxies: the
- * reverse proxy speaks HTTP/1.1 to the client (HTTP/2 to proxied locations is not done,
- * issue #22), so such a block keeps ALPN http/1.1 and says why once. */
-static int offers_h2(const gw_server_t *s)
-{
-    if (s->srv.http2 != 1)
-        return 0;
-    for (size_t i = 0; i < s->n_locations; i++) {
-        if (s->locations[i].proxy_pass) {
-            gw_log(GW_LOG_WARN, 0, "%s:%d: http2 is not offered by this server: its location "
-                   "\"%s\" uses proxy_pass, which serves HTTP/1.1 clients only", s->file,
-                   s->line, s->locations[i].path);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 static int proto_range(unsigned bits, int *min, int *max, uint64_t *no)
 {
     static const struct {
@@ -296,7 +278,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         goto fail;
     }
     set_sid_ctx(ctx, s);
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, offers_h2(s) ? (void *)ctx : NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, s->srv.http2 == 1 ? (void *)ctx : NULL);
     if (client_hello_cb)
         SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
     if (s->srv.ssl_async == 1) {

@@ -9,7 +9,8 @@ if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
 foreach(_integ static tls edge config load reload default process options regress provider metrics
-        negotiation resume resume_redis proxy stream hostile privs closenotify bulk h2defence)
+        negotiation resume resume_redis proxy stream hostile privs closenotify bulk h2defence
+        h2proxy)
   add_test(NAME integ_${_integ}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
                    $<TARGET_FILE:tlsgate>)

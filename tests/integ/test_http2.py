@@ -129,18 +129,6 @@ def test_plain_prior_knowledge(env):
     assert "500 succeeded" in p.stdout, p.stdout
 
 
-def test_proxy_pass_keeps_http11(env):
-    """HTTP/2 to proxied locations is not done: a block with proxy_pass keeps ALPN
-    http/1.1 (and says so in the log) instead of failing its HTTP/2 clients."""
-    up = env.port()
-    port, srv = serve(env, "http2", server_extra="location /p { proxy_pass http://127.0.0.1:%d; }"
-                      % up)
-    ver, st, hd, body = curl2(env, port, "/p/x")
-    assert (ver, st) == ("1.1", 502), (ver, st)
-    assert curl2(env, port, "/1kb.bin")[0] == "1.1"
-    assert "http2 is not offered by this server" in srv.output() + srv.log_text()
-
-
 def test_static_range_etag_304(env):
     port, _ = serve(env, "http2")
     ver, st, hd, body = curl2(env, port, "/big.bin")
