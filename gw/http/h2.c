@@ -215,6 +215,13 @@ static void on_posted(gw_posted_t *p)
     gw_sock_resume(&h->c->s);
 }
 
+/* Is st waiting for the client (its answer or its request body), so that send_timeout
+ * bounds it? A proxied stream waiting for its upstream has the proxy's timeouts. */
+static int waits_for_client(const h2_stream_t *st)
+{
+    return !st->proxy || !st->req_done || gw_h2_proxy_pending(st);
+}
+
 /* The timer: keepalive_timeout while no stream is open, else the earliest stream's
  * send_timeout from its last progress (the socket's own is re-armed by each write). */
 static void arm_timer(gw_h2_t *h)
@@ -229,8 +236,12 @@ static void arm_timer(gw_h2_t *h)
     }
     int64_t first = INT64_MAX;
     for (h2_stream_t *st = h->streams; st; st = st->next)
-        if (st->last_ms < first)
+        if (st->last_ms < first && waits_for_client(st))
             first = st->last_ms;
+    if (first == INT64_MAX) { /* only proxied streams waiting for their upstreams */
+        gw_sock_timer_del(s);
+        return;
+    }
     int64_t left = first + srv->send_timeout_ms - gw_now_ms();
     gw_sock_timer(s, left > 0 ? left : 0);
 }
@@ -324,7 +335,7 @@ static void h2_timeout(gw_sock_t *s)
      * answer (flow control closed) or never ends its request; the others go on */
     int64_t limit = gw_now_ms() - gw_conn_srv(c)->send_timeout_ms;
     for (h2_stream_t *st = h->streams; st; st = st->next) {
-        if (st->last_ms <= limit) {
+        if (st->last_ms <= limit && waits_for_client(st)) {
             gw_log(GW_LOG_INFO, 0, "client %s timed out on HTTP/2 stream %d", s->peer_text,
                    st->id);
             st->last_ms = INT64_MAX / 2; /* reset once */

@@ -454,6 +454,7 @@ void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const
                       int no_body)
 {
     gw_req_t *r = st->rq;
+    st->last_ms = gw_now_ms(); /* from here the client's reading is what is timed */
     fields_reset(st, lines, 0);
     char num[24];
     size_t n = (size_t)(gw_put_u64(num, (uint64_t)status) - num);
@@ -469,6 +470,8 @@ void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const
 
 void gw_h2_proxy_body(h2_stream_t *st, const char *p, size_t n)
 {
+    if (st->body_off == st->body_len)
+        st->last_ms = gw_now_ms(); /* nothing was waiting for the client: a fresh start */
     h2_body(st->rq, p, n);
     nghttp2_session_resume_data(st->h->ng, st->id);
     gw_h2_kick(st->h);

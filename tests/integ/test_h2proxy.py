@@ -151,6 +151,17 @@ def test_client_resets_proxied_stream(env):
         b.close()
 
 
+def test_slow_upstream_not_send_timeout(env):
+    """A stream waiting for its upstream is timed by proxy_read_timeout, not send_timeout."""
+    b = be.Backend()
+    try:
+        port, srv = serve(env, b, "send_timeout 1s;")
+        ver, body = curl(env, port, "/slow?ms=2500")
+        assert (ver, body) == ("2 200", b"slow"), (ver, body)
+    finally:
+        b.close()
+
+
 def test_upstream_down(env):
     class Down:
         port = env.port()  # nothing listens there
