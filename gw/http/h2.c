@@ -135,17 +135,14 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *u)
             st->req_done = 1;
         if (f->headers.cat == NGHTTP2_HCAT_REQUEST)
             gw_h2_stream_dispatch(st, 0); /* a body may follow: the proxy streams it */
-        else if (st->proxy && st->req_done)
-            gw_proxy_wake(st->proxy); /* trailers ended the body (they are not forwarded) */
+        else if (st->req_done)
+            gw_h2_stream_end(st); /* trailers ended the body (they are not forwarded) */
         break;
     case NGHTTP2_DATA:
         if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
             return spend(h, &h->ctrl_tokens, "empty DATA frame flood");
-        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-            st->req_done = 1;
-            if (st->proxy)
-                gw_proxy_wake(st->proxy);
-        }
+        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            gw_h2_stream_end(st);
         break;
     case NGHTTP2_RST_STREAM:
         return spend(h, &h->reset_tokens, "rapid reset flood (CVE-2023-44487)");

@@ -36,6 +36,7 @@ typedef struct h2_stream {
     int64_t last_ms;         /* last progress either way (send_timeout per stream) */
     int body_eof;            /* the answer's body is complete (else more may come) */
     int req_done;            /* the request ended (END_STREAM received) */
+    int held;                /* answered, but sent only once the request body has ended */
     struct gw_proxy *proxy;  /* proxy_pass: the upstream request in progress */
     char *rb;                /* request body bytes the proxy has not taken yet */
     size_t rb_len, rb_off, rb_cap;
@@ -67,6 +68,8 @@ int gw_h2_stream_header(h2_stream_t *st, const uint8_t *name, size_t nl, const u
 /** The request head is complete: route it, answer it (or start its proxy), submit the
  * answer to nghttp2; status != 0 answers with that error instead. */
 void gw_h2_stream_dispatch(h2_stream_t *st, int status);
+/** st's request has ended (END_STREAM): a held answer goes out, a proxy is woken. */
+void gw_h2_stream_end(h2_stream_t *st);
 /** Request body bytes of st: kept for its proxy (the client's window opens as the
  * upstream takes them), else discarded (the window opens at once). */
 void gw_h2_stream_body(h2_stream_t *st, const uint8_t *data, size_t len);

@@ -420,6 +420,40 @@ void gw_h2_stream_dispatch(h2_stream_t *st, int status)
     choose(st, status);
     if (st->answered || st->proxy)
         return; /* the proxy answers when the upstream does */
+    if (!st->req_done && !status) {
+        /* a body is on its way: the answer waits for its end (clients take a reset of an
+         * upload they have not finished for an error, even with NO_ERROR) */
+        st->held = 1;
+        return;
+    }
+    gw_h2_stream_submit(st, 1);
+}
+
+void gw_h2_stream_end(h2_stream_t *st)
+{
+    st->req_done = 1;
+    st->last_ms = gw_now_ms();
+    if (st->held) {
+        st->held = 0;
+        gw_h2_stream_submit(st, 1);
+    } else if (st->proxy) {
+        gw_proxy_wake(st->proxy);
+    }
+}
+
+/* A discarded body passed client_max_body_size while its answer was held: 413 instead
+ * (the rest of the body is then refused with RST_STREAM(NO_ERROR) after the answer). */
+static void body_too_large(h2_stream_t *st)
+{
+    gw_req_t *r = st->rq;
+    st->held = 0;
+    if (r->file_fd >= 0)
+        close(r->file_fd);
+    r->file_fd = -1;
+    r->file_left = 0;
+    st->body_len = st->body_off = 0;
+    r->bytes_sent = 0;
+    gw_resp_error(r, 413);
     gw_h2_stream_submit(st, 1);
 }
 
@@ -429,6 +463,9 @@ void gw_h2_stream_body(h2_stream_t *st, const uint8_t *data, size_t len)
     st->last_ms = gw_now_ms();
     if (!st->proxy) { /* discarded: the window stays open */
         nghttp2_session_consume(st->h->ng, st->id, len);
+        int64_t max = st->rq->vs->conf->srv.client_max_body_size;
+        if (st->held && max > 0 && st->body_bytes > (uint64_t)max)
+            body_too_large(st);
         return;
     }
     if (st->rb_off == st->rb_len)
