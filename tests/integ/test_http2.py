@@ -257,6 +257,36 @@ def test_reload_keeps_h2(env):
     assert curl2(env, port, "/t")[0:2] == ("2", 200)
 
 
+def test_chromium_20_subresources(env):
+    """Headless Chromium loads a page with 20 subresources (10 scripts, 10 images): all 21
+    requests over HTTP/2 (the access log), on one connection."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        h.skip("chromium missing")
+    for i in range(1, 21):
+        env.write("html/sub/s%d.js" % i, "document.title = 's%d';\n" % i)
+    page = "<html><head>%s</head><body>%s</body></html>\n" % (
+        "".join('<script src="/sub/s%d.js"></script>' % i for i in range(1, 11)),
+        "".join('<img src="/sub/s%d.js">' % i for i in range(11, 21)))
+    env.write("html/page.html", page)
+    port, _ = serve(env, "http2", server_extra="location = /favicon.ico { return 204; }")
+    p = h.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
+               "--ignore-certificate-errors", "--user-data-dir=" + env.path("chromium"),
+               "--host-resolver-rules=MAP a.test 127.0.0.1", "--dump-dom",
+               "https://a.test:%d/page.html" % port], timeout=90)
+    assert "<title>s10</title>" in p.stdout, p.stdout[:300] + p.stderr[-300:]
+    h.wait_until(lambda: open(env.path("access.log")).read().count("/sub/") >= 20, 5,
+                 what="21 log lines")
+    lines = [ln.split('"')[1] + " " + ln.split('"')[2].split()[0]
+             for ln in open(env.path("access.log")).read().splitlines()
+             if '"GET /page.html ' in ln or '"GET /sub/' in ln]
+    assert len(lines) == 21, lines
+    assert all(ln.endswith("HTTP/2.0 200") for ln in lines), lines
+    ver, st, hd, body = curl2(env, port, "/stub")
+    hs = int(re.search(r"TLS handshakes: (\d+)", body.decode()).group(1))
+    assert hs - 1 <= 2, body  # chromium: one connection (and a preconnect); 1: this curl
+
+
 def test_async_tls_h2(env):
     fa = os.environ.get("FAKEACCEL_DIR")
     if not fa or not os.path.exists(os.path.join(fa, "fakeaccel.so")):
