@@ -67,7 +67,7 @@ run_one() { # NAME -> "req/s cpu_s req_per_cpu_s"
     local out; out=$(taskset -c 1 h2load -c 10 -m 20 -t 1 -n "$N" "https://127.0.0.1:$port/1kb.bin")
     local t1; t1=$(awk '{print $14+$15}' "/proc/$w/stat")
     kill "$master"; wait "$master" 2>/dev/null || true
-    echo "$out" | grep -q "$N succeeded" || die "$name: not all requests succeeded: $(echo "$out" | grep requests:)"
+    grep -q "$N succeeded" <<< "$out" || die "$name: not all requests succeeded: $(echo "$out" | grep requests:)"
     local rps; rps=$(echo "$out" | awk '/^finished in/ {print $4}')
     awk -v d=$((t1 - t0)) -v t="$TCK" -v n="$N" -v r="$rps" \
         'BEGIN { c = d / t; printf "%s %.2f %.0f\n", r, c, n / c }'

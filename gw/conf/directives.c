@@ -1566,7 +1566,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
      "keep-alive (responses say `Connection: close`)."},
     {"keepalive_requests", HS, 0, 1, 1, SRV(keepalive_requests), set_int, 0, INT_MAX, "*N*", "1000",
-     "Maximum number of requests served on one connection."},
+     "Maximum number of requests served on one connection (an HTTP/2 connection then sends "
+     "GOAWAY and ends once its open streams are answered, as nginx)."},
     {"client_header_timeout", HS, 0, 1, 1, SRV(client_header_timeout_ms), set_time, TIME1, "*TIME*",
      "60s", "Time allowed for the TLS handshake and for receiving a complete request header."},
     {"client_header_buffer_size", HS, 0, 1, 1, SRV(client_header_buffer_size), set_size, 1,

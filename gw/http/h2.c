@@ -437,14 +437,19 @@ int gw_h2_start(gw_conn_t *c)
     return 0;
 }
 
-void gw_h2_shutdown(gw_conn_t *c)
+void gw_h2_goaway(gw_h2_t *h)
 {
-    gw_h2_t *h = c->h2;
-    if (!h || h->goaway)
+    if (h->goaway)
         return;
     h->goaway = 1;
     /* RFC 9113 §6.8: the streams up to the last one we processed are answered */
     nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->ng),
                           NGHTTP2_NO_ERROR, NULL, 0);
     gw_post(&h->post);
+}
+
+void gw_h2_shutdown(gw_conn_t *c)
+{
+    if (c->h2)
+        gw_h2_goaway(c->h2);
 }

@@ -48,7 +48,8 @@ typedef struct gw_h2 {
     gw_posted_t post;        /* drive again after the loop's other events */
     h2_stream_t *streams;
     int n_streams;
-    int goaway;              /* GOAWAY sent: graceful stop */
+    int goaway;              /* GOAWAY sent: graceful stop, or keepalive_requests reached */
+    unsigned requests;       /* streams routed (keepalive_requests) */
     int calm;                /* a flood: GOAWAY(ENHANCE_YOUR_CALM) queued, then close */
     /* flood defences: token buckets refilled per second of the loop's clock */
     int64_t refill_ms;
@@ -79,6 +80,10 @@ int gw_h2_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *fr
 
 /** Submit st's answer (its head and in-memory body or file, as gw_resp_* left them). */
 void gw_h2_stream_submit(h2_stream_t *st, int eof);
+/** Send GOAWAY(NO_ERROR) with the last stream processed, once: the open streams are
+ * answered, new ones refused, then the connection ends (a graceful stop,
+ * keepalive_requests). */
+void gw_h2_goaway(gw_h2_t *h);
 /** Let st's connection send what it has after the loop's events. */
 void gw_h2_kick(gw_h2_t *h);
 

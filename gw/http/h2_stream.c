@@ -417,6 +417,9 @@ void gw_h2_stream_dispatch(h2_stream_t *st, int status)
     st->dispatched = 1;
     resolve(st);
     GW_STAT_ADD(requests, 1);
+    /* keepalive_requests bounds an HTTP/2 connection too (nginx since 1.19.7) */
+    if (++st->h->requests >= (unsigned)gw_conn_srv(st->h->c)->keepalive_requests)
+        gw_h2_goaway(st->h);
     choose(st, status);
     if (st->answered || st->proxy)
         return; /* the proxy answers when the upstream does */

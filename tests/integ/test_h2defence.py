@@ -318,5 +318,18 @@ def test_concurrent_streams_limit(env):
     still_serves(port)
 
 
+def test_keepalive_requests(env):
+    """keepalive_requests 5: GOAWAY(NO_ERROR) after the 5th stream; the 5 are answered."""
+    need()
+    port, srv = serve(env, "keepalive_requests 5;")
+    c = Raw(env, port)
+    c.send(b"".join(c.headers(1 + 2 * i) for i in range(5)))
+    fr = c.frames(timeout=5)
+    ga = [f for f in fr if isinstance(f, hf.GoAwayFrame)]
+    assert ga and ga[0].error_code == 0 and ga[0].last_stream_id == 9, ga
+    assert sorted(f.stream_id for f in fr if isinstance(f, hf.HeadersFrame)) == [1, 3, 5, 7, 9]
+    assert c.closed
+
+
 if __name__ == "__main__":
     h.main(globals())
