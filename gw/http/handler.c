@@ -462,14 +462,10 @@ void gw_http_handle(gw_req_t *c)
         return;
     }
     if (l && l->proxy_pass) {
-        if (c->proto != GW_REQ_HTTP11) {
-            /* the proxy frames HTTP/1.1 on the client side: an HTTP/2 stream cannot use it */
-            gw_log(GW_LOG_ERROR, 0, "proxy_pass over HTTP/2 is not supported, client: %s",
-                   c->peer_text);
-            gw_resp_error(c, 502);
-            return;
-        }
-        gw_proxy_start(c->owner, l, norm, (size_t)nl);
+        if (c->proto == GW_REQ_HTTP2)
+            gw_proxy_start_h2(c->owner, l, norm, (size_t)nl);
+        else
+            gw_proxy_start(c->owner, l, norm, (size_t)nl);
         return;
     }
     if (l && l->return_code) {
