@@ -152,7 +152,8 @@ int gw_proxy_start_attempt_(gw_proxy_t *p)
         }
         p->peer = peer;
         p->tries++;
-        gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text); /* $upstream_addr */
+        if (!p->st) /* $upstream_addr: per connection, HTTP/1.1 (docs/proxy.md) */
+            gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text);
         const gw_deploy_loc_t *tls = &ls(p)->dep; /* proxy_pass https:// */
         gw_upconn_t *uc = gw_upconn_get_ctx(p->up, peer, &p->post, tls->proxy_ssl_ctx);
         if (uc && tls->proxy_ssl_ctx && !uc->ssl &&

@@ -169,6 +169,18 @@ def test_return_and_pages(env):
     assert st == 200, st
 
 
+def test_allow_deny(env):
+    """allow/deny (#23) applies to HTTP/2 streams as to HTTP/1.1 requests: the address is
+    the connection's client."""
+    port, _ = serve(env, "http2", server_extra="""
+        location /private { deny 127.0.0.1; return 200 "secret"; }
+        location /open { allow 127.0.0.1; deny all; return 200 "open"; }""")
+    ver, st, hd, body = curl2(env, port, "/private")
+    assert ver == "2" and st == 403 and b"secret" not in body, (ver, st, body)
+    ver, st, hd, body = curl2(env, port, "/open")
+    assert ver == "2" and st == 200 and body == b"open", (ver, st, body)
+
+
 def test_nghttp_many_streams(env):
     need("nghttp")
     port, _ = serve(env, "http2")

@@ -625,7 +625,9 @@ static void test_listen(void **state)
                         "t.conf:2: listen: invalid value \"spdy\": unsupported listen parameter");
     expect_server_error("listen 81 backlog=0;", "t.conf:2: listen: invalid value \"backlog=0\": "
                                                 "backlog must be between 1 and 65535");
-    expect_server_error("listen 81 ssl ssl ssl ssl ssl ssl;",
+    /* ADDR and at most 6 parameters (ssl http2 reuseport backlog= default_server
+     * proxy_protocol) */
+    expect_server_error("listen 81 ssl ssl ssl ssl ssl ssl ssl;",
                         "t.conf:2: listen: invalid number of arguments");
 }
 
@@ -648,6 +650,13 @@ static void test_http2(void **state)
     gw_conf_free(c);
     c = with_server("listen 81;\n");
     assert_int_equal(server0(c)->srv.http2, 0);
+    gw_conf_free(c);
+    /* with #23's proxy_protocol on the same listen */
+    c = with_server("listen 83 http2 reuseport backlog=64 default_server proxy_protocol;\n");
+    s = server0(c);
+    assert_int_equal(s->listens[1].http2, 1);
+    assert_int_equal(s->listens[1].proxy_protocol, 1);
+    assert_int_equal(s->listens[1].backlog, 64);
     gw_conf_free(c);
     expect_server_error("http2 maybe;", "t.conf:2: http2: invalid value \"maybe\": must be "
                                         "\"on\" or \"off\"");
