@@ -3,10 +3,10 @@
 # Usage: scripts/deps.sh [build|test|bench]   (default: test). Idempotent.
 set -eu
 what=${1:-test}
-pkgs="build-essential cmake pkg-config libssl-dev openssl libhiredis-dev libipsec-mb-dev libgmp-dev"
+pkgs="build-essential cmake pkg-config libssl-dev openssl libhiredis-dev libipsec-mb-dev libgmp-dev libnghttp2-dev"
 case "$what" in
   build) ;;
-  test)  pkgs="$pkgs libcmocka-dev clang clang-format cppcheck curl wrk python3 procps valgrind haproxy dpkg-dev groff-base logrotate redis-server nginx-light" ;;
+  test)  pkgs="$pkgs libcmocka-dev clang clang-format cppcheck curl wrk python3 procps valgrind haproxy dpkg-dev groff-base logrotate redis-server nginx-light nghttp2-client python3-h2" ;;
   bench) pkgs="$pkgs libcmocka-dev clang curl wrk nghttp2-client python3 procps valgrind nginx-light util-linux haproxy gnuplot-nox redis-server" ;;
   *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac

@@ -291,6 +291,8 @@ void gw_conf_srv_init(gw_srv_settings_t *s)
     s->sendfile = GW_UNSET_INT;
     s->ssl_buffer_size = GW_UNSET_SIZE;
     gw_conf_deploy_srv_init(&s->dep);
+    s->http2 = GW_UNSET_INT;
+    s->http2_max_concurrent_streams = GW_UNSET_INT;
 }
 
 void gw_conf_loc_init(gw_loc_settings_t *l)
@@ -532,6 +534,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
     INHERIT(ssl_reject_handshake, GW_UNSET_INT);
     INHERIT(sendfile, GW_UNSET_INT);
     INHERIT(ssl_buffer_size, GW_UNSET_SIZE);
+    INHERIT(http2, GW_UNSET_INT);
+    INHERIT(http2_max_concurrent_streams, GW_UNSET_INT);
     if (!s->ssl_password_file)
         s->ssl_password_file = gw_conf_xstrdup(h->ssl_password_file);
     if (h->n_conf_cmds > 0) {
@@ -600,6 +604,9 @@ static void merge(gw_conf_parser_t *p, const char *state_dir)
         }
         for (size_t j = 0; j < s->n_locations; j++)
             merge_loc(&s->locations[j].loc, &s->loc);
+        for (size_t j = 0; j < s->n_listens; j++)
+            if (s->listens[j].http2)
+                s->srv.http2 = 1; /* nginx's `listen ... http2` */
     }
     /* stream servers: the table's ssl_ defaults (as merged into http), not http's
      * certificates or ssl_conf_commands */

@@ -135,6 +135,8 @@ typedef struct gw_srv_settings {
     int sendfile;                      /* 0/1, default 0: static files by kTLS + sendfile */
     int64_t ssl_buffer_size;           /* bytes of file data per TLS record, default 16k */
     gw_deploy_srv_t dep;               /* issue #23 settings: conf/deploy.h */
+    int http2;                         /* 0/1, default 0: ALPN offers h2 (also `listen .. http2`) */
+    int http2_max_concurrent_streams;  /* default 128 (SETTINGS_MAX_CONCURRENT_STREAMS) */
 } gw_srv_settings_t;
 
 /**
@@ -176,7 +178,7 @@ typedef struct gw_location {
     int line;
 } gw_location_t;
 
-/** `listen ADDR:PORT [ssl] [reuseport] [backlog=N] [default_server]` */
+/** `listen ADDR:PORT [ssl] [http2] [reuseport] [backlog=N] [default_server]` */
 typedef struct gw_listen {
     struct sockaddr_storage addr;
     socklen_t addrlen;
@@ -186,6 +188,7 @@ typedef struct gw_listen {
     int backlog;         /* default 511 */
     int default_server;
     int proxy_protocol;  /* a PROXY protocol header (v1 or v2) comes first (net/proxy_protocol.h) */
+    int http2;           /* `http2`: the server block speaks HTTP/2 (as `http2 on;`) */
     int line;            /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 

@@ -770,6 +770,8 @@ static int set_listen(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             l.ssl = 1;
         } else if (strcmp(a, "reuseport") == 0) {
             l.reuseport = 1;
+        } else if (strcmp(a, "http2") == 0) {
+            l.http2 = 1;
         } else if (strcmp(a, "default_server") == 0) {
             l.default_server = 1;
         } else if (strcmp(a, "proxy_protocol") == 0) {
@@ -1559,12 +1561,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"server", H, GW_DIR_BLOCK | GW_DIR_MULTI, 0, 0, NOFIELD, set_server, ANY, "`{ ... }`", NULL,
      "A virtual server: its addresses, names, settings and locations. Needs a `listen`."},
     /* server */
-    {"listen", S, GW_DIR_MULTI, 1, 6, SERVER(listens), set_listen, ANY,
-     "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`reuseport`] [`backlog=`*N*] "
+    {"listen", S, GW_DIR_MULTI, 1, 7, SERVER(listens), set_listen, ANY,
+     "*ADDR*:*PORT* \\| *PORT* \\| [*IPv6*]:*PORT* [`ssl`] [`http2`] [`reuseport`] [`backlog=`*N*] "
      "[`default_server`] [`proxy_protocol`]",
      NULL,
      "Address to accept connections on; numeric addresses only, `*:`*PORT* and a bare *PORT* "
-     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`. With "
+     "mean 0.0.0.0; `backlog` defaults to 511; `ssl` needs an `ssl_certificate`; `http2`: the "
+     "server speaks HTTP/2 as with `http2 on` (ALPN `h2` on TLS; on plain TCP, clients that "
+     "open with the HTTP/2 preface, prior knowledge, RFC 9113 §3.3). With "
      "`proxy_protocol` (http and stream) every connection starts with a PROXY protocol v1 or "
      "v2 header (read before the TLS handshake, within its timeout: `ssl_handshake_timeout`, "
      "or `client_header_timeout` without TLS); a malformed one closes the connection with an "
@@ -1586,7 +1590,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
      "keep-alive (responses say `Connection: close`)."},
     {"keepalive_requests", HS, 0, 1, 1, SRV(keepalive_requests), set_int, 0, INT_MAX, "*N*", "1000",
-     "Maximum number of requests served on one connection."},
+     "Maximum number of requests served on one connection (an HTTP/2 connection then sends "
+     "GOAWAY and ends once its open streams are answered, as nginx)."},
     {"client_header_timeout", HS, 0, 1, 1, SRV(client_header_timeout_ms), set_time, TIME1, "*TIME*",
      "60s", "Time allowed for the TLS handshake and for receiving a complete request header."},
     {"client_header_buffer_size", HS, 0, 1, 1, SRV(client_header_buffer_size), set_size, 1,
@@ -1616,6 +1621,14 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_password_file", HS, 0, 1, 1, SRV(ssl_password_file), set_path, ANY, "*FILE*", NULL,
      "Passphrases for encrypted PEM keys, one a line, tried in order for each key (nginx). "
      "Without it an encrypted key is an error (never a terminal prompt)."},
+    {"http2", HS, 0, 1, 1, SRV(http2), set_flag, ANY, "`on` \\| `off`", "off",
+     "Offer HTTP/2 (ALPN `h2`, preferred to `http/1.1`) on this server's TLS connections, as "
+     "nginx's `http2 on;`; `listen ... ssl http2` does the same for the server block that "
+     "says it. The protocol is chosen by the server block SNI selects."},
+    {"http2_max_concurrent_streams", HS, 0, 1, 1, SRV(http2_max_concurrent_streams), set_int, 1,
+     65536, "*N*", "128",
+     "Most concurrent streams of one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); "
+     "streams over it are refused (`REFUSED_STREAM`)."},
     {"sendfile", HS, 0, 1, 1, SRV(sendfile), set_flag, ANY, "`on` \\| `off`", "off",
      "Send static files with the kernel's help: on TLS, OpenSSL is asked for kernel TLS "
      "(`SSL_OP_ENABLE_KTLS`, as nginx's `ssl_conf_command Options KTLS`) and, where the "

@@ -12,9 +12,8 @@
 #include "core/log.h"
 #include "net/proxy_protocol.h"
 
-int gw_access_denied(gw_conn_t *c)
+int gw_access_denied(gw_conn_t *c, const gw_loc_settings_t *l)
 {
-    const gw_loc_settings_t *l = c->v.loc ? c->v.loc : &c->vs->conf->loc;
     const gw_deploy_loc_t *d = &l->dep;
     for (size_t i = 0; i < d->n_access; i++)
         if (gw_cidr_match(&d->access[i].cidr, c->v.family, c->v.addr))

@@ -1,7 +1,7 @@
 /*
  * Client connections: the accept, the choice of protocol when the handshake ends (ALPN,
- * RFC 7301: HTTP/1.1; a stream server relays raw bytes), the stub_status gauges, and a
- * worker's graceful stop.
+ * RFC 7301: "h2" -> HTTP/2, else HTTP/1.1; a stream server relays raw bytes), the
+ * stub_status gauges, and a worker's graceful stop.
  */
 #include "http/conn.h"
 
@@ -55,6 +55,15 @@ static void choose_protocol(gw_conn_t *c)
     if (c->laddr->stream) {
         gw_stream_start(c); /* sets the stream protocol and its own timeouts */
         return;
+    }
+    if (c->s.ssl) {
+        const unsigned char *p = NULL;
+        unsigned len = 0;
+        SSL_get0_alpn_selected(c->s.ssl, &p, &len);
+        if (len == 2 && memcmp(p, "h2", 2) == 0) {
+            gw_h2_start(c); /* RFC 9113 §3.2 */
+            return;
+        }
     }
     gw_h1_start(c);
 }
@@ -187,6 +196,8 @@ void gw_conn_shutdown_all(gw_conn_env_t *env, int graceful)
         gw_conn_t *next = c->next;
         if (!graceful) {
             gw_sock_close(&c->s);
+        } else if (c->h2) {
+            gw_h2_shutdown(c); /* GOAWAY; the open streams are answered */
         } else if (c->s.proto == &gw_h1_proto && c->state == GW_CONN_READ_HEAD &&
                    c->s.in_len == 0) {
             /* Idle keep-alive: a request may be on its way. Give the client a moment, so

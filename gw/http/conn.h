@@ -1,7 +1,7 @@
 /*
  * A client connection: a socket (gw/sock: TLS, async parking, timers, close) and the
- * protocol chosen when its handshake ends, by ALPN (RFC 7301): HTTP/1.1 (http/h1.c) or,
- * on a stream server, a raw TCP relay (proxy/stream.c). Requests
+ * protocol chosen when its handshake ends, by ALPN (RFC 7301): HTTP/1.1 (http/h1.c),
+ * HTTP/2 (http/h2.c) or, on a stream server, a raw TCP relay (proxy/stream.c). Requests
  * are gw_req_t objects (http/req.h) whatever the protocol.
  */
 #ifndef GW_HTTP_CONN_H
@@ -28,10 +28,12 @@ enum gw_conn_state {
     GW_CONN_STREAM,        /* a stream server's connection: bytes relayed (proxy/stream.c) */
 };
 
+struct gw_h2;
+
 /** What a worker gives the connections it accepts (no worker global below the worker). */
 typedef struct gw_conn_env {
     gw_loop_t *loop;
-    int shutting_down;         /* graceful stop: answer with Connection: close */
+    int shutting_down;         /* graceful stop: answer with Connection: close, GOAWAY */
     struct gw_conn *conns;     /* all open connections (doubly linked) */
     int n_conns, max_conns;
     void (*accepting)(int on); /* stop / resume accepting (worker_connections) */
@@ -67,6 +69,7 @@ typedef struct gw_conn {
     struct gw_proxy *proxy;    /* GW_CONN_PROXY: the proxied request (proxy/proxy.c) */
     struct gw_stream *stream;  /* GW_CONN_STREAM: the relay (proxy/stream.c) */
     gw_conn_vars_t v;          /* variables, client address, head copy (http/vars.h) */
+    struct gw_h2 *h2;          /* HTTP/2 (http/h2.c) */
 } gw_conn_t;
 
 /* gauges of stub_status a connection is counted in */
@@ -81,7 +84,7 @@ void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd,
                       const struct sockaddr *peer, socklen_t plen);
 
 /** Graceful stop began (graceful: idle connections close soon, busy ones after their
- * response), or a fast stop (0: everything closes now). */
+ * response, HTTP/2 sends GOAWAY), or a fast stop (0: everything closes now). */
 void gw_conn_shutdown_all(gw_conn_env_t *env, int graceful);
 
 /** ClientHello callback for every SSL_CTX (SNI selects the server block: http/vhost.c). */
@@ -116,9 +119,18 @@ int gw_conn_logs(const gw_conn_t *c);
 /* ---- protocols ---- */
 
 extern const gw_sock_proto_t gw_h1_proto;
+extern const gw_sock_proto_t gw_h2_proto;
 
 /** Start HTTP/1.1 on c (after the handshake, or at the accept on plain TCP). */
 void gw_h1_start(gw_conn_t *c);
+
+/** Start HTTP/2 on c (ALPN chose "h2"): our SETTINGS are queued. 0, or -1 when the
+ * session cannot be made (c is then closed). */
+int gw_h2_start(gw_conn_t *c);
+
+/** Graceful stop: GOAWAY with the last stream processed; the open streams are answered,
+ * then the connection ends. */
+void gw_h2_shutdown(gw_conn_t *c);
 
 /** The worker of c's process is stopping (no keep-alive, GOAWAY). */
 static inline int gw_conn_stopping(const gw_conn_t *c)

@@ -383,13 +383,34 @@ static int do_write(gw_conn_t *c)
     return write_done(c);
 }
 
-/* 1: go on, 0: wait (or c is gone) */
+/* RFC 9113 §3.3: on plain TCP with http2, a client with prior knowledge opens with the
+ * preface. 1: it did (HTTP/2 now runs the connection), 2: it did but HTTP/2 could not
+ * start (c is closed), 0: not a preface, -1: wait for more bytes. */
+static int h2_preface(gw_conn_t *c)
+{
+    static const char pri[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    size_t n = c->s.in_len < sizeof(pri) - 1 ? c->s.in_len : sizeof(pri) - 1;
+    if (c->s.ssl || c->requests || gw_conn_srv(c)->http2 != 1 || memcmp(c->s.in, pri, n) != 0)
+        return 0;
+    if (n < sizeof(pri) - 1)
+        return -1;
+    release_request(c);
+    return gw_h2_start(c) == 0 ? 1 : 2; /* it takes the buffered bytes; 2: c is closed */
+}
+
+/* 1: go on, 0: wait (or c is gone), 2: HTTP/2 runs the connection now */
 static int do_read_head(gw_conn_t *c)
 {
     /* The parser restarts at the head's first byte, so it runs only when a line may have
      * ended (or a limit may be passed): a head trickled one byte per TLS record costs
      * O(lines x length), not O(length^2). */
     if (c->s.in_len && c->head_dirty) {
+        int pf = h2_preface(c);
+        if (pf > 0)
+            return pf == 1 ? 2 : 0; /* 2: h1_drive hands the connection to HTTP/2 */
+        c->head_dirty = pf < 0;
+        if (pf < 0)
+            goto read;
         c->head_dirty = 0;
         gw_http_limits_t lim;
         head_limits(c, &lim);
@@ -412,6 +433,7 @@ static int do_read_head(gw_conn_t *c)
             return 1;
         }
     }
+read:
     if (c->s.in && c->s.in_len == c->s.in_cap) {
         if (c->s.in_cap >= c->in_max) {
             start_request_failure(c, 431);
@@ -520,6 +542,10 @@ static void h1_drive(gw_sock_t *s)
         }
         default:
             gw_sock_close(&c->s);
+            return;
+        }
+        if (go == 2) {
+            c->s.proto->drive(&c->s); /* prior knowledge: HTTP/2 from here on */
             return;
         }
         if (!go)

@@ -16,6 +16,7 @@
 #include "core/obs.h"
 #include "core/stats.h"
 #include "http/conn.h"
+#include "http/h2.h"
 #include "proxy/proxy.h"
 
 static const struct {
@@ -435,7 +436,11 @@ void gw_http_handle(gw_req_t *c)
     const gw_server_t *s = c->vs->conf;
     const gw_http_request_t *r = &c->req;
     gw_conn_t *cn = c->conn; /* its TLS, client address and variables (http/vars.h) */
-    if (cn && gw_headers_client_cert(cn)) /* ssl_verify_client: nginx's 400 page, headers.c */
+    /* the connection an HTTP/2 stream came on: its TLS and client address serve
+     * ssl_verify_client and allow/deny (variables, add_header, error_page, log_format and
+     * real_ip are per connection: HTTP/1.1 only, docs/proxy.md) */
+    gw_conn_t *tc = cn ? cn : c->proto == GW_REQ_HTTP2 ? ((h2_stream_t *)c->owner)->h->c : NULL;
+    if (tc && gw_headers_client_cert(tc, c)) /* ssl_verify_client: nginx's 400 page */
         return;
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
@@ -457,19 +462,15 @@ void gw_http_handle(gw_req_t *c)
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
     if (cn)
         cn->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
-    if (cn && gw_access_denied(cn)) {       /* http/access.c */
+    if (tc && gw_access_denied(tc, l ? &l->loc : &s->loc)) { /* http/access.c */
         gw_resp_error(c, 403);
         return;
     }
     if (l && l->proxy_pass) {
-        if (c->proto != GW_REQ_HTTP11) {
-            /* the proxy frames HTTP/1.1 on the client side: an HTTP/2 stream cannot use it */
-            gw_log(GW_LOG_ERROR, 0, "proxy_pass over HTTP/2 is not supported, client: %s",
-                   c->peer_text);
-            gw_resp_error(c, 502);
-            return;
-        }
-        gw_proxy_start(c->owner, l, norm, (size_t)nl);
+        if (c->proto == GW_REQ_HTTP2)
+            gw_proxy_start_h2(c->owner, l, norm, (size_t)nl);
+        else
+            gw_proxy_start(c->owner, l, norm, (size_t)nl);
         return;
     }
     if (l && l->return_code) {

@@ -135,9 +135,9 @@ int gw_error_page(gw_conn_t *c, int status)
     return 1;
 }
 
-int gw_headers_client_cert(gw_conn_t *c)
+int gw_headers_client_cert(gw_conn_t *c, gw_req_t *r)
 {
-    const char *why = gw_tls_verify_result(c->s.ssl, c->vs->conf->srv.dep.ssl_verify_client);
+    const char *why = gw_tls_verify_result(c->s.ssl, r->vs->conf->srv.dep.ssl_verify_client);
     if (!why)
         return 0;
     if (SSL_get0_peer_certificate(c->s.ssl))
@@ -153,8 +153,8 @@ int gw_headers_client_cert(gw_conn_t *c)
                      "<center><h1>400 Bad Request</h1></center>\r\n<center>%s</center>\r\n"
                      "<hr><center>tlsgate</center>\r\n</body>\r\n</html>\r\n",
                      why, why);
-    c->rq->close_after = 1;
-    c->rq->keep_alive = 0;
-    gw_resp_simple(c->rq, 400, "text/html", body, (size_t)n, NULL);
+    r->close_after = 1;
+    r->keep_alive = 0;
+    gw_resp_simple(r, 400, "text/html", body, (size_t)n, NULL);
     return 1;
 }

@@ -22,6 +22,7 @@
 
 struct gw_conn;
 struct gw_loc_settings;
+struct gw_req;
 
 /** What a connection keeps for the variables (zeroed with the connection). */
 typedef struct gw_conn_vars {
@@ -91,9 +92,9 @@ void gw_vars_upstream_try(struct gw_conn *c, const char *text);
 
 /* ---- access (http/access.c) ---- */
 
-/** allow/deny of the request's settings (c->v.loc or the server's) against the client
- * address: 1 when denied (answer 403), 0 when allowed. */
-int gw_access_denied(struct gw_conn *c);
+/** allow/deny of the request's settings l (its location's or its server's) against c's
+ * client address: 1 when denied (answer 403), 0 when allowed. */
+int gw_access_denied(struct gw_conn *c, const struct gw_loc_settings *l);
 
 /** set_real_ip_from / real_ip_header for the current request (called by gw_vars_request). */
 void gw_access_real_ip(struct gw_conn *c);
@@ -122,12 +123,12 @@ void gw_headers_emit(struct gw_conn *c, int status);
 int gw_error_page(struct gw_conn *c, int status);
 
 /**
- * ssl_verify_client: when the server block asks for a client certificate and the
- * connection's is missing (`on`) or invalid, answer with nginx's 400 page ("No required
- * SSL certificate was sent" / "The SSL certificate error"), close after it, and return 1;
- * else 0.
+ * ssl_verify_client: when r's server block asks for a client certificate and the one of
+ * c (r's connection, or the connection its HTTP/2 stream came on) is missing (`on`) or
+ * invalid, answer r with nginx's 400 page ("No required SSL certificate was sent" / "The
+ * SSL certificate error"), close after it, and return 1; else 0.
  */
-int gw_headers_client_cert(struct gw_conn *c);
+int gw_headers_client_cert(struct gw_conn *c, struct gw_req *r);
 
 /* ---- access log formats (http/logfmt.c) ---- */
 

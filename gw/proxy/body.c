@@ -18,6 +18,8 @@
 int gw_proxy_pull_body(gw_proxy_t *p)
 {
     gw_conn_t *c = p->c;
+    if (p->st)
+        return gw_proxy_pull_body_h2(p);
     if (c->s.in_len == 0) {
         if (p->expect_continue && !p->continue_sent) {
             /* RFC 9110 §10.1.1: ask for the body only now that an upstream waits for it */

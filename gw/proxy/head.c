@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "http/h2.h"
 #include "proxy/response.h"
 
 /* ---- a growable string (abort on out of memory, as the connection buffers) ---- */
@@ -68,9 +69,9 @@ static const gw_conf_cmd_t default_headers[] = {
     {"X-Forwarded-Proto", "$scheme"},
 };
 
-static void add_host(sbuf_t *b, const gw_conn_t *c)
+static void add_host(sbuf_t *b, const gw_proxy_t *p)
 {
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &p->rq->req;
     if (r->host && r->host_len) {
         size_t n = r->host_len;
         const char *h = r->host;
@@ -85,8 +86,8 @@ static void add_host(sbuf_t *b, const gw_conn_t *c)
                 ch = (char)(ch + 32);
             gw_proxy_sb_add(b, &ch, 1);
         }
-    } else if (c->vs->conf->server_names.n) {
-        gw_proxy_sb_str(b, c->vs->conf->server_names.v[0]);
+    } else if (p->rq->vs->conf->server_names.n) {
+        gw_proxy_sb_str(b, p->rq->vs->conf->server_names.v[0]);
     }
 }
 
@@ -94,7 +95,7 @@ static void add_host(sbuf_t *b, const gw_conn_t *c)
 static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
 {
     const gw_conn_t *c = p->c;
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &p->rq->req;
     while (*v) {
         if (*v != '$') {
             const char *d = strchr(v, '$');
@@ -109,7 +110,7 @@ static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
             n++;
 #define VAR(name) (n == sizeof(name) - 1 && memcmp(s, name, n) == 0)
         if (VAR("host")) {
-            add_host(b, c);
+            add_host(b, p);
         } else if (VAR("http_host")) {
             if (r->host)
                 gw_proxy_sb_add(b, r->host, r->host_len);
@@ -186,8 +187,7 @@ static void add_escaped_path(sbuf_t *b, const char *s, size_t n)
 
 void gw_proxy_build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
 {
-    gw_conn_t *c = p->c;
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *r = &p->rq->req;
     const gw_location_t *loc = p->loc;
     sbuf_t b = {0};
     gw_proxy_sb_add(&b, r->method_str, r->method_len);
@@ -280,21 +280,26 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
     if (p->rs == RS_CHUNKED)
         gw_http_chunked_init(&p->rchunked);
     int delimited = p->rs == RS_CHUNKED || p->rs == RS_EOF;
-    if (delimited && p->client_minor == 0)
-        c->rq->close_after = 1; /* HTTP/1.0 knows no chunked: the close ends the body */
-    if (!p->body_done)
-        c->rq->close_after = 1;
-    int ka = c->rq->keep_alive && !c->rq->close_after && !gw_conn_stopping(c);
-    c->rq->keep_alive = ka;
-    p->chunk_out = delimited && p->client_minor == 1;
+    int ka = 0;
+    if (!p->st) {
+        if (delimited && p->client_minor == 0)
+            c->rq->close_after = 1; /* HTTP/1.0 knows no chunked: the close ends the body */
+        if (!p->body_done)
+            c->rq->close_after = 1;
+        ka = c->rq->keep_alive && !c->rq->close_after && !gw_conn_stopping(c);
+        c->rq->keep_alive = ka;
+        p->chunk_out = delimited && p->client_minor == 1;
+    }
 
     sbuf_t b = {0};
     size_t pos = 0, ll;
     const char *l;
     gw_proxy_next_line(p->uin, hl, &pos, &l, &ll);
-    gw_proxy_sb_str(&b, "HTTP/1.1");
-    gw_proxy_sb_add(&b, l + 8, ll - 8); /* " 200 OK" */
-    gw_proxy_sb_str(&b, "\r\n");
+    if (!p->st) {
+        gw_proxy_sb_str(&b, "HTTP/1.1");
+        gw_proxy_sb_add(&b, l + 8, ll - 8); /* " 200 OK" */
+        gw_proxy_sb_str(&b, "\r\n");
+    }
     size_t fields = pos;
     for (;;) {
         gw_proxy_next_line(p->uin, hl, &pos, &l, &ll);
@@ -329,6 +334,17 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
         gw_proxy_sb_add(&b, l, ll);
         gw_proxy_sb_str(&b, "\r\n");
     }
+    p->rq->status = status;
+    GW_STAT_ADD(responses[status / 100], 1);
+    p->head_fwd = 1;
+    if (p->st) { /* HTTP/2: the fields as HEADERS, the body as DATA (RFC 9113 §8.1) */
+        gw_proxy_sb_str(&b, "");
+        int64_t len = has_cl && chunked == 0 ? (int64_t)cl : -1;
+        gw_h2_proxy_head(p->st, status, len, b.s, p->rs == RS_DONE);
+        free(b.s);
+        gw_proxy_consume_uin(p, hl);
+        return 0;
+    }
     char line[64];
     if (p->chunk_out) {
         gw_proxy_sb_str(&b, "Transfer-Encoding: chunked\r\n");
@@ -344,9 +360,6 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
     gw_resp_append(c, last, strlen(last));
     c->v.head_bytes += strlen(last);
     free(b.s);
-    c->rq->status = status;
-    GW_STAT_ADD(responses[status / 100], 1);
-    p->head_fwd = 1;
     gw_proxy_consume_uin(p, hl);
     return 0;
 }

@@ -17,9 +17,13 @@
 
 enum { RS_HEAD = 0, RS_CL, RS_CHUNKED, RS_EOF, RS_DONE };
 
+struct h2_stream;
+
 typedef struct gw_proxy {
     gw_posted_t post;
-    gw_conn_t *c;
+    gw_conn_t *c;          /* the client's connection */
+    gw_req_t *rq;          /* the request (HTTP/1.1: c->rq; HTTP/2: its stream's) */
+    struct h2_stream *st;  /* HTTP/2: the stream the answer goes to; NULL: HTTP/1.1 */
     const gw_location_t *loc;
     gw_upstream_t *up;
     gw_upconn_t *uc;
@@ -35,6 +39,7 @@ typedef struct gw_proxy {
     char *head;            /* the request head we send (kept for a retry) */
     size_t head_len;
     uint64_t body_left;
+    uint64_t body_total;   /* HTTP/2: body bytes forwarded (client_max_body_size) */
     int body_chunked;
     gw_http_chunked_t chunked;
     int body_done;
@@ -88,5 +93,14 @@ int gw_proxy_buffer_body(gw_proxy_t *p);
 int gw_proxy_pull_buffered(gw_proxy_t *p);
 /* bytes of the upstream's answer used: drop them from p->uin */
 void gw_proxy_consume_uin(gw_proxy_t *p, size_t n);
+
+/* proxy.c's life cycle, used by client.c */
+gw_proxy_t *gw_proxy_alloc_(void);
+void gw_proxy_free_(gw_proxy_t *p);
+void gw_proxy_on_posted_(gw_posted_t *pp);
+/* start an attempt on a (new or pooled) upstream connection: 0, or a drive result */
+int gw_proxy_start_attempt_(gw_proxy_t *p);
+/* gw_proxy_pull_body for an HTTP/2 stream: its DATA into uout, framed (client.c) */
+int gw_proxy_pull_body_h2(gw_proxy_t *p);
 
 #endif

@@ -20,14 +20,25 @@
 #include "proxy/upstream_tls.h"
 
 #include "proxy/internal.h"
+#include "http/h2.h"
 
 /* ---- life cycle ---- */
 
-static void on_posted(gw_posted_t *pp)
+static int drive(gw_proxy_t *p);
+
+void gw_proxy_on_posted_(gw_posted_t *pp)
 {
     gw_proxy_t *p = (gw_proxy_t *)((char *)pp - offsetof(gw_proxy_t, post));
     p->from_up = 1;
-    gw_conn_resume(p->c);
+    if (!p->st) {
+        gw_conn_resume(p->c);
+        return;
+    }
+    /* HTTP/2: the stream's upstream request goes on by itself; the connection sends what
+     * it produced (gw_h2_proxy_* post the connection) */
+    h2_stream_t *st = p->st;
+    if (drive(p) < 0)
+        gw_h2_proxy_abort(st); /* frees p */
 }
 
 /* Freed proxy states with their buffers, reused by the next requests: a request costs no
@@ -36,7 +47,7 @@ static void on_posted(gw_posted_t *pp)
 static gw_proxy_t *cache[CACHE_MAX];
 static int n_cache;
 
-static void proxy_free(gw_proxy_t *p)
+void gw_proxy_free_(gw_proxy_t *p)
 {
     gw_unpost(&p->post);
     if (p->uc)
@@ -45,7 +56,8 @@ static void proxy_free(gw_proxy_t *p)
     p->head = NULL;
     gw_reqbuf_free(p->rb);
     p->rb = NULL;
-    p->c->proxy = NULL;
+    if (!p->st)
+        p->c->proxy = NULL; /* HTTP/2: the stream lets go of us (gw_h2_proxy_*) */
     if (n_cache < CACHE_MAX && p->uout_cap == UOUT_MIN + 64) {
         cache[n_cache++] = p;
         return;
@@ -55,7 +67,7 @@ static void proxy_free(gw_proxy_t *p)
     free(p);
 }
 
-static gw_proxy_t *proxy_alloc(void)
+gw_proxy_t *gw_proxy_alloc_(void)
 {
     if (n_cache) {
         gw_proxy_t *p = cache[--n_cache];
@@ -75,16 +87,22 @@ static gw_proxy_t *proxy_alloc(void)
 void gw_proxy_conn_free(gw_conn_t *c)
 {
     gw_proxy_t *p = c->proxy;
+    c->proxy = NULL;
     if (p->uc && p->rs != RS_DONE)
         gw_log(GW_LOG_INFO, 0, "client %s went away: the request to upstream %s is cancelled",
                c->s.peer_text, p->up->conf->servers[p->peer].text);
-    proxy_free(p);
+    gw_proxy_free_(p);
 }
 
 /* The response is queued: hand the connection back to the WRITE state. */
 static int proxy_end(gw_proxy_t *p)
 {
     gw_conn_t *c = p->c;
+    if (p->st) { /* HTTP/2: the stream sends the rest; an unread request body is reset */
+        gw_h2_proxy_done(p->st);
+        gw_proxy_free_(p);
+        return 1;
+    }
     if (!p->body_done) {
         /* the rest of the body is unread: the connection cannot carry another request */
         c->rq->close_after = 1;
@@ -93,7 +111,7 @@ static int proxy_end(gw_proxy_t *p)
     c->body_left = 0;
     c->body_chunked = 0;
     c->state = GW_CONN_WRITE;
-    proxy_free(p);
+    gw_proxy_free_(p);
     return 1;
 }
 
@@ -108,8 +126,11 @@ static int fail(gw_proxy_t *p, int status)
         p->uc = NULL;
     }
     if (!p->body_done)
-        c->rq->close_after = 1;
-    gw_resp_error(c->rq, status);
+        p->rq->close_after = 1;
+    gw_resp_error(p->rq, status);
+    if (p->st)
+        gw_h2_stream_submit(p->st, 1);
+    (void)c;
     return proxy_end(p);
 }
 
@@ -119,7 +140,7 @@ static int64_t connect_timeout(const gw_proxy_t *p)
 }
 
 /* Start an attempt on a (new or pooled) connection. 0, or a drive result. */
-static int start_attempt(gw_proxy_t *p)
+int gw_proxy_start_attempt_(gw_proxy_t *p)
 {
     size_t n = p->up->conf->n_servers;
     for (;;) {
@@ -131,7 +152,8 @@ static int start_attempt(gw_proxy_t *p)
         }
         p->peer = peer;
         p->tries++;
-        gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text); /* $upstream_addr */
+        if (!p->st) /* $upstream_addr: per connection, HTTP/1.1 (docs/proxy.md) */
+            gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text);
         const gw_deploy_loc_t *tls = &ls(p)->dep; /* proxy_pass https:// */
         gw_upconn_t *uc = gw_upconn_get_ctx(p->up, peer, &p->post, tls->proxy_ssl_ctx);
         if (uc && tls->proxy_ssl_ctx && !uc->ssl &&
@@ -184,7 +206,7 @@ static int upstream_error(gw_proxy_t *p, int timeout, const char *what)
         int ok = nothing_sent ? p->tries < (int)n
                               : p->idempotent && !p->body_started && p->tries < 2;
         if (ok && !(timeout && !connecting)) {
-            int r = start_attempt(p);
+            int r = gw_proxy_start_attempt_(p);
             return r ? r : 2;
         }
     }
@@ -197,7 +219,9 @@ static void emit(gw_proxy_t *p, const char *d, size_t n)
     gw_conn_t *c = p->c;
     if (!n)
         return;
-    if (p->chunk_out) {
+    if (p->st) {
+        gw_h2_proxy_body(p->st, d, n);
+    } else if (p->chunk_out) {
         char sz[24];
         int k = snprintf(sz, sizeof(sz), "%zx\r\n", n);
         gw_resp_append(c, sz, (size_t)k);
@@ -206,7 +230,7 @@ static void emit(gw_proxy_t *p, const char *d, size_t n)
     } else {
         gw_resp_append(c, d, n);
     }
-    c->rq->bytes_sent += n;
+    p->rq->bytes_sent += n;
 }
 
 void gw_proxy_consume_uin(gw_proxy_t *p, size_t n)
@@ -270,7 +294,7 @@ static int process_response(gw_proxy_t *p)
             memmove(p->uin, p->uin + used, p->uin_len - used);
             p->uin_len -= used;
             if (r == 1) {
-                if (p->chunk_out)
+                if (p->chunk_out && !p->st)
                     gw_resp_append(p->c, "0\r\n\r\n", 5);
                 p->rs = RS_DONE;
             }
@@ -289,65 +313,12 @@ static int process_response(gw_proxy_t *p)
     }
 }
 
-void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, size_t norm_len)
+/* Answer bytes produced but not yet taken by the client's socket (or stream). */
+static size_t client_pending(const gw_proxy_t *p)
 {
-    const gw_http_request_t *r = &c->rq->req;
-    if (r->method == GW_HTTP_CONNECT) {
-        gw_resp_error(c->rq, 405);
-        return;
-    }
-    gw_proxy_t *p = proxy_alloc();
-    p->post.run = on_posted;
-    p->c = c;
-    p->loc = loc;
-    p->up = gw_upstream_get(0, loc->proxy_upstream);
-    p->peer = -1;
-    p->idempotent = r->method == GW_HTTP_GET || r->method == GW_HTTP_HEAD ||
-                    r->method == GW_HTTP_PUT || r->method == GW_HTTP_DELETE ||
-                    r->method == GW_HTTP_OPTIONS || r->method == GW_HTTP_TRACE;
-    p->is_head = r->method == GW_HTTP_HEAD;
-    p->client_minor = r->version_minor;
-    p->body_chunked = r->chunked;
-    p->body_left = r->has_content_length ? r->content_length : 0;
-    p->body_done = !p->body_chunked && p->body_left == 0;
-    p->expect_continue = r->expect_continue && !p->body_done;
-    if (p->body_chunked)
-        gw_http_chunked_init(&p->chunked);
-    if (!p->body_done && ls(p)->dep.proxy_request_buffering != 0) {
-        p->rb = gw_reqbuf_new(p->body_chunked, p->body_left,
-                              (size_t)ls(p)->dep.client_body_buffer_size, p->expect_continue);
-        p->expect_continue = 0; /* the buffer asks for the body itself */
-    }
-    gw_proxy_build_head(p, norm, norm_len);
-    size_t cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
-    if (cap != p->uout_cap) {
-        free(p->uout);
-        p->uout = malloc(cap);
-        p->uout_cap = cap;
-    }
-    if (!p->uin)
-        p->uin = malloc(UIN_CAP);
-    if (!p->uout || !p->uin)
-        abort();
-    /* the head is copied: give its room in c->s.in to the body (as READ_BODY does) */
-    memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
-    c->s.in_len -= c->head_len;
-    c->head_len = 0;
-    if (c->s.in_cap < BODY_IN) {
-        char *q = realloc(c->s.in, BODY_IN);
-        if (!q)
-            abort();
-        c->s.in = q;
-        c->s.in_cap = BODY_IN;
-    }
-    c->rq->close_after = 0; /* route_request's Expect rule is for handlers that skip bodies */
-    c->proxy = p;
-    c->state = GW_CONN_PROXY;
-    gw_sock_timer_del(&c->s);
-    if (p->rb)
-        return; /* gw_proxy_drive reads the body first (proxy/body.c) */
-    int rr = start_attempt(p);
-    (void)rr; /* a failure queued an error page and left GW_CONN_WRITE */
+    if (p->st)
+        return gw_h2_proxy_pending(p->st);
+    return p->c->s.out_len - p->c->s.out_off;
 }
 
 /* One pass over both directions. Returns a drive result; *progress tells whether any
@@ -442,7 +413,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
     /* response: down, while the client keeps up. Edge-triggered epoll reports every
      * arrival, so after an EAGAIN the socket is read again only after an event; a read
      * stopped by a full client buffer goes on when the client drained it. */
-    while (p->rs != RS_DONE && !p->up_again && c->s.out_len - c->s.out_off < OUT_HIGH) {
+    while (p->rs != RS_DONE && !p->up_again && client_pending(p) < OUT_HIGH) {
         ssize_t n = gw_upconn_recv(uc, p->uin + p->uin_len, UIN_CAP - p->uin_len);
         if (n > 0) {
             p->got_byte = 1;
@@ -461,7 +432,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
             break;
         }
         if (n == 0 && p->rs == RS_EOF) {
-            if (p->chunk_out)
+            if (p->chunk_out && !p->st)
                 gw_resp_append(c, "0\r\n\r\n", 5);
             p->rs = RS_DONE;
             p->up_close = 1;
@@ -489,6 +460,8 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
     }
 
 client:
+    if (p->st)
+        return 0; /* HTTP/2: the connection sends the DATA; a reset frees us */
     /* client: queued output down, and a look for an abort while the upstream works */
     if (c->s.async_paused || c->s.async_retry)
         return 0; /* a paused TLS job: no other SSL call until its wake drives us */
@@ -523,7 +496,12 @@ client:
 
 int gw_proxy_drive(gw_conn_t *c)
 {
-    gw_proxy_t *p = c->proxy;
+    return drive(c->proxy);
+}
+
+static int drive(gw_proxy_t *p)
+{
+    gw_conn_t *c = p->c;
     int from_up = p->from_up;
     p->from_up = 0;
     if (from_up || (p->uc && p->uc->events)) {
@@ -537,7 +515,7 @@ int gw_proxy_drive(gw_conn_t *c)
     if (p->rb && !p->uc && !p->body_done) { /* proxy_request_buffering on */
         int r = gw_proxy_buffer_body(p);
         if (r == 1)
-            r = start_attempt(p);
+            r = gw_proxy_start_attempt_(p);
         else if (r < -1)
             r = fail(p, -r); /* 400: a bad chunk size line never reaches the upstream */
         if (r != 0 || !p->uc)
@@ -552,7 +530,7 @@ int gw_proxy_drive(gw_conn_t *c)
         int r = pass(p, &progress, from_up);
         if (r != 0)
             return r;
-        if (c->s.async_paused || c->s.async_retry)
+        if (!p->st && (c->s.async_paused || c->s.async_retry))
             return 0;
         if (!progress)
             break;
@@ -562,6 +540,8 @@ int gw_proxy_drive(gw_conn_t *c)
             break;
         }
     }
+    if (p->st)
+        return 0; /* HTTP/2: the stream's send_timeout (http/h2.c) */
     /* waiting: the client's timer runs only while we wait for the client */
     int want_client = c->s.out_len > c->s.out_off || (!p->body_done && p->head_queued &&
                                                  p->uout_off == p->uout_len && !p->req_sent);

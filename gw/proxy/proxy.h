@@ -39,4 +39,20 @@ int gw_proxy_drive(struct gw_conn *c);
  * closed, never pooled) and free the proxy state. */
 void gw_proxy_conn_free(struct gw_conn *c);
 
+struct h2_stream;
+struct gw_proxy;
+
+/** Proxy the request of HTTP/2 stream st (http/h2.h) as gw_proxy_start does for an
+ * HTTP/1.1 connection: the request body comes from the stream's DATA (the client's window
+ * opens as the upstream takes it), the answer goes out as HEADERS and DATA under the
+ * client's flow control (the upstream is not read while 64 KiB wait for the client). */
+void gw_proxy_start_h2(struct h2_stream *st, const gw_location_t *loc, const char *norm,
+                       size_t norm_len);
+
+/** Drive p after the loop's events (HTTP/2: request body bytes or room arrived). */
+void gw_proxy_wake(struct gw_proxy *p);
+
+/** p's HTTP/2 stream is closing (reset by the client, the connection gone): cancel. */
+void gw_proxy_stream_free(struct gw_proxy *p);
+
 #endif

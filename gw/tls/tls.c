@@ -38,16 +38,20 @@ int gw_tls_init(void)
     return 0;
 }
 
-/* RFC 7301 §3.2: the server selects one of the client's protocols; we speak only
- * http/1.1, and "in the event that the server supports no protocols that the client
- * advertises, then the server SHALL respond with a fatal no_application_protocol alert". */
+/* RFC 7301 §3.2: the server selects one of the client's protocols, in our order of
+ * preference: "h2" first where the server block speaks HTTP/2 (arg non-NULL: `http2 on`,
+ * RFC 9113 §3.2), then "http/1.1"; "in the event that the server supports no protocols
+ * that the client advertises, then the server SHALL respond with a fatal
+ * no_application_protocol alert". */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                        const unsigned char *in, unsigned int inlen, void *arg)
 {
-    static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    static const unsigned char h2_h11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    const unsigned char *ours = arg ? h2_h11 : h2_h11 + 3;
+    unsigned ours_len = arg ? sizeof(h2_h11) : sizeof(h2_h11) - 3;
     unsigned char *sel = NULL;
     unsigned char sel_len = 0;
-    if (SSL_select_next_proto(&sel, &sel_len, h11, sizeof(h11), in, inlen) ==
+    if (SSL_select_next_proto(&sel, &sel_len, ours, ours_len, in, inlen) ==
         OPENSSL_NPN_NEGOTIATED) {
         *out = sel;
         *outlen = sel_len;
@@ -309,7 +313,7 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         goto fail;
     }
     set_sid_ctx(ctx, s);
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, s->srv.http2 == 1 ? (void *)ctx : NULL);
     if (client_hello_cb)
         SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
     gw_tls_sni_ack_setup(ctx); /* RFC 6066 §3: acknowledge a server_name that was used */

@@ -11,6 +11,7 @@ a client certificate) are made per run.
 """
 import json
 import os
+import shutil
 import socket
 import ssl
 import sys
@@ -168,6 +169,28 @@ def test_https_upstream_verified(env):
         assert "SSL certificate verify error: (62:hostname mismatch)" in log, log[-2000:]
         st, body = get(env, port, "/tls12/x")
         assert st == 200 and json.loads(body)["version"] == "TLSv1.2", body
+    finally:
+        b.close()
+
+
+def test_https_upstream_from_http2_client(env):
+    """An HTTP/2 client's stream proxied to an HTTPS upstream (the h2 merge: the stream's
+    request goes through the same TLS upstream I/O)."""
+    if not shutil.which("curl"):
+        H.skip("curl missing")
+    b = TLSBackend()
+    try:
+        port = gateway(env, """
+            location /plain/ { proxy_pass https://127.0.0.1:%d; }
+        """ % b.port, http_extra="http2 on;")
+        p = H.run(["curl", "-sS", "-k", "--http2", "--max-time", "15", "--resolve",
+                   "a.test:%d:127.0.0.1" % port, "-w", "\\n%{http_version} %{http_code}\\n",
+                   "https://a.test:%d/plain/x" % port, "https://a.test:%d/plain/y" % port],
+                  timeout=20)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout.strip().split("\n")
+        assert out[1] == "2 200" and out[3] == "2 200", out
+        assert json.loads(out[0])["version"] == "TLSv1.3", out
     finally:
         b.close()
 

@@ -621,12 +621,48 @@ static void test_listen(void **state)
                                             "port must be a number between 1 and 65535");
     expect_server_error("listen :80;",
                         "t.conf:2: listen: invalid value \":80\": missing address before \":\"");
-    expect_server_error("listen 81 http2;",
-                        "t.conf:2: listen: invalid value \"http2\": unsupported listen parameter");
+    expect_server_error("listen 81 spdy;",
+                        "t.conf:2: listen: invalid value \"spdy\": unsupported listen parameter");
     expect_server_error("listen 81 backlog=0;", "t.conf:2: listen: invalid value \"backlog=0\": "
                                                 "backlog must be between 1 and 65535");
-    expect_server_error("listen 81 ssl ssl ssl ssl ssl ssl;",
+    /* ADDR and at most 6 parameters (ssl http2 reuseport backlog= default_server
+     * proxy_protocol) */
+    expect_server_error("listen 81 ssl ssl ssl ssl ssl ssl ssl;",
                         "t.conf:2: listen: invalid number of arguments");
+}
+
+/* HTTP/2: `listen ... http2` and `http2 on` (issue #22) */
+static void test_http2(void **state)
+{
+    (void)state;
+    gw_conf_t *c = with_server("listen 81 http2; listen 82;\n");
+    gw_server_t *s = server0(c);
+    assert_int_equal(s->listens[0].http2, 0); /* with_server's listen 8443 */
+    assert_int_equal(s->listens[1].http2, 1);
+    assert_int_equal(s->listens[2].http2, 0);
+    assert_int_equal(s->srv.http2, 1); /* the listen's http2 enables the server's */
+    assert_int_equal(s->srv.http2_max_concurrent_streams, 128);
+    gw_conf_free(c);
+    c = with_server("listen 81; http2 on; http2_max_concurrent_streams 16;\n");
+    s = server0(c);
+    assert_int_equal(s->srv.http2, 1);
+    assert_int_equal(s->srv.http2_max_concurrent_streams, 16);
+    gw_conf_free(c);
+    c = with_server("listen 81;\n");
+    assert_int_equal(server0(c)->srv.http2, 0);
+    gw_conf_free(c);
+    /* with #23's proxy_protocol on the same listen */
+    c = with_server("listen 83 http2 reuseport backlog=64 default_server proxy_protocol;\n");
+    s = server0(c);
+    assert_int_equal(s->listens[1].http2, 1);
+    assert_int_equal(s->listens[1].proxy_protocol, 1);
+    assert_int_equal(s->listens[1].backlog, 64);
+    gw_conf_free(c);
+    expect_server_error("http2 maybe;", "t.conf:2: http2: invalid value \"maybe\": must be "
+                                        "\"on\" or \"off\"");
+    expect_server_error("http2_max_concurrent_streams 0;",
+                        "t.conf:2: http2_max_concurrent_streams: invalid value \"0\": must be "
+                        "between 1 and 65536");
 }
 
 static void test_server_name(void **state)
@@ -1355,6 +1391,7 @@ int main(void)
         cmocka_unit_test_teardown(test_certificates, teardown),
         cmocka_unit_test_teardown(test_certificate_errors, teardown),
         cmocka_unit_test_teardown(test_listen, teardown),
+        cmocka_unit_test_teardown(test_http2, teardown),
         cmocka_unit_test_teardown(test_server_name, teardown),
         cmocka_unit_test_teardown(test_locations, teardown),
         cmocka_unit_test_teardown(test_return_errors, teardown),
