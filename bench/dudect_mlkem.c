@@ -53,7 +53,8 @@ static double welch_t(const uint64_t *t, const uint8_t *cls, size_t n, uint64_t 
     }
     if (cnt[0] < 2 || cnt[1] < 2)
         return 0;
-    return (mean[0] - mean[1]) / sqrt(m2[0] / (cnt[0] - 1) / cnt[0] + m2[1] / (cnt[1] - 1) / cnt[1]);
+    return (mean[0] - mean[1]) /
+           sqrt(m2[0] / (cnt[0] - 1) / cnt[0] + m2[1] / (cnt[1] - 1) / cnt[1]);
 }
 
 int main(int argc, char **argv)
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
     size_t n = argc > 1 ? (size_t)atol(argv[1]) : 20000;
     uint64_t *t = malloc(n * sizeof(*t)), *sorted = malloc(n * sizeof(*t));
     uint8_t *cls = malloc(n);
-    uint8_t (*all)[L][32] = malloc(n * sizeof(*all));
+    uint8_t(*all)[L][32] = malloc(n * sizeof(*all));
     static uint8_t ek[L][MB8_MLKEM768_EK_BYTES], dk[L][MB8_MLKEM768_DK_BYTES], seed[L][64],
         fixed[32], msg[L][32], ct[L][MB8_MLKEM768_CT_BYTES], ss[L][32];
     const uint8_t *d[L], *z[L], *ekp[L], *mp[L];
@@ -117,8 +118,8 @@ int main(int argc, char **argv)
             if (tv > maxt)
                 maxt = tv;
         }
-        printf("mlkem768-encaps %d lane%s median %8llu cycles per call   max |t| = %5.2f  %s\n", used,
-               used > 1 ? "s" : " ", (unsigned long long)sorted[n / 2], maxt,
+        printf("mlkem768-encaps %d lane%s median %8llu cycles per call   max |t| = %5.2f  %s\n",
+               used, used > 1 ? "s" : " ", (unsigned long long)sorted[n / 2], maxt,
                maxt > 4.5 ? "LEAK SUSPECTED" : "no leak detected");
         if (maxt > worst)
             worst = maxt;

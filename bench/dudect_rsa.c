@@ -168,7 +168,8 @@ int main(int argc, char **argv)
         if (fabs(tv) > maxt)
             maxt = fabs(tv);
     }
-    printf("max |t| = %.2f: %s\n", maxt, maxt > 4.5 ? "LEAK SUSPECTED (> 4.5)" : "no leak detected (<= 4.5)");
+    printf("max |t| = %.2f: %s\n", maxt,
+           maxt > 4.5 ? "LEAK SUSPECTED (> 4.5)" : "no leak detected (<= 4.5)");
     mb8_rsa_key_dispose(k0);
     for (size_t i = 0; i < n; i++)
         mb8_rsa_key_dispose((mb8_rsa_key_t *)(keys + i * ksz));

@@ -68,7 +68,7 @@ static void report(const char *curve, const char *op, unsigned long long before,
         c = mb8_ifma_counted;                                                                      \
         report(NAME, "ECDH", c, mb8_##PFX##_ecdh(seco, pv, pubv, g_scratch));                      \
         c = mb8_ifma_counted;                                                                      \
-        report(NAME, "ECDSA_sign", c, mb8_##PFX##_ecdsa_sign(ro, so, dv, pv, kv, g_scratch));     \
+        report(NAME, "ECDSA_sign", c, mb8_##PFX##_ecdsa_sign(ro, so, dv, pv, kv, g_scratch));      \
     }
 
 EC_CURVE("p256", p256, MB8_P256_SCALAR_BYTES, MB8_P256_POINT_BYTES)

@@ -151,7 +151,10 @@ int main(int argc, char **argv)
     printf("mb8_mlkem_bench: encapsulation kernel %s\n",
            mb8_cpu_has_ifma() ? "AVX-512" : "portable");
     printf("keccak shape                 mb8 ops/s   OpenSSL EVP ops/s   mb8/EVP\n");
-    const struct { const char *name; enum what m, e; } ks[] = {
+    const struct {
+        const char *name;
+        enum what m, e;
+    } ks[] = {
         {"SHAKE128 34 -> 504 B", K_SHAKE128, E_SHAKE128},
         {"SHA3-256 of 1184 B", K_SHA3_EK, E_SHA3_EK},
         {"SHAKE256 33 -> 128 B", K_PRF, E_PRF},

@@ -61,8 +61,7 @@ static EVP_PKEY *ossl_keygen(void)
 static void get_priv(EVP_PKEY *pk, uint8_t d[NB])
 {
     BIGNUM *bn = NULL;
-    if (!EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_PRIV_KEY, &bn) ||
-        BN_bn2binpad(bn, d, NB) != NB)
+    if (!EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_PRIV_KEY, &bn) || BN_bn2binpad(bn, d, NB) != NB)
         die("private key export");
     BN_clear_free(bn);
 }

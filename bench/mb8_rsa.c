@@ -82,8 +82,8 @@ int main(int argc, char **argv)
     if (peak > 0)
         printf("# IFMA peak of this core: %.3g vpmadd52 per second of CPU time (16 chains)\n",
                peak);
-    printf("%-9s %12s %12s %7s %10s %11s\n", "size", "mb8 ops/s", "openssl/s", "ratio",
-           "IFMA/op", "peak share");
+    printf("%-9s %12s %12s %7s %10s %11s\n", "size", "mb8 ops/s", "openssl/s", "ratio", "IFMA/op",
+           "peak share");
     for (int s = 0; s < 3; s++) {
         unsigned bits = sizes[s];
         if (argc > 4 && (unsigned)atoi(argv[4]) != bits)
@@ -92,8 +92,8 @@ int main(int argc, char **argv)
         char path[4096];
         EVP_PKEY *pk[NK] = {0};
         mb8_rsa_key_t *mk[NK];
-        uint8_t *in[NK], *out[NK], *bl[NK], *ub[NK], n[512], e[4], p[256], q[256], dp[256],
-            dq[256], qi[256];
+        uint8_t *in[NK], *out[NK], *bl[NK], *ub[NK], n[512], e[4], p[256], q[256], dp[256], dq[256],
+            qi[256];
         snprintf(path, sizeof(path), "%s/rsa%u.pem", argv[1], bits);
         FILE *f = fopen(path, "r");
         if (f == NULL) {
@@ -139,10 +139,9 @@ int main(int argc, char **argv)
             unsigned long ops = 0;
             double t0 = now(), t;
             do {
-                mb8_status_t st = mb8_rsa_private_crt(out, (const uint8_t *const *)in,
-                                                      (const mb8_rsa_key_t *const *)mk,
-                                                      (const uint8_t *const *)bl,
-                                                      (const uint8_t *const *)ub, scratch);
+                mb8_status_t st = mb8_rsa_private_crt(
+                    out, (const uint8_t *const *)in, (const mb8_rsa_key_t *const *)mk,
+                    (const uint8_t *const *)bl, (const uint8_t *const *)ub, scratch);
                 if (!mb8_status_all_ok(st)) {
                     fprintf(stderr, "mb8 batch failed: %08x\n", st);
                     return 1;

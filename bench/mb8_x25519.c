@@ -57,7 +57,8 @@ static double mb8_round(unsigned lanes, int kg)
     }
     t0 = now();
     do {
-        mb8_status_t st = kg ? mb8_x25519_public_key(o, k, g_scratch) : mb8_x25519(o, k, u, g_scratch);
+        mb8_status_t st =
+            kg ? mb8_x25519_public_key(o, k, g_scratch) : mb8_x25519(o, k, u, g_scratch);
         if (!mb8_status_all_ok(st)) {
             fprintf(stderr, "mb8 batch failed: %08x\n", st);
             exit(1);
@@ -170,8 +171,8 @@ int main(int argc, char **argv)
                 best_o = v;
         }
         for (unsigned lanes = 1; lanes <= MB8_LANES; lanes++)
-            printf("%-8s %5u %12.0f %12.0f %7.2f\n", kg ? "keygen" : "derive", lanes,
-                   best_m[lanes], best_o, best_m[lanes] / best_o);
+            printf("%-8s %5u %12.0f %12.0f %7.2f\n", kg ? "keygen" : "derive", lanes, best_m[lanes],
+                   best_o, best_m[lanes] / best_o);
     }
     EVP_PKEY_CTX_free(dctx);
     EVP_PKEY_CTX_free(kctx);

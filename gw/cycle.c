@@ -137,8 +137,8 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
                 if (same_addr(c->laddrs[k].listen, l))
                     dup = 1;
             if (dup) {
-                gw_errlist_add(errs, "%s:%d: listen: %s is already used by another server",
-                               s->file, l->line, l->text);
+                gw_errlist_add(errs, "%s:%d: listen: %s is already used by another server", s->file,
+                               l->line, l->text);
                 continue;
             }
             gw_laddr_t *la = &c->laddrs[c->n_laddrs++];
@@ -162,7 +162,8 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
             session_settings_check(la, la->servers[j]);
             if (!la->servers[j]->ssl_ctx && la->servers[j]->conf->srv.n_certs == 0 &&
                 la->servers[j]->conf->srv.ssl_reject_handshake != 1) {
-                gw_errlist_add(errs, "%s:%d: listen: no \"ssl_certificate\" is defined for "
+                gw_errlist_add(errs,
+                               "%s:%d: listen: no \"ssl_certificate\" is defined for "
                                "the ssl listen %s",
                                la->servers[j]->conf->file, la->servers[j]->conf->line,
                                la->listen->text);

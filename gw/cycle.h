@@ -14,21 +14,21 @@
 
 typedef struct gw_vserver {
     gw_server_t *conf;
-    SSL_CTX *ssl_ctx;   /* NULL when the block has no certificate */
-    int access_log_fd;  /* -1 = off */
+    SSL_CTX *ssl_ctx;  /* NULL when the block has no certificate */
+    int access_log_fd; /* -1 = off */
     size_t index;
     gw_stream_server_t *stream; /* a stream { server } block (TCP proxy), else NULL */
 } gw_vserver_t;
 
 /** One distinct listen address and the server blocks that listen on it. */
 typedef struct gw_laddr {
-    gw_listen_t *listen;            /* options of the first listen naming the address */
-    int ssl;                        /* any listen of this address said "ssl" */
+    gw_listen_t *listen; /* options of the first listen naming the address */
+    int ssl;             /* any listen of this address said "ssl" */
     gw_vserver_t **servers;
     size_t n_servers;
-    gw_vserver_t *default_server;   /* default_server, else the first */
-    char key[96];                   /* "ADDR:PORT" + "/rp" when reuseport: socket identity */
-    gw_stream_server_t *stream;     /* a stream server's address (its only server) */
+    gw_vserver_t *default_server; /* default_server, else the first */
+    char key[96];                 /* "ADDR:PORT" + "/rp" when reuseport: socket identity */
+    gw_stream_server_t *stream;   /* a stream server's address (its only server) */
 } gw_laddr_t;
 
 typedef struct gw_log_file {
@@ -44,7 +44,7 @@ typedef struct gw_cycle {
     size_t n_laddrs;
     gw_log_file_t *logs;
     size_t n_logs;
-    gw_privs_t privs;   /* the workers' credentials (`user`), set by gw_build_cycle */
+    gw_privs_t privs; /* the workers' credentials (`user`), set by gw_build_cycle */
 } gw_cycle_t;
 
 /**

@@ -37,15 +37,13 @@ static void usage(FILE *f)
             "\n"
             "Usage: tlsgate [-c FILE] [-t] [-s SIGNAL] [-p PREFIX] [-g DIRECTIVES] [-v] [-V] [-h]\n"
             "\n"
-            "  -c FILE        configuration file (default: PREFIX/" DEFAULT_CONF
-            ";\n"
+            "  -c FILE        configuration file (default: PREFIX/" DEFAULT_CONF ";\n"
             "                 when there is none, the embedded default serving\n"
             "                 https://127.0.0.1:8443/ with self-signed certificates)\n"
             "  -t             test the configuration, its certificates and keys, then exit\n"
             "  -s SIGNAL      send SIGNAL to the running master: reload, quit, stop, reopen\n"
             "  -p PREFIX      directory that relative paths resolve against (default: the\n"
-            "                 configuration file's directory with -c, else " DEFAULT_PREFIX
-            ")\n"
+            "                 configuration file's directory with -c, else " DEFAULT_PREFIX ")\n"
             "  -g DIRECTIVES  extra main-context directives, e.g. -g 'worker_processes 2;'\n"
             "  -v             print the version and exit\n"
             "  -V             print the version, build options, OpenSSL versions, whether\n"
@@ -255,8 +253,7 @@ static int print_version(const gw_options_t *opt)
     gw_conf_t *conf = NULL;
     gw_errlist_t errs = {0};
     if (opt->conf_file)
-        conf = gw_conf_load_file(opt->conf_file, opt->prefix, opt->globals, opt->state_dir,
-                                 &errs);
+        conf = gw_conf_load_file(opt->conf_file, opt->prefix, opt->globals, opt->state_dir, &errs);
     gw_version_print(stdout, conf, opt->conf_file);
     int rc = 0;
     if (opt->conf_file && !conf) {

@@ -237,13 +237,13 @@ static void start_workers(void)
         }
         int slot;
         pid_t pid = spawn(i, &slot);
-        workers[n_workers++] = (wproc_t){.pid = pid,
-                                         .slot = pid > 0 ? slot : -1,
-                                         .index = i,
-                                         .generation = generation,
-                                         .started_ms = gw_now_ms(),
-                                         .respawn_at_ms = pid < 0 ? gw_now_ms() + RESPAWN_MIN_MS
-                                                                  : 0};
+        workers[n_workers++] =
+            (wproc_t){.pid = pid,
+                      .slot = pid > 0 ? slot : -1,
+                      .index = i,
+                      .generation = generation,
+                      .started_ms = gw_now_ms(),
+                      .respawn_at_ms = pid < 0 ? gw_now_ms() + RESPAWN_MIN_MS : 0};
     }
 }
 
@@ -525,8 +525,8 @@ int gw_master_run(const gw_options_t *opt)
     if (write_pid(cycle->conf->pid) != 0) {
         /* without it, -s cannot reach this master: refuse to start, as nginx does */
         int e = errno;
-        fprintf(stderr, "tlsgate: [emerg] cannot write the pid file \"%s\": %s\n",
-                cycle->conf->pid, strerror(e));
+        fprintf(stderr, "tlsgate: [emerg] cannot write the pid file \"%s\": %s\n", cycle->conf->pid,
+                strerror(e));
         gw_log(GW_LOG_EMERG, e, "cannot write the pid file \"%s\"", cycle->conf->pid);
         return 1;
     }

@@ -31,8 +31,8 @@
  * nginx's latency at the same CPU per handshake. The listener stays readable (level-
  * triggered) while connections wait, so the next loop pass accepts again. */
 #define ACCEPT_BATCH 1
-#define POLL_WAIT_MS 1       /* longest wait while jobs are paused on a polled provider */
-#define ACCEPT_RETRY_MS 100 /* after EMFILE/ENFILE, as nginx's accept mutex delay */
+#define POLL_WAIT_MS 1        /* longest wait while jobs are paused on a polled provider */
+#define ACCEPT_RETRY_MS 100   /* after EMFILE/ENFILE, as nginx's accept mutex delay */
 #define METRICS_PERIOD_MS 100 /* provider metrics copied to the shared slot at most this often */
 
 gw_worker_t *gw_worker;
@@ -47,9 +47,9 @@ static int stop_fast;
 
 /* provider metrics (gw_accel_metrics): read at most every METRICS_PERIOD_MS while the
  * worker is active, then once more after it went idle, so the slot ends up current */
-static int metrics_hook;            /* a loaded provider offers "metrics" */
-static int metrics_dirty;           /* events since the last read */
-static int64_t metrics_due_ms;      /* no read before this */
+static int metrics_hook;                            /* a loaded provider offers "metrics" */
+static int metrics_dirty;                           /* events since the last read */
+static int64_t metrics_due_ms;                      /* no read before this */
 static tlsgate_metrics_t metrics_base, metrics_now; /* 5 KB each: not on the stack */
 static int metrics_base_ok;
 
@@ -70,7 +70,8 @@ static void begin_graceful_stop(void);
 void gw_worker_accepting(int on)
 {
     gw_worker_t *w = gw_worker;
-    if (on && (w->env.shutting_down || w->env.n_conns >= w->env.max_conns || gw_timer_armed(&w->accept_timer)))
+    if (on && (w->env.shutting_down || w->env.n_conns >= w->env.max_conns ||
+               gw_timer_armed(&w->accept_timer)))
         return;
     for (size_t i = 0; i < w->n_listeners; i++) {
         gw_wlistener_t *l = &w->listeners[i];
@@ -325,9 +326,9 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             gw_clock_update(); /* handshakes completed by the wakes: not the pass start */
         }
         gw_sock_async_process(); /* completed jobs: posted, resumed by gw_post_run */
-        gw_post_run();      /* work posted by the batch: wakes, upstream events, relays */
-        gw_sock_async_retry(); /* sockets that waited for a free async job */
-        gw_proxy_process(); /* frees the upstream connections closed meanwhile */
+        gw_post_run();           /* work posted by the batch: wakes, upstream events, relays */
+        gw_sock_async_retry();   /* sockets that waited for a free async job */
+        gw_proxy_process();      /* frees the upstream connections closed meanwhile */
         /* nothing was ready and no job waits: the loop would block, the CPU is ours */
         if (idle_left > 0 && nev == 0 && !w.env.shutting_down && gw_sock_async_paused() == 0) {
             idle_left = gw_accel_idle();

@@ -9,10 +9,10 @@
 struct gw_conn;
 
 typedef struct gw_wlistener {
-    gw_io_t io;         /* first: epoll dispatch */
+    gw_io_t io; /* first: epoll dispatch */
     int fd;
     gw_laddr_t *laddr;
-    int registered;     /* in epoll now */
+    int registered; /* in epoll now */
 } gw_wlistener_t;
 
 typedef struct gw_worker {
@@ -21,7 +21,7 @@ typedef struct gw_worker {
     gw_loop_t loop;
     gw_wlistener_t *listeners;
     size_t n_listeners;
-    gw_conn_env_t env;       /* the connections: loop, list, count, worker_connections,
+    gw_conn_env_t env; /* the connections: loop, list, count, worker_connections,
                               * shutting_down (graceful stop: no accept, close after the
                               * current request) */
     int64_t shutdown_deadline_ms;

@@ -192,7 +192,8 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
         break;
     default: { /* OAEP */
         EVP_MD *md = EVP_MD_fetch(c->prov->libctx, oaep_md[0] ? oaep_md : "SHA1", NULL);
-        EVP_MD *mgf1 = EVP_MD_fetch(c->prov->libctx, mgf1_md[0] ? mgf1_md : (oaep_md[0] ? oaep_md : "SHA1"), NULL);
+        EVP_MD *mgf1 = EVP_MD_fetch(c->prov->libctx,
+                                    mgf1_md[0] ? mgf1_md : (oaep_md[0] ? oaep_md : "SHA1"), NULL);
 
         if (md != NULL && mgf1 != NULL) {
             n = RSA_padding_check_PKCS1_OAEP_mgf1(out, (int)len, em, (int)len, (int)len, label,
@@ -280,7 +281,7 @@ static const OSSL_PARAM *ci_gettable_ctx_params(void *ctx, void *provctx)
     TG_CIPHER *c = ctx;
 
     return CIF(GETTABLE_CTX_PARAMS, gettable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                          ((TG_PROV *)provctx)->dflt_provctx);
+                                                         ((TG_PROV *)provctx)->dflt_provctx);
 }
 
 static const OSSL_PARAM *ci_settable_ctx_params(void *ctx, void *provctx)
@@ -288,7 +289,7 @@ static const OSSL_PARAM *ci_settable_ctx_params(void *ctx, void *provctx)
     TG_CIPHER *c = ctx;
 
     return CIF(SETTABLE_CTX_PARAMS, settable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                          ((TG_PROV *)provctx)->dflt_provctx);
+                                                         ((TG_PROV *)provctx)->dflt_provctx);
 }
 
 const OSSL_DISPATCH tg_rsa_asym_cipher_functions[] = {

@@ -91,10 +91,10 @@ uint64_t tg_now_ns(void)
  * the thread switched to batching, and then had no single operation left to correct the
  * estimate. Racy by design: a lost update only delays an estimate.
  */
-static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {
-    1800000, 3800000, 9000000, 67000, 160000, 48000, 64000, 24000, 170000, 510000, 135000, 380000};
-static _Atomic uint64_t single_ns[TG_OP_COUNT] = {
-    420000, 2400000, 5500000, 29000, 67000, 15000, 48000, 50000, 960000, 800000, 800000, 48000};
+static _Atomic uint64_t batch_ns[TG_OP_COUNT] = {1800000, 3800000, 9000000, 67000,  160000, 48000,
+                                                 64000,   24000,   170000,  510000, 135000, 380000};
+static _Atomic uint64_t single_ns[TG_OP_COUNT] = {420000, 2400000, 5500000, 29000,  67000,  15000,
+                                                  48000,  50000,   960000,  800000, 800000, 48000};
 /* idle time of a partial batch's requests between the last join and a timer flush (a
  * full batch is computed by the request that fills it: no wait) */
 static _Atomic uint64_t flush_wait_ns[TG_OP_COUNT];
@@ -145,8 +145,7 @@ void tg_run_batch(struct tg_thread *t, enum tg_op op, struct tg_req *const *rs, 
      * is blocked); one computed by the application's poll waited while its loop served
      * other connections: latency, not cost. */
     if (n < MB8_LANES)
-        ewma_update(&flush_wait_ns[op],
-                    how == TG_C_FLUSH_TIMER && c0 > newest ? c0 - newest : 0);
+        ewma_update(&flush_wait_ns[op], how == TG_C_FLUSH_TIMER && c0 > newest ? c0 - newest : 0);
     /* a request waited from its queueing until its batch was computed */
     for (i = 0; i < n; i++) {
         uint64_t w = c1 > rs[i]->queued_ns ? c1 - rs[i]->queued_ns : 0;
@@ -605,8 +604,8 @@ unsigned tg_batch_poll(long backlog)
              * counts as backlog: the application's loop is still bringing jobs to it */
             long b = backlog != TG_POLICY_BACKLOG_UNKNOWN ? backlog : t->grew[op] ? 1 : 0;
 
-            f = tg_policy_flush(&t->pol[op], t->qn[op], t->q[op][0]->queued_ns, t->last_ns[op],
-                                b, t->q[op][0]->flush_ns, now, NULL);
+            f = tg_policy_flush(&t->pol[op], t->qn[op], t->q[op][0]->queued_ns, t->last_ns[op], b,
+                                t->q[op][0]->flush_ns, now, NULL);
         }
         n = f != TG_FLUSH_WAIT ? tg_take_locked(t, (enum tg_op)op, rs) : 0;
         t->grew[op] = 0;

@@ -21,8 +21,8 @@ struct tg_thread {
     pthread_cond_t done_cv;
     struct tg_req *q[TG_OP_COUNT][MB8_LANES];
     unsigned qn[TG_OP_COUNT];
-    uint64_t last_ns[TG_OP_COUNT];   /* when the newest request joined the queue */
-    unsigned char grew[TG_OP_COUNT]; /* a request joined since the application's last poll */
+    uint64_t last_ns[TG_OP_COUNT];     /* when the newest request joined the queue */
+    unsigned char grew[TG_OP_COUNT];   /* a request joined since the application's last poll */
     struct tg_policy pol[TG_OP_COUNT]; /* the adaptive choice and arrival rate (policy.h) */
     void *scratch; /* mb8 scratch (tg_scratch_new) for batches computed on this thread */
     void *stack;   /* TG_COMPUTE_STACK bytes: batches computed inside an async job run here */

@@ -60,23 +60,23 @@ enum { IV_NONE, IV_BUFFERED, IV_STARTED, IV_FINISHED };
 typedef struct tg_gcm_ctx {
     struct gcm_context_data msg; /* intel-ipsec-mb's per-message state (88 bytes) */
     TG_PROV *prov;
-    size_t keylen;        /* 16 or 32 */
+    size_t keylen; /* 16 or 32 */
     unsigned char rawkey[32];
-    uint64_t kid;         /* this key's id in the per-thread expanded-key cache; 0: none */
-    unsigned slot;        /* where it was last expanded (a hint, checked against kid) */
+    uint64_t kid;  /* this key's id in the per-thread expanded-key cache; 0: none */
+    unsigned slot; /* where it was last expanded (a hint, checked against kid) */
     int enc;
     int key_set;
-    int iv_state;         /* IV_* */
-    int iv_gen;           /* TLS 1.2: the fixed part is set, the invocation field counts */
+    int iv_state; /* IV_* */
+    int iv_gen;   /* TLS 1.2: the fixed part is set, the invocation field counts */
     size_t ivlen;
-    size_t taglen;        /* 0: not set */
-    long tls_aad_len;     /* -1: not the TLS path */
+    size_t taglen;    /* 0: not set */
+    long tls_aad_len; /* -1: not the TLS path */
     size_t tls_aad_pad;
     uint64_t tls_enc_records;
     unsigned char iv[TG_GCM_IV_MAX];
     unsigned char tag[TG_GCM_TAG_LEN]; /* computed (enc) or expected (dec) */
     unsigned char tls_aad[TG_TLS_AAD_LEN];
-    unsigned char *aad;   /* aad_inline or heap */
+    unsigned char *aad; /* aad_inline or heap */
     size_t aad_len, aad_cap;
     unsigned char aad_inline[TG_GCM_AAD_INLINE];
 } TG_GCM_CTX;
@@ -116,8 +116,8 @@ static void gcm_probe(void)
         return;
     }
     init512(m);
-    if (m->gcm128_pre == NULL || m->gcm256_pre == NULL ||
-        m->gcm128_init_var_iv == NULL || m->gcm256_init_var_iv == NULL) {
+    if (m->gcm128_pre == NULL || m->gcm256_pre == NULL || m->gcm128_init_var_iv == NULL ||
+        m->gcm256_init_var_iv == NULL) {
         free_mgr(m);
         dlclose(lib);
         return;
@@ -259,8 +259,8 @@ static void k_final(TG_GCM_CTX *c, const struct gcm_key_data *kd, unsigned char 
 
 /* One record in one call (12-byte IV): the TLS paths. */
 static void k_oneshot(TG_GCM_CTX *c, const struct gcm_key_data *kd, unsigned char *out,
-                      const unsigned char *in, size_t len, const unsigned char *aad,
-                      size_t aad_len, unsigned char *tag)
+                      const unsigned char *in, size_t len, const unsigned char *aad, size_t aad_len,
+                      unsigned char *tag)
 {
     if (c->enc) {
         if (c->keylen == 16)
@@ -627,8 +627,7 @@ static int gcm_get_params_keylen(OSSL_PARAM params[], size_t keylen)
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL &&
         !OSSL_PARAM_set_int(p, 1))
         return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL &&
-        !OSSL_PARAM_set_int(p, 0))
+    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL && !OSSL_PARAM_set_int(p, 0))
         return 0;
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL &&
         !OSSL_PARAM_set_int(p, 0))
@@ -752,8 +751,7 @@ static int gcm_get_ctx_params(void *vctx, OSSL_PARAM params[])
     }
     if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN)) != NULL) {
         /* the invocation field's next value (last data_size bytes), then counted up */
-        if (p->data == NULL || p->data_type != OSSL_PARAM_OCTET_STRING || !c->iv_gen ||
-            !c->key_set)
+        if (p->data == NULL || p->data_type != OSSL_PARAM_OCTET_STRING || !c->iv_gen || !c->key_set)
             return 0;
         size_t n = p->data_size == 0 || p->data_size > c->ivlen ? c->ivlen : p->data_size;
         memcpy(p->data, c->iv + c->ivlen - n, n);
@@ -850,8 +848,7 @@ static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
         c->tls_aad_pad = pad;
     }
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED)) != NULL) {
-        if (p->data_type != OSSL_PARAM_OCTET_STRING ||
-            !tls_iv_fixed(c, p->data, p->data_size)) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING || !tls_iv_fixed(c, p->data, p->data_size)) {
             TG_RAISE(c->prov, TG_R_BAD_ARGUMENT, "invalid fixed iv");
             return 0;
         }

@@ -54,10 +54,10 @@
 
 enum tg_md { TG_MD_NONE, TG_MD_SHA256, TG_MD_SHA384, TG_MD_OTHER };
 
-#define KDF_INLINE 64    /* parameter bytes kept inside the context before allocating */
-#define MD_MAX 48        /* SHA-384 */
-#define BLOCK_MAX 128    /* SHA-384 block */
-#define NAME_MAX_LEN 64  /* digest name / properties kept for delegation */
+#define KDF_INLINE 64   /* parameter bytes kept inside the context before allocating */
+#define MD_MAX 48       /* SHA-384 */
+#define BLOCK_MAX 128   /* SHA-384 block */
+#define NAME_MAX_LEN 64 /* digest name / properties kept for delegation */
 
 /* One octet-string parameter: inline up to KDF_INLINE bytes, else on the heap. */
 struct kdf_buf {
@@ -323,8 +323,9 @@ static int expand_label(TG_KDF *x, const struct hmac_key *prk, const unsigned ch
         return 0;
     }
     if (outlen > 255 * md_size(prk->md)) {
-        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: %zu bytes asked, HKDF-Expand gives at most %zu",
-                 outlen, 255 * md_size(prk->md));
+        TG_RAISE(x->prov, TG_R_BAD_ARGUMENT,
+                 "TLS13-KDF: %zu bytes asked, HKDF-Expand gives at most %zu", outlen,
+                 255 * md_size(prk->md));
         return 0;
     }
     info[n++] = (unsigned char)(outlen >> 8);
@@ -368,8 +369,8 @@ static int do_extract(TG_KDF *x, unsigned char *out, size_t outlen)
     int ok = 1;
 
     if (outlen != hl) {
-        TG_RAISE(x->prov, TG_R_BUFFER_TOO_SMALL, "TLS13-KDF: extract gives %zu bytes, %zu asked", hl,
-                 outlen);
+        TG_RAISE(x->prov, TG_R_BUFFER_TOO_SMALL, "TLS13-KDF: extract gives %zu bytes, %zu asked",
+                 hl, outlen);
         return 0;
     }
     if (x->salt.p == NULL) {
@@ -787,7 +788,8 @@ typedef struct tg_prf {
     unsigned char seed[PRF_SEED_MAX];
 } TG_PRF;
 
-#define PRFF(id, type) TG_DFLT(tg_dflt_kdf_tls1_prf, OSSL_FUNC_KDF_##id, OSSL_FUNC_kdf_##type##_fn *)
+#define PRFF(id, type)                                                                             \
+    TG_DFLT(tg_dflt_kdf_tls1_prf, OSSL_FUNC_KDF_##id, OSSL_FUNC_kdf_##type##_fn *)
 
 static void *prf_newctx(void *provctx)
 {

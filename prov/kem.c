@@ -40,9 +40,9 @@
 
 /* One hybrid group: its ECDH half's sizes, and which half comes first. */
 struct tg_hyb_alg {
-    const char *name;  /* the TLS group name, and the key manager's / KEM's */
-    int p256;          /* SecP256r1MLKEM768: ECDH on P-256, first in every layout */
-    size_t ecdh_pub;   /* 32 (X25519 u) or 65 (P-256 0x04 || X || Y) */
+    const char *name; /* the TLS group name, and the key manager's / KEM's */
+    int p256;         /* SecP256r1MLKEM768: ECDH on P-256, first in every layout */
+    size_t ecdh_pub;  /* 32 (X25519 u) or 65 (P-256 0x04 || X || Y) */
 };
 
 static const struct tg_hyb_alg hyb_x25519 = {"X25519MLKEM768", 0, 32};
@@ -66,8 +66,8 @@ typedef struct tg_hyb {
     const struct tg_hyb_alg *alg;
     int has_pub, has_priv;
     uint8_t ek[EKB];
-    uint8_t *dk;   /* DKB bytes in the secure heap when has_priv */
-    void *ecdh;    /* a TG_KEY of keymgmt.c (ours): the ECDH half */
+    uint8_t *dk; /* DKB bytes in the secure heap when has_priv */
+    void *ecdh;  /* a TG_KEY of keymgmt.c (ours): the ECDH half */
 } TG_HYB;
 
 /* ---- the ECDH half, through our own key manager and key exchange ---- */
@@ -142,7 +142,8 @@ static int ecdh_pub(const struct tg_hyb_alg *a, void *k, uint8_t *out)
 
     q[0] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, a->ecdh_pub);
     q[1] = OSSL_PARAM_construct_end();
-    return ((OSSL_FUNC_keymgmt_get_params_fn *)dfn(ecdh_km(a), OSSL_FUNC_KEYMGMT_GET_PARAMS))(k, q) &&
+    return ((OSSL_FUNC_keymgmt_get_params_fn *)dfn(ecdh_km(a), OSSL_FUNC_KEYMGMT_GET_PARAMS))(k,
+                                                                                              q) &&
            q[0].return_size == a->ecdh_pub;
 }
 
@@ -360,8 +361,7 @@ static const OSSL_PARAM *hyb_gettable(void *provctx)
         OSSL_PARAM_int(OSSL_PKEY_PARAM_BITS, NULL),
         OSSL_PARAM_int(OSSL_PKEY_PARAM_SECURITY_BITS, NULL),
         OSSL_PARAM_int(OSSL_PKEY_PARAM_MAX_SIZE, NULL),
-        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, NULL, 0),
-        OSSL_PARAM_END};
+        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, NULL, 0), OSSL_PARAM_END};
     return t;
 }
 
@@ -380,8 +380,8 @@ static int hyb_set_params(void *keydata, const OSSL_PARAM params[])
     if (p == NULL)
         return 1;
     if (!OSSL_PARAM_get_octet_string_ptr(p, &buf, &len) || len != EKB + a->ecdh_pub) {
-        TG_RAISE(k->prov, TG_R_BAD_INPUT, "%s key share of %zu bytes (expected %zu)", a->name,
-                 len, EKB + a->ecdh_pub);
+        TG_RAISE(k->prov, TG_R_BAD_INPUT, "%s key share of %zu bytes (expected %zu)", a->name, len,
+                 EKB + a->ecdh_pub);
         return 0;
     }
     const uint8_t *b = buf;

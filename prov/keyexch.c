@@ -26,7 +26,8 @@ typedef struct tg_kex {
     TG_KEY *key, *peer;
 } TG_KEX;
 
-#define KXF(x, id, type) TG_DFLT(*(x)->impl, OSSL_FUNC_KEYEXCH_##id, OSSL_FUNC_keyexch_##type##_fn *)
+#define KXF(x, id, type)                                                                           \
+    TG_DFLT(*(x)->impl, OSSL_FUNC_KEYEXCH_##id, OSSL_FUNC_keyexch_##type##_fn *)
 
 static void *kex_newctx(TG_PROV *prov, const struct tg_impl *impl, enum tg_kt kt)
 {
@@ -164,10 +165,10 @@ static int kex_derive(void *ctx, unsigned char *secret, size_t *secretlen, size_
     if (secret == NULL || x->key == NULL || x->peer == NULL)
         return KXF(x, DERIVE, derive)(x->inner, secret, secretlen, outlen);
     int acc = tg_key_acc(x->key);
-    enum tg_op op = !acc                    ? TG_OP_COUNT
-                    : x->kt != TG_KT_EC     ? TG_OP_X25519
-                    : x->key->p384          ? TG_OP_ECDH_P384
-                                            : TG_OP_ECDH_P256;
+    enum tg_op op = !acc                ? TG_OP_COUNT
+                    : x->kt != TG_KT_EC ? TG_OP_X25519
+                    : x->key->p384      ? TG_OP_ECDH_P384
+                                        : TG_OP_ECDH_P256;
     tg_count_op(op, TG_C_REQUESTS, 1);
     if (!(x->prov->enable & en) || !acc || !x->key->has_priv || !tg_key_acc(x->peer) ||
         !x->peer->has_pub || !no_kdf(x)) {
@@ -213,16 +214,18 @@ static int kex_get_ctx_params(void *ctx, OSSL_PARAM params[])
     static const OSSL_PARAM *name##_settable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
         TG_KEX *x = ctx;                                                                           \
-        OSSL_FUNC_keyexch_settable_ctx_params_fn *f = TG_DFLT(                                     \
-            IMPL, OSSL_FUNC_KEYEXCH_SETTABLE_CTX_PARAMS, OSSL_FUNC_keyexch_settable_ctx_params_fn *); \
+        OSSL_FUNC_keyexch_settable_ctx_params_fn *f =                                              \
+            TG_DFLT(IMPL, OSSL_FUNC_KEYEXCH_SETTABLE_CTX_PARAMS,                                   \
+                    OSSL_FUNC_keyexch_settable_ctx_params_fn *);                                   \
         return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx)      \
                          : NULL;                                                                   \
     }                                                                                              \
     static const OSSL_PARAM *name##_gettable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
         TG_KEX *x = ctx;                                                                           \
-        OSSL_FUNC_keyexch_gettable_ctx_params_fn *f = TG_DFLT(                                     \
-            IMPL, OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS, OSSL_FUNC_keyexch_gettable_ctx_params_fn *); \
+        OSSL_FUNC_keyexch_gettable_ctx_params_fn *f =                                              \
+            TG_DFLT(IMPL, OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS,                                   \
+                    OSSL_FUNC_keyexch_gettable_ctx_params_fn *);                                   \
         return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx)      \
                          : NULL;                                                                   \
     }                                                                                              \

@@ -125,9 +125,11 @@ struct exported {
 };
 
 static const char *const rsa_bn_names[9] = {
-    OSSL_PKEY_PARAM_RSA_N,         OSSL_PKEY_PARAM_RSA_E,         OSSL_PKEY_PARAM_RSA_D,
-    OSSL_PKEY_PARAM_RSA_FACTOR1,   OSSL_PKEY_PARAM_RSA_FACTOR2,   OSSL_PKEY_PARAM_RSA_EXPONENT1,
-    OSSL_PKEY_PARAM_RSA_EXPONENT2, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, OSSL_PKEY_PARAM_PRIV_KEY,
+    OSSL_PKEY_PARAM_RSA_N,         OSSL_PKEY_PARAM_RSA_E,
+    OSSL_PKEY_PARAM_RSA_D,         OSSL_PKEY_PARAM_RSA_FACTOR1,
+    OSSL_PKEY_PARAM_RSA_FACTOR2,   OSSL_PKEY_PARAM_RSA_EXPONENT1,
+    OSSL_PKEY_PARAM_RSA_EXPONENT2, OSSL_PKEY_PARAM_RSA_COEFFICIENT1,
+    OSSL_PKEY_PARAM_PRIV_KEY,
 };
 enum { X_N, X_E, X_D, X_P, X_Q, X_DP, X_DQ, X_QINV, X_ECPRIV };
 
@@ -229,7 +231,8 @@ static int acc_rsa(TG_KEY *k, struct exported *x)
         uint8_t *n = buf, *p = n + len, *q = p + half, *dp = q + half, *dq = dp + half,
                 *qinv = dq + half, *e = qinv + half;
 
-        if (BN_bn2binpad(x->bn[X_N], n, (int)len) < 0 || BN_bn2binpad(x->bn[X_P], p, (int)half) < 0 ||
+        if (BN_bn2binpad(x->bn[X_N], n, (int)len) < 0 ||
+            BN_bn2binpad(x->bn[X_P], p, (int)half) < 0 ||
             BN_bn2binpad(x->bn[X_Q], q, (int)half) < 0 ||
             BN_bn2binpad(x->bn[X_DP], dp, (int)half) < 0 ||
             BN_bn2binpad(x->bn[X_DQ], dq, (int)half) < 0 ||
@@ -411,8 +414,10 @@ static int blinding_new(struct tg_rsa_acc *r)
     t = BN_CTX_get(r->bnctx);
     if (t == NULL)
         goto done;
-    if ((r->A == NULL && (r->A = BN_new()) == NULL) || (r->Ai == NULL && (r->Ai = BN_new()) == NULL) ||
-        (r->Am == NULL && (r->Am = BN_new()) == NULL) || (r->Aim == NULL && (r->Aim = BN_new()) == NULL))
+    if ((r->A == NULL && (r->A = BN_new()) == NULL) ||
+        (r->Ai == NULL && (r->Ai = BN_new()) == NULL) ||
+        (r->Am == NULL && (r->Am = BN_new()) == NULL) ||
+        (r->Aim == NULL && (r->Aim = BN_new()) == NULL))
         goto done;
     BN_set_flags(rnd, BN_FLG_CONSTTIME);
     BN_set_flags(b, BN_FLG_CONSTTIME);
@@ -423,7 +428,8 @@ static int blinding_new(struct tg_rsa_acc *r)
     BN_set_flags(r->Am, BN_FLG_CONSTTIME);
     BN_set_flags(r->Aim, BN_FLG_CONSTTIME);
     for (tries = 0; tries < 32; tries++) {
-        if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx) || !BN_priv_rand_range_ex(b, r->n, 0, r->bnctx))
+        if (!BN_priv_rand_range_ex(rnd, r->n, 0, r->bnctx) ||
+            !BN_priv_rand_range_ex(b, r->n, 0, r->bnctx))
             goto done;
         if (BN_is_zero(rnd) || BN_is_zero(b))
             continue;
@@ -468,14 +474,15 @@ int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind)
     if (r->A == NULL || r->blind_uses >= TG_BLIND_REFRESH) {
         if (!blinding_new(r))
             goto done;
-    } else if (!BN_mod_mul_montgomery(r->A, r->A, r->Am, r->mont, r->bnctx) ||    /* A (A R) / R */
-               !BN_mod_mul_montgomery(r->Am, r->Am, r->Am, r->mont, r->bnctx) ||  /* (A R)^2 / R */
+    } else if (!BN_mod_mul_montgomery(r->A, r->A, r->Am, r->mont, r->bnctx) ||   /* A (A R) / R */
+               !BN_mod_mul_montgomery(r->Am, r->Am, r->Am, r->mont, r->bnctx) || /* (A R)^2 / R */
                !BN_mod_mul_montgomery(r->Ai, r->Ai, r->Aim, r->mont, r->bnctx) ||
                !BN_mod_mul_montgomery(r->Aim, r->Aim, r->Aim, r->mont, r->bnctx)) {
         goto done;
     }
     r->blind_uses++;
-    ok = BN_bn2binpad(r->A, blind, (int)r->len) >= 0 && BN_bn2binpad(r->Ai, unblind, (int)r->len) >= 0;
+    ok = BN_bn2binpad(r->A, blind, (int)r->len) >= 0 &&
+         BN_bn2binpad(r->Ai, unblind, (int)r->len) >= 0;
 done:
     pthread_mutex_unlock(&r->blind_lock);
     return ok;
@@ -483,7 +490,8 @@ done:
 
 /* ---- forwarding ---- */
 
-#define KM(kt, id, type) TG_DFLT(tg_dflt_keymgmt[kt], OSSL_FUNC_KEYMGMT_##id, OSSL_FUNC_keymgmt_##type##_fn *)
+#define KM(kt, id, type)                                                                           \
+    TG_DFLT(tg_dflt_keymgmt[kt], OSSL_FUNC_KEYMGMT_##id, OSSL_FUNC_keymgmt_##type##_fn *)
 
 static void *key_new(TG_PROV *prov, enum tg_kt kt)
 {
@@ -560,9 +568,9 @@ struct tg_gen {
     enum tg_kt kt;
     void *inner;
     int selection;
-    int p256;     /* EC: the group is P-256 */
-    int p384;     /* EC: the group is P-384 */
-    int foreign;  /* a parameter or template we do not reproduce: the default generates */
+    int p256;    /* EC: the group is P-256 */
+    int p384;    /* EC: the group is P-384 */
+    int foreign; /* a parameter or template we do not reproduce: the default generates */
 };
 
 static void gen_scan(struct tg_gen *g, const OSSL_PARAM params[])
@@ -585,7 +593,8 @@ static void gen_scan(struct tg_gen *g, const OSSL_PARAM params[])
         } else if (strcmp(p->key, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT) == 0) {
             const char *v = NULL;
 
-            if (!OSSL_PARAM_get_utf8_string_ptr(p, &v) || OPENSSL_strcasecmp(v, "uncompressed") != 0)
+            if (!OSSL_PARAM_get_utf8_string_ptr(p, &v) ||
+                OPENSSL_strcasecmp(v, "uncompressed") != 0)
                 g->foreign = 1;
         } else if (strcmp(p->key, OSSL_PKEY_PARAM_PROPERTIES) != 0) {
             g->foreign = 1;
@@ -640,7 +649,8 @@ static int gen_set_template(void *genctx, void *templ)
     q[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group));
     q[1] = OSSL_PARAM_construct_end();
     ERR_set_mark();
-    if (g->kt == TG_KT_EC && KM(g->kt, GET_PARAMS, get_params)(t->inner, q) && tg_is_p256_name(group))
+    if (g->kt == TG_KT_EC && KM(g->kt, GET_PARAMS, get_params)(t->inner, q) &&
+        tg_is_p256_name(group))
         g->p256 = 1;
     else if (g->kt == TG_KT_EC && tg_is_p384_name(group))
         g->p384 = 1;
@@ -732,8 +742,8 @@ static TG_KEY *gen_import(struct tg_gen *g, const uint8_t *priv, const uint8_t *
 #else
             native[i] = priv[nb - 1 - i];
 #endif
-        params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
-                                                     (char *)(nb == 48 ? "secp384r1" : "prime256v1"), 0);
+        params[0] = OSSL_PARAM_construct_utf8_string(
+            OSSL_PKEY_PARAM_GROUP_NAME, (char *)(nb == 48 ? "secp384r1" : "prime256v1"), 0);
         params[1] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, native, (size_t)nb);
         params[2] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)pub,
                                                       (size_t)(2 * nb + 1));
@@ -801,15 +811,16 @@ static void *gen(void *genctx, OSSL_CALLBACK *cb, void *cbarg)
     int eligible = keypair && !g->foreign &&
                    ((g->kt == TG_KT_EC && (g->p256 || g->p384) && (g->prov->enable & TG_EN_ECDH)) ||
                     (g->kt == TG_KT_X25519 && (g->prov->enable & TG_EN_X25519)));
-    enum tg_op op = g->kt == TG_KT_EC ? (g->p384 ? TG_OP_KEYGEN_P384 : TG_OP_KEYGEN_P256)
-                                      : TG_OP_KEYGEN_X25519;
+    enum tg_op op =
+        g->kt == TG_KT_EC ? (g->p384 ? TG_OP_KEYGEN_P384 : TG_OP_KEYGEN_P256) : TG_OP_KEYGEN_X25519;
     int probe = 0;
     TG_KEY *k;
     uint8_t pair[32 + 65];
 
     /* an ephemeral pair precomputed in idle time */
-    if (eligible && !g->p384 && tg_pool_take(g->prov, g->kt == TG_KT_EC ? TG_POOL_KEYGEN_P256 : TG_POOL_KEYGEN_X25519,
-                                 pair, g->kt == TG_KT_EC ? 32 + 65 : 32 + 32)) {
+    if (eligible && !g->p384 &&
+        tg_pool_take(g->prov, g->kt == TG_KT_EC ? TG_POOL_KEYGEN_P256 : TG_POOL_KEYGEN_X25519, pair,
+                     g->kt == TG_KT_EC ? 32 + 65 : 32 + 32)) {
         tg_count_op(op, TG_C_REQUESTS, 1);
         k = gen_import(g, pair, pair + 32);
         OPENSSL_cleanse(pair, sizeof(pair));

@@ -11,19 +11,19 @@
 
 _Atomic uint64_t tg_counters[TG_C_COUNT];
 const char *const tg_counter_names[TG_C_COUNT] = {
-    "requests",     "requests_async", "sync",         "fallbacks",    "batches",
-    "batch_fill_1", "batch_fill_2",   "batch_fill_3", "batch_fill_4", "batch_fill_5",
-    "batch_fill_6", "batch_fill_7",   "batch_fill_8", "flush_full",   "flush_poll",
-    "flush_timer",  "flush_resume",   "queue_wait_us", "pool_hits",    "pool_misses",
-    "flush_age",    "mode_single",    "mode_batch",   "probes",       "probes_joined",
-    "gcm_records",  "gcm_bytes",      "gcm_tag_failures",
+    "requests",      "requests_async", "sync",         "fallbacks",
+    "batches",       "batch_fill_1",   "batch_fill_2", "batch_fill_3",
+    "batch_fill_4",  "batch_fill_5",   "batch_fill_6", "batch_fill_7",
+    "batch_fill_8",  "flush_full",     "flush_poll",   "flush_timer",
+    "flush_resume",  "queue_wait_us",  "pool_hits",    "pool_misses",
+    "flush_age",     "mode_single",    "mode_batch",   "probes",
+    "probes_joined", "gcm_records",    "gcm_bytes",    "gcm_tag_failures",
 };
 _Atomic uint64_t tg_op_counters[TG_OP_COUNT + 1][TG_C_COUNT];
 
 static const char *const tg_op_names[TG_OP_COUNT] = {
-    "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384",
-    "mlkem768",
+    "rsa2048", "rsa3072",       "rsa4096",    "ecdsa_p256", "ecdh_p256",   "keygen_p256",
+    "x25519",  "keygen_x25519", "ecdsa_p384", "ecdh_p384",  "keygen_p384", "mlkem768",
 };
 /* The public enum tlsgate_alg must follow enum tg_op (metrics are indexed by it). */
 _Static_assert((int)TLSGATE_ALG_RSA2048 == (int)TG_OP_RSA2048 &&

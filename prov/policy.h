@@ -99,9 +99,9 @@ int tg_policy_after_batch(struct tg_policy *p, const struct tg_costs *c, unsigne
 uint64_t tg_policy_wait_cap(const struct tg_policy *p, uint64_t flush_ns);
 
 enum tg_flush {
-    TG_FLUSH_WAIT,  /* leave it to fill */
-    TG_FLUSH_IDLE,  /* the loop has no backlog (or arrivals stopped): compute now */
-    TG_FLUSH_AGE,   /* the oldest request waited the cap */
+    TG_FLUSH_WAIT, /* leave it to fill */
+    TG_FLUSH_IDLE, /* the loop has no backlog (or arrivals stopped): compute now */
+    TG_FLUSH_AGE,  /* the oldest request waited the cap */
 };
 /**
  * The flush decision for a queue of n (1..7) requests, the oldest queued at oldest_ns,

@@ -44,7 +44,7 @@ static struct tg_pool {
     uint8_t (*e)[TG_POOL_ENTRY]; /* cap entries, the first n full */
     unsigned n, cap;
     _Atomic int wanted; /* the process asked for this kind: fill it */
-    int filled; /* filled at least once: an empty pool is a miss from now on */
+    int filled;         /* filled at least once: an empty pool is a miss from now on */
 } pools[TG_POOL_COUNT];
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Some pool holds memory (the application read "idle"): until then a take needs no lock,
@@ -158,7 +158,7 @@ static unsigned compute_batch(TG_PROV *prov, enum tg_pool_kind kind, unsigned la
             sec[i][31] &= 127;
             sec[i][31] |= 64;
         } else if (kind == TG_POOL_ECDSA_SETUP_P384 ? !tg_p384_random_scalar(prov, sec[i])
-                                                     : !tg_p256_random_scalar(prov, sec[i])) {
+                                                    : !tg_p256_random_scalar(prov, sec[i])) {
             break;
         }
         in[i] = sec[i];

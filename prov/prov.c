@@ -56,7 +56,8 @@ static const OSSL_ITEM tg_reason_strings[] = {
 
 static const OSSL_ALGORITHM tg_keymgmt[] = {
     {RSA_NAMES, TG_ALG_PROPS, tg_rsa_keymgmt_functions, "tlsgate RSA keys"},
-    {"EC:id-ecPublicKey:1.2.840.10045.2.1", TG_ALG_PROPS, tg_ec_keymgmt_functions, "tlsgate EC keys"},
+    {"EC:id-ecPublicKey:1.2.840.10045.2.1", TG_ALG_PROPS, tg_ec_keymgmt_functions,
+     "tlsgate EC keys"},
     {"X25519:1.3.101.110", TG_ALG_PROPS, tg_x25519_keymgmt_functions, "tlsgate X25519 keys"},
     {"X25519MLKEM768", TG_ALG_PROPS, tg_x25519mlkem768_keymgmt_functions,
      "tlsgate X25519 + ML-KEM-768 hybrid (draft-ietf-tls-ecdhe-mlkem)"},
@@ -66,8 +67,10 @@ static const OSSL_ALGORITHM tg_keymgmt[] = {
 };
 
 static const OSSL_ALGORITHM tg_kem[] = {
-    {"X25519MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions, "tlsgate X25519MLKEM768 (batched ML-KEM-768 encapsulation)"},
-    {"SecP256r1MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions, "tlsgate SecP256r1MLKEM768 (batched ML-KEM-768 encapsulation)"},
+    {"X25519MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions,
+     "tlsgate X25519MLKEM768 (batched ML-KEM-768 encapsulation)"},
+    {"SecP256r1MLKEM768", TG_ALG_PROPS, tg_hybrid_kem_functions,
+     "tlsgate SecP256r1MLKEM768 (batched ML-KEM-768 encapsulation)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -184,7 +187,8 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
         !OSSL_PARAM_set_utf8_ptr(p, mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
                                                        : "mb8 portable kernels"))
         return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL && !OSSL_PARAM_set_int(p, 1))
+    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL &&
+        !OSSL_PARAM_set_int(p, 1))
         return 0;
     if ((p = OSSL_PARAM_locate(params, "poll_mode")) != NULL &&
         !OSSL_PARAM_set_utf8_ptr(p, prov->poll_app ? "app" : "timer"))
@@ -195,7 +199,8 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, "enable")) != NULL &&
         !OSSL_PARAM_set_utf8_ptr(p, prov->enable_str))
         return 0;
-    if ((p = OSSL_PARAM_locate(params, "flush_us")) != NULL && !OSSL_PARAM_set_ulong(p, prov->flush_us))
+    if ((p = OSSL_PARAM_locate(params, "flush_us")) != NULL &&
+        !OSSL_PARAM_set_ulong(p, prov->flush_us))
         return 0;
     /* the poll: flushes this thread's partial batches (the application's loop hook) */
     if ((p = OSSL_PARAM_locate(params, "poll")) != NULL) {
@@ -225,7 +230,8 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     if ((p = OSSL_PARAM_locate(params, "metrics")) != NULL) {
         p->return_size = sizeof(tlsgate_metrics_t);
         if (p->data != NULL) {
-            if (p->data_type != OSSL_PARAM_OCTET_STRING || p->data_size != sizeof(tlsgate_metrics_t))
+            if (p->data_type != OSSL_PARAM_OCTET_STRING ||
+                p->data_size != sizeof(tlsgate_metrics_t))
                 return 0;
             tg_metrics_snapshot(p->data);
         }
@@ -405,7 +411,8 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
     if ((env = getenv("TLSGATE_POOL_SIZE")) != NULL)
         pool = env;
     if (pool != NULL && !parse_ulong(pool, 4096, &pool_size)) {
-        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "pool_size=%s: expected 0..4096 (entries per pool)", pool);
+        TG_RAISE(prov, TG_R_BAD_ARGUMENT, "pool_size=%s: expected 0..4096 (entries per pool)",
+                 pool);
         return 0;
     }
     prov->pool_size = (unsigned)pool_size;
@@ -438,10 +445,11 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
         }
     }
     if (enable != NULL && !parse_enable(enable, &prov->enable)) {
-        TG_RAISE(prov, TG_R_BAD_ARGUMENT,
-                 "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, gcm, "
-                 "mlkem, all, none",
-                 enable);
+        TG_RAISE(
+            prov, TG_R_BAD_ARGUMENT,
+            "enable=%s: expected a comma-separated list of rsa, ecdsa, ecdh, x25519, kdf, gcm, "
+            "mlkem, all, none",
+            enable);
         return 0;
     }
     snprintf(prov->enable_str, sizeof(prov->enable_str), "%s%s%s%s%s%s%s",
@@ -503,13 +511,16 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
     /* The private library context: the default provider does everything we delegate. */
     prov->libctx = OSSL_LIB_CTX_new();
     if (prov->libctx == NULL ||
-        (prov->deflt = (struct ossl_provider_st *)OSSL_PROVIDER_load(prov->libctx, "default")) == NULL ||
-        (prov->dflt_provctx = OSSL_PROVIDER_get0_provider_ctx((OSSL_PROVIDER *)prov->deflt)) == NULL) {
+        (prov->deflt = (struct ossl_provider_st *)OSSL_PROVIDER_load(prov->libctx, "default")) ==
+            NULL ||
+        (prov->dflt_provctx = OSSL_PROVIDER_get0_provider_ctx((OSSL_PROVIDER *)prov->deflt)) ==
+            NULL) {
         TG_RAISE(prov, TG_R_DELEGATION_FAILED, "cannot load the default provider privately");
         goto err;
     }
     if (!tg_dflt_bind(prov)) {
-        TG_RAISE(prov, TG_R_DELEGATION_FAILED, "the default provider lacks RSA/EC/X25519 algorithms");
+        TG_RAISE(prov, TG_R_DELEGATION_FAILED,
+                 "the default provider lacks RSA/EC/X25519 algorithms");
         goto err;
     }
     {

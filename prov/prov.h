@@ -60,8 +60,8 @@ enum {
     TG_EN_ECDSA = 1u << 1,
     TG_EN_ECDH = 1u << 2,
     TG_EN_X25519 = 1u << 3,
-    TG_EN_KDF = 1u << 4, /* TLS13-KDF and TLS1-PRF (kdf.c) */
-    TG_EN_GCM = 1u << 5, /* AES-128/256-GCM record ciphers (cipher_gcm.c) */
+    TG_EN_KDF = 1u << 4,   /* TLS13-KDF and TLS1-PRF (kdf.c) */
+    TG_EN_GCM = 1u << 5,   /* AES-128/256-GCM record ciphers (cipher_gcm.c) */
     TG_EN_MLKEM = 1u << 6, /* the hybrid ML-KEM TLS groups and their KEM (kem.c) */
     TG_EN_ALL = 0x7Fu,
 };
@@ -88,11 +88,11 @@ typedef struct tg_prov {
     struct ossl_provider_st *deflt; /* OSSL_PROVIDER */
     void *dflt_provctx;
 
-    unsigned enable;           /* TG_EN_* */
-    unsigned long flush_us;    /* timer period; 0 = no timer */
-    int poll_app;              /* poll_mode=app */
-    int adaptive;              /* adaptive=on: single operations when batches stay small */
-    unsigned pool_size;        /* idle-time pools: entries per kind; 0 = no pools */
+    unsigned enable;        /* TG_EN_* */
+    unsigned long flush_us; /* timer period; 0 = no timer */
+    int poll_app;           /* poll_mode=app */
+    int adaptive;           /* adaptive=on: single operations when batches stay small */
+    unsigned pool_size;     /* idle-time pools: entries per kind; 0 = no pools */
     char enable_str[64];
 } TG_PROV;
 
@@ -110,7 +110,7 @@ int tg_dflt_bind(TG_PROV *prov);
 struct tg_rsa_acc {
     mb8_rsa_key_t *key; /* mb8 form: limbs and Montgomery constants */
     unsigned bits;
-    size_t len;         /* modulus bytes */
+    size_t len; /* modulus bytes */
     BIGNUM *n, *e;
     BN_MONT_CTX *mont;
     /* Blinding pair (A = r^e, Ai = r^-1 mod n), updated by squaring per use and
@@ -141,7 +141,7 @@ typedef struct tg_key {
      * bytes): TG_PRIV_LEN bytes in the secure heap (when the application set one up); the
      * rest of the object is not secret and lives in the ordinary heap */
     uint8_t *priv;
-    uint8_t pub[97];  /* EC: 0x04||X||Y (65 or 97 bytes); X25519: 32 bytes u */
+    uint8_t pub[97]; /* EC: 0x04||X||Y (65 or 97 bytes); X25519: 32 bytes u */
 } TG_KEY;
 
 /*
@@ -274,15 +274,15 @@ enum tg_counter {
     TG_C_FLUSH_TIMER,
     TG_C_FLUSH_RESUME,
     TG_C_QUEUE_WAIT_US,
-    TG_C_POOL_HITS,   /* requests served from an idle-time pool */
-    TG_C_POOL_MISSES, /* a pool was kept for the key but was empty */
-    TG_C_FLUSH_AGE,   /* partial batches computed because their oldest waited the cap */
-    TG_C_MODE_SINGLE, /* adaptive switches of a thread to single operations */
-    TG_C_MODE_BATCH,  /* adaptive switches of a thread back to batching */
-    TG_C_PROBES,      /* requests queued as probes of the load */
-    TG_C_PROBES_JOINED, /* probes whose batch had company (fill > 1) */
-    TG_C_GCM_RECORDS, /* AES-GCM messages (records) completed by cipher_gcm.c */
-    TG_C_GCM_BYTES,   /* AES-GCM payload bytes encrypted or decrypted */
+    TG_C_POOL_HITS,        /* requests served from an idle-time pool */
+    TG_C_POOL_MISSES,      /* a pool was kept for the key but was empty */
+    TG_C_FLUSH_AGE,        /* partial batches computed because their oldest waited the cap */
+    TG_C_MODE_SINGLE,      /* adaptive switches of a thread to single operations */
+    TG_C_MODE_BATCH,       /* adaptive switches of a thread back to batching */
+    TG_C_PROBES,           /* requests queued as probes of the load */
+    TG_C_PROBES_JOINED,    /* probes whose batch had company (fill > 1) */
+    TG_C_GCM_RECORDS,      /* AES-GCM messages (records) completed by cipher_gcm.c */
+    TG_C_GCM_BYTES,        /* AES-GCM payload bytes encrypted or decrypted */
     TG_C_GCM_TAG_FAILURES, /* AES-GCM decryptions whose tag did not match */
     TG_C_COUNT
 };

@@ -104,8 +104,8 @@ int tg_pad_pss(TG_PROV *prov, uint8_t *em, size_t emlen, unsigned modbits, const
     if (modbits < 16 || emlen != (modbits + 7) / 8 || mdname == NULL || *mdname == '\0')
         return 0;
     md = EVP_MD_fetch(prov->libctx, mdname, NULL);
-    mgf1 = EVP_MD_fetch(prov->libctx, mgf1name != NULL && *mgf1name != '\0' ? mgf1name : mdname,
-                        NULL);
+    mgf1 =
+        EVP_MD_fetch(prov->libctx, mgf1name != NULL && *mgf1name != '\0' ? mgf1name : mdname, NULL);
     if (md == NULL || mgf1 == NULL || (size_t)EVP_MD_get_size(md) != tbslen)
         goto done;
     hlen = tbslen;

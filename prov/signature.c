@@ -42,7 +42,8 @@ typedef struct tg_sig {
     EVP_MD_CTX *mdctx; /* our digest, when we digest-and-sign an accelerated key */
 } TG_SIG;
 
-#define SIGF(s, id, type) TG_DFLT(*(s)->impl, OSSL_FUNC_SIGNATURE_##id, OSSL_FUNC_signature_##type##_fn *)
+#define SIGF(s, id, type)                                                                          \
+    TG_DFLT(*(s)->impl, OSSL_FUNC_SIGNATURE_##id, OSSL_FUNC_signature_##type##_fn *)
 
 static void *sig_newctx(TG_PROV *prov, const struct tg_impl *impl, enum tg_kt kt, const char *propq)
 {
@@ -151,7 +152,8 @@ static int sig_verify(void *ctx, const unsigned char *sig, size_t siglen, const 
 static int sig_verify_recover_init(void *ctx, void *provkey, const OSSL_PARAM params[])
 {
     TG_SIG *s = ctx;
-    OSSL_FUNC_signature_verify_recover_init_fn *f = SIGF(s, VERIFY_RECOVER_INIT, verify_recover_init);
+    OSSL_FUNC_signature_verify_recover_init_fn *f =
+        SIGF(s, VERIFY_RECOVER_INIT, verify_recover_init);
 
     if (f == NULL || (provkey != NULL && sig_key(s, provkey) == NULL))
         return 0;
@@ -236,8 +238,7 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
  * Returns 1, or -1 when the default provider must sign instead.
  */
 static int ecdsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t sigsize,
-                          const unsigned char *tbs, size_t tbslen, int probe,
-                          const uint8_t *setup)
+                          const unsigned char *tbs, size_t tbslen, int probe, const uint8_t *setup)
 {
     TG_KEY *k = s->key;
     size_t mdsize = 0;
@@ -355,7 +356,8 @@ static int sig_eligible(TG_SIG *s)
     ERR_set_mark();
     ok = SIGF(s, GET_CTX_PARAMS, get_ctx_params)(s->inner, q);
     ERR_pop_to_mark();
-    return ok && (pad == RSA_PKCS1_PADDING || pad == RSA_PKCS1_PSS_PADDING || pad == RSA_NO_PADDING);
+    return ok &&
+           (pad == RSA_PKCS1_PADDING || pad == RSA_PKCS1_PSS_PADDING || pad == RSA_NO_PADDING);
 }
 
 static int sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sigsize,

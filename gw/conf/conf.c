@@ -813,8 +813,8 @@ gw_conf_t *gw_conf_load_file(const char *path, const char *prefix, const char *g
 
 /* ---- redis:// URLs (ssl_session_cache, ssl_session_ticket_key) ---- */
 
-int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db,
-                            char *why, size_t why_cap)
+int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db, char *why,
+                            size_t why_cap)
 {
     const char *p = url;
     if (strncmp(p, "redis://", 8) != 0) {

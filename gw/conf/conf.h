@@ -40,12 +40,12 @@ enum gw_log_level {
 /* ssl_session_cache modes */
 enum gw_session_cache {
     GW_SESSION_CACHE_UNSET = -1,
-    GW_SESSION_CACHE_OFF = 0,  /* clients are told sessions cannot be reused */
-    GW_SESSION_CACHE_NONE,     /* no cache, no promise (nginx "none") */
-    GW_SESSION_CACHE_BUILTIN,  /* OpenSSL's per-process cache, size in entries */
-    GW_SESSION_CACHE_SHARED,   /* shared memory between the workers (tls/sesscache.h);
+    GW_SESSION_CACHE_OFF = 0, /* clients are told sessions cannot be reused */
+    GW_SESSION_CACHE_NONE,    /* no cache, no promise (nginx "none") */
+    GW_SESSION_CACHE_BUILTIN, /* OpenSSL's per-process cache, size in entries */
+    GW_SESSION_CACHE_SHARED,  /* shared memory between the workers (tls/sesscache.h);
                                   builtin may be given too (ssl_session_cache_size > 0) */
-    GW_SESSION_CACHE_REDIS,    /* redis://HOST:PORT[/DB]: a fleet's cache (net/redis.h) */
+    GW_SESSION_CACHE_REDIS,   /* redis://HOST:PORT[/DB]: a fleet's cache (net/redis.h) */
 };
 
 #define GW_UNSET_INT (-1)
@@ -60,8 +60,8 @@ typedef struct gw_strlist {
 
 /** `ssl_certificate` / `ssl_certificate_key`, paired in order of appearance. */
 typedef struct gw_cert_pair {
-    char *cert; /* absolute path (relative paths are resolved against the prefix) */
-    char *key;  /* absolute path; NULL until the matching ssl_certificate_key is seen */
+    char *cert;    /* absolute path (relative paths are resolved against the prefix) */
+    char *key;     /* absolute path; NULL until the matching ssl_certificate_key is seen */
     int cert_line; /* line of the ssl_certificate directive (0 if none), for messages */
     int key_line;  /* line of the ssl_certificate_key directive (0 if none) */
 } gw_cert_pair_t;
@@ -75,7 +75,7 @@ enum gw_async_notify {
 /** `ssl_provider NAME [{ path DIR; PARAM VALUE; ... }]` */
 typedef struct gw_provider_conf {
     char *name;
-    char *path;          /* directory holding NAME.so; NULL = OpenSSL's module dir */
+    char *path;                 /* directory holding NAME.so; NULL = OpenSSL's module dir */
     struct gw_conf_cmd *params; /* PARAM VALUE pairs passed to the provider */
     size_t n_params;
     int line;
@@ -105,38 +105,38 @@ typedef struct gw_srv_settings {
     int ssl_async_notify;              /* enum gw_async_notify, default callback */
     int access_log_set;                /* 1 once access_log was given at this level */
 
-    unsigned ssl_protocols;            /* GW_PROTO_* bits; 0 = unset; default TLSv1.2 TLSv1.3 */
-    char *ssl_ciphers;                 /* default "HIGH:!aNULL:!MD5" (TLS <= 1.2 list) */
-    char *ssl_ecdh_curve;              /* group list, or "auto" (default): tls/tls.c */
-    int ssl_prefer_server_ciphers;     /* 0/1, default 0 */
-    int ssl_session_cache;             /* enum gw_session_cache, default NONE */
-    int ssl_session_cache_size;        /* entries for builtin, default 20480 */
-    int ssl_session_tickets;           /* 0/1, default 1 */
-    char *ssl_session_cache_name;      /* shared:NAME:SIZE zone name, else NULL */
-    int64_t ssl_session_cache_bytes;   /* shared:NAME:SIZE zone size in bytes */
-    int64_t ssl_session_timeout_ms;    /* default 5m (nginx) */
-    char *ssl_session_cache_redis;     /* redis://HOST:PORT[/DB], else NULL */
+    unsigned ssl_protocols;          /* GW_PROTO_* bits; 0 = unset; default TLSv1.2 TLSv1.3 */
+    char *ssl_ciphers;               /* default "HIGH:!aNULL:!MD5" (TLS <= 1.2 list) */
+    char *ssl_ecdh_curve;            /* group list, or "auto" (default): tls/tls.c */
+    int ssl_prefer_server_ciphers;   /* 0/1, default 0 */
+    int ssl_session_cache;           /* enum gw_session_cache, default NONE */
+    int ssl_session_cache_size;      /* entries for builtin, default 20480 */
+    int ssl_session_tickets;         /* 0/1, default 1 */
+    char *ssl_session_cache_name;    /* shared:NAME:SIZE zone name, else NULL */
+    int64_t ssl_session_cache_bytes; /* shared:NAME:SIZE zone size in bytes */
+    int64_t ssl_session_timeout_ms;  /* default 5m (nginx) */
+    char *ssl_session_cache_redis;   /* redis://HOST:PORT[/DB], else NULL */
     int64_t ssl_session_cache_redis_timeout_ms; /* timeout=MS, default 100 */
-    gw_strlist_t ssl_session_ticket_keys; /* ssl_session_ticket_key FILE..., absolute paths,
+    gw_strlist_t ssl_session_ticket_keys;       /* ssl_session_ticket_key FILE..., absolute paths,
                                              first encrypts; server inherits http's if none */
-    int ssl_session_ticket_key_line;   /* line of the first ssl_session_ticket_key */
-    gw_conf_cmd_t *conf_cmds;          /* ssl_conf_command, in order; http's come first */
+    int ssl_session_ticket_key_line;            /* line of the first ssl_session_ticket_key */
+    gw_conf_cmd_t *conf_cmds;                   /* ssl_conf_command, in order; http's come first */
     size_t n_conf_cmds;
-    gw_cert_pair_t *certs;             /* server inherits http's only if it has none */
+    gw_cert_pair_t *certs; /* server inherits http's only if it has none */
     size_t n_certs;
-    int ssl_stapling;                  /* 0/1, default 0 (tls/ocsp.h) */
-    int ssl_stapling_files_inherited;  /* 1: the files are http's, not this server's own */
-    gw_strlist_t ssl_stapling_files;   /* absolute paths of DER OCSP responses; a server
+    int ssl_stapling;                 /* 0/1, default 0 (tls/ocsp.h) */
+    int ssl_stapling_files_inherited; /* 1: the files are http's, not this server's own */
+    gw_strlist_t ssl_stapling_files;  /* absolute paths of DER OCSP responses; a server
                                           inherits http's only if it has none */
-    int64_t ssl_handshake_timeout_ms;  /* default 10s: absolute, from accept */
-    int limit_conn_per_ip;             /* 0 = off (default); per worker, checked at accept */
-    int ssl_reject_handshake;          /* 0/1, default 0: unrecognized_name alert */
-    char *ssl_password_file;           /* passphrases for encrypted keys, one a line; NULL */
-    int sendfile;                      /* 0/1, default 0: static files by kTLS + sendfile */
-    int64_t ssl_buffer_size;           /* bytes of file data per TLS record, default 16k */
-    gw_deploy_srv_t dep;               /* issue #23 settings: conf/deploy.h */
-    int http2;                         /* 0/1, default 0: ALPN offers h2 (also `listen .. http2`) */
-    int http2_max_concurrent_streams;  /* default 128 (SETTINGS_MAX_CONCURRENT_STREAMS) */
+    int64_t ssl_handshake_timeout_ms; /* default 10s: absolute, from accept */
+    int limit_conn_per_ip;            /* 0 = off (default); per worker, checked at accept */
+    int ssl_reject_handshake;         /* 0/1, default 0: unrecognized_name alert */
+    char *ssl_password_file;          /* passphrases for encrypted keys, one a line; NULL */
+    int sendfile;                     /* 0/1, default 0: static files by kTLS + sendfile */
+    int64_t ssl_buffer_size;          /* bytes of file data per TLS record, default 16k */
+    gw_deploy_srv_t dep;              /* issue #23 settings: conf/deploy.h */
+    int http2;                        /* 0/1, default 0: ALPN offers h2 (also `listen .. http2`) */
+    int http2_max_concurrent_streams; /* default 128 (SETTINGS_MAX_CONCURRENT_STREAMS) */
 } gw_srv_settings_t;
 
 /**
@@ -153,8 +153,8 @@ typedef struct gw_loc_settings {
     gw_conf_cmd_t *proxy_headers;     /* proxy_set_header NAME VALUE, in order; inherited
                                          as a whole by a level that sets none (nginx) */
     size_t n_proxy_headers;
-    int proxy_headers_set;            /* proxy_set_header given at this level */
-    gw_deploy_loc_t dep;              /* issue #23 settings: conf/deploy.h */
+    int proxy_headers_set; /* proxy_set_header given at this level */
+    gw_deploy_loc_t dep;   /* issue #23 settings: conf/deploy.h */
 } gw_loc_settings_t;
 
 enum gw_loc_match {
@@ -163,18 +163,18 @@ enum gw_loc_match {
 };
 
 typedef struct gw_location {
-    int match;           /* enum gw_loc_match */
-    char *path;          /* the URI prefix or exact URI, starts with '/' */
+    int match;  /* enum gw_loc_match */
+    char *path; /* the URI prefix or exact URI, starts with '/' */
     gw_loc_settings_t loc;
-    int return_code;     /* 0 = no return; else 200..599 or 444 (close) */
-    char *return_text;   /* body text, or URL for 301/302/303/307/308; may be NULL */
-    int stub_status;     /* 1: serve the status page here */
-    int status_json;     /* 1: serve the JSON status (`status;`) here */
-    int metrics;         /* 1: serve Prometheus metrics (`metrics;`) here */
-    char *proxy_pass;    /* proxy_pass URL as given, NULL = none */
-    int proxy_upstream;  /* index in http.upstreams (resolved after parsing) */
-    char *proxy_uri;     /* the URI part of the URL ("/x/"), NULL = pass the request's */
-    const char *file;    /* where the block starts, for messages */
+    int return_code;    /* 0 = no return; else 200..599 or 444 (close) */
+    char *return_text;  /* body text, or URL for 301/302/303/307/308; may be NULL */
+    int stub_status;    /* 1: serve the status page here */
+    int status_json;    /* 1: serve the JSON status (`status;`) here */
+    int metrics;        /* 1: serve Prometheus metrics (`metrics;`) here */
+    char *proxy_pass;   /* proxy_pass URL as given, NULL = none */
+    int proxy_upstream; /* index in http.upstreams (resolved after parsing) */
+    char *proxy_uri;    /* the URI part of the URL ("/x/"), NULL = pass the request's */
+    const char *file;   /* where the block starts, for messages */
     int line;
 } gw_location_t;
 
@@ -182,14 +182,14 @@ typedef struct gw_location {
 typedef struct gw_listen {
     struct sockaddr_storage addr;
     socklen_t addrlen;
-    char *text;          /* normalised "127.0.0.1:8443" / "[::1]:8443" */
+    char *text; /* normalised "127.0.0.1:8443" / "[::1]:8443" */
     int ssl;
     int reuseport;
-    int backlog;         /* default 511 */
+    int backlog; /* default 511 */
     int default_server;
-    int proxy_protocol;  /* a PROXY protocol header (v1 or v2) comes first (net/proxy_protocol.h) */
-    int http2;           /* `http2`: the server block speaks HTTP/2 (as `http2 on;`) */
-    int line;            /* line of the listen directive (file: the server's), for messages */
+    int proxy_protocol; /* a PROXY protocol header (v1 or v2) comes first (net/proxy_protocol.h) */
+    int http2;          /* `http2`: the server block speaks HTTP/2 (as `http2 on;`) */
+    int line;           /* line of the listen directive (file: the server's), for messages */
 } gw_listen_t;
 
 typedef struct gw_server {
@@ -233,9 +233,9 @@ typedef struct gw_upstream_conf {
 
 /** `stream { server { listen ADDR:PORT ssl; proxy_pass ...; } }` (TCP termination) */
 typedef struct gw_stream_server {
-    gw_server_t server;           /* listens and ssl_* settings (no locations) */
-    int upstream;                 /* index in stream.upstreams */
-    int64_t proxy_timeout_ms;     /* default 10m: idle time between two transfers */
+    gw_server_t server;               /* listens and ssl_* settings (no locations) */
+    int upstream;                     /* index in stream.upstreams */
+    int64_t proxy_timeout_ms;         /* default 10m: idle time between two transfers */
     int64_t proxy_connect_timeout_ms; /* default 60s */
 } gw_stream_server_t;
 
@@ -256,33 +256,33 @@ typedef struct gw_http_conf {
 } gw_http_conf_t;
 
 typedef struct gw_conf {
-    char *prefix;                /* absolute, no trailing slash (but "/" stays "/") */
-    char *conf_file;             /* absolute path (gw_conf_load_file), else the name given to
+    char *prefix;           /* absolute, no trailing slash (but "/" stays "/") */
+    char *conf_file;        /* absolute path (gw_conf_load_file), else the name given to
                                     gw_conf_parse ("<embedded>" if NULL) */
-    int daemon;                  /* default 0 */
-    int worker_processes;        /* 1..1024, default 1; "auto" = number of online CPUs */
-    int cpu_affinity_auto;       /* worker_cpu_affinity auto */
-    uint64_t *cpu_affinity;      /* worker_cpu_affinity MASK..., one mask per worker (bit 0 =
+    int daemon;             /* default 0 */
+    int worker_processes;   /* 1..1024, default 1; "auto" = number of online CPUs */
+    int cpu_affinity_auto;  /* worker_cpu_affinity auto */
+    uint64_t *cpu_affinity; /* worker_cpu_affinity MASK..., one mask per worker (bit 0 =
                                     CPU 0); with auto: the optional mask of usable CPUs */
     size_t n_cpu_affinity;
-    int64_t worker_rlimit_nofile; /* 0 = leave alone */
+    int64_t worker_rlimit_nofile;       /* 0 = leave alone */
     int64_t worker_shutdown_timeout_ms; /* graceful stop bound, default 10s */
-    char *error_log;             /* path or "stderr"; default "stderr" */
-    int error_log_level;         /* enum gw_log_level, default GW_LOG_ERROR */
-    char *pid;                   /* path; default "<state dir>/tlsgate.pid" */
-    int worker_connections;      /* events { worker_connections N; } default 1024 */
-    gw_provider_conf_t *providers; /* ssl_provider, in order; "default" is always loaded */
+    char *error_log;                    /* path or "stderr"; default "stderr" */
+    int error_log_level;                /* enum gw_log_level, default GW_LOG_ERROR */
+    char *pid;                          /* path; default "<state dir>/tlsgate.pid" */
+    int worker_connections;             /* events { worker_connections N; } default 1024 */
+    gw_provider_conf_t *providers;      /* ssl_provider, in order; "default" is always loaded */
     size_t n_providers;
-    char *ssl_propquery;         /* EVP default properties, e.g. "?provider=tlsgate"; NULL */
-    gw_strlist_t ssl_engines;    /* ssl_engine IDs (legacy ENGINE API), in order */
-    int *ssl_engine_lines;       /* line of each ssl_engine, for messages */
-    int ssl_async_jobs;          /* async job pool size per worker; 0 = OpenSSL's default */
-    int http_present;            /* 1 when an http block was given */
-    gw_strlist_t user;           /* `user USER [GROUP]`: n = 0 (not given), 1 or 2 */
-    char *working_directory;     /* absolute; NULL = leave the workers' cwd alone */
-    int64_t ssl_secure_heap;     /* bytes of OpenSSL's secure heap (keys); 0 = off; 8m */
+    char *ssl_propquery;      /* EVP default properties, e.g. "?provider=tlsgate"; NULL */
+    gw_strlist_t ssl_engines; /* ssl_engine IDs (legacy ENGINE API), in order */
+    int *ssl_engine_lines;    /* line of each ssl_engine, for messages */
+    int ssl_async_jobs;       /* async job pool size per worker; 0 = OpenSSL's default */
+    int http_present;         /* 1 when an http block was given */
+    gw_strlist_t user;        /* `user USER [GROUP]`: n = 0 (not given), 1 or 2 */
+    char *working_directory;  /* absolute; NULL = leave the workers' cwd alone */
+    int64_t ssl_secure_heap;  /* bytes of OpenSSL's secure heap (keys); 0 = off; 8m */
     gw_http_conf_t http;
-    gw_stream_conf_t stream;     /* stream block (n_servers == 0 when absent) */
+    gw_stream_conf_t stream; /* stream block (n_servers == 0 when absent) */
     /* string storage owned by the config (file names referenced by file fields) */
     gw_strlist_t files;
 } gw_conf_t;
@@ -298,8 +298,7 @@ typedef struct gw_errlist {
 } gw_errlist_t;
 
 /** Append a printf-formatted message to errs. Aborts on allocation failure (start-up only). */
-void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Free all messages; errs is left empty and reusable. */
 void gw_errlist_clear(gw_errlist_t *errs);
 
@@ -340,8 +339,8 @@ void gw_conf_free(gw_conf_t *conf);
  * DB 0..15, default 0). Returns 0 and fills host (cap bytes, NUL-terminated), *port and
  * *db; or -1 after writing the reason to why (why_cap bytes).
  */
-int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db,
-                            char *why, size_t why_cap);
+int gw_conf_parse_redis_url(const char *url, char *host, size_t cap, int *port, int *db, char *why,
+                            size_t why_cap);
 
 /** Write docs/config.md (Markdown) generated from the directive table to fp. Returns 0, or -1 on I/O error. */
 int gw_conf_write_docs(void *fp /* FILE * */);

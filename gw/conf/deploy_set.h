@@ -9,7 +9,7 @@
 #include "lexer.h"
 
 #define GW_DEPLOY_SETTER(name)                                                                     \
-    int name(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,              \
+    int name(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,               \
              const gw_conf_node_t *n, void *base)
 
 GW_DEPLOY_SETTER(gw_conf_set_add_header);

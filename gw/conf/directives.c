@@ -572,8 +572,8 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
         char host[256], why[300];
         int port, db;
         int64_t tmo = 100;
-        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
-                                    sizeof(why)) != 0)
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why, sizeof(why)) !=
+            0)
             return gw_conf_bad_value(p, n, 1, "%s", why);
         if (n->n_args > 2) {
             const char *a = n->args[2];
@@ -635,7 +635,8 @@ static int set_session_cache(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_
             }
         } else {
             free(name);
-            return gw_conf_bad_value(p, n, i, "must be off, none, builtin[:N], "
+            return gw_conf_bad_value(p, n, i,
+                                     "must be off, none, builtin[:N], "
                                      "shared:NAME:SIZE or redis://HOST:PORT[/DB]");
         }
     }
@@ -662,12 +663,12 @@ static int set_ticket_key(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
     if (redis) {
         char host[256], why[300];
         int port, db;
-        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why,
-                                    sizeof(why)) != 0)
+        if (gw_conf_parse_redis_url(n->args[1], host, sizeof(host), &port, &db, why, sizeof(why)) !=
+            0)
             return gw_conf_bad_value(p, n, 1, "%s", why);
     }
-    char **slot = gw_conf_xpush(&s->ssl_session_ticket_keys.v, &s->ssl_session_ticket_keys.n,
-                                sizeof(char *));
+    char **slot =
+        gw_conf_xpush(&s->ssl_session_ticket_keys.v, &s->ssl_session_ticket_keys.n, sizeof(char *));
     *slot = redis ? gw_conf_xstrdup(n->args[1]) : gw_conf_abs_path(p, n->args[1]);
     return 0;
 }
@@ -970,17 +971,19 @@ static int set_return(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
 }
 
 /* stub_status; | status; | metrics; : one status page per location */
-static int set_status_page(gw_conf_parser_t *p, gw_conf_scope_t *sc,
-                           const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
+static int set_status_page(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                           const gw_conf_node_t *n, void *base)
 {
     gw_location_t *l = base;
-    const char *other = l->stub_status ? "stub_status"
+    const char *other = l->stub_status   ? "stub_status"
                         : l->status_json ? "status"
                         : l->metrics     ? "metrics"
                                          : NULL;
     if (other && strcmp(other, d->name) != 0) {
-        gw_conf_error(p, n->line, d->name, "a location serves one status page, and \"%s\" "
-                      "is already set here", other);
+        gw_conf_error(p, n->line, d->name,
+                      "a location serves one status page, and \"%s\" "
+                      "is already set here",
+                      other);
         return -1;
     }
     *FIELD(base, d, int) = 1;
@@ -1018,8 +1021,8 @@ static int set_provider(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_
         /* the generated OpenSSL config names sections after providers: keep keys plain */
         int ok = key[0] != '\0';
         for (const char *k = key; *k; k++)
-            if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
-                  *k == '_' || *k == '-' || *k == '.'))
+            if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
+                  (*k >= '0' && *k <= '9') || *k == '_' || *k == '-' || *k == '.'))
                 ok = 0;
         if (!ok || strcmp(key, "module") == 0 || strcmp(key, "activate") == 0 ||
             strchr(ch->args[1], '\n') || strchr(ch->args[1], '$')) {
@@ -1049,8 +1052,8 @@ static int set_engine(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
     return 0;
 }
 
-static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc,
-                            const gw_conf_directive_t *d, const gw_conf_node_t *n, void *base)
+static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                            const gw_conf_node_t *n, void *base)
 {
     const char *a = n->args[1];
     if (strcmp(a, "callback") == 0)
@@ -1066,9 +1069,8 @@ static int set_async_notify(gw_conf_parser_t *p, gw_conf_scope_t *sc,
 
 /* Address "ADDR:PORT" or "[IPv6]:PORT" of an upstream server or a proxy_pass; the port is
  * required unless dflt_port > 0. 0, or -1 after reporting. */
-static int parse_peer_addr(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi,
-                           const char *a, int dflt_port, struct sockaddr_storage *ss,
-                           socklen_t *len, char **text)
+static int parse_peer_addr(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, const char *a,
+                           int dflt_port, struct sockaddr_storage *ss, socklen_t *len, char **text)
 {
     char buf[128];
     const char *colon = a[0] == '[' ? strstr(a, "]:") : strrchr(a, ':');
@@ -1114,17 +1116,21 @@ static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstr
     const char *name = n->args[1];
     if (!name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                  "0123456789._-") != strlen(name))
-        return gw_conf_bad_value(p, n, 1, "an upstream name is letters, digits, \".\", \"_\" "
-                                          "and \"-\"");
+        return gw_conf_bad_value(p, n, 1,
+                                 "an upstream name is letters, digits, \".\", \"_\" "
+                                 "and \"-\"");
     int dup = find_upstream(*v, *nv, name);
     if (dup >= 0) {
         gw_conf_error(p, n->line, n->args[0], "duplicate upstream \"%s\" (line %d)", name,
                       (*v)[dup].line);
         return -1;
     }
-    gw_upstream_conf_t u = {.name = gw_conf_xstrdup(name), .keepalive = 0,
-                            .keepalive_requests = 1000, .keepalive_timeout_ms = 60000,
-                            .file = p->file, .line = n->line};
+    gw_upstream_conf_t u = {.name = gw_conf_xstrdup(name),
+                            .keepalive = 0,
+                            .keepalive_requests = 1000,
+                            .keepalive_timeout_ms = 60000,
+                            .file = p->file,
+                            .line = n->line};
     int bad = 0, saw_ka = 0;
     for (size_t i = 0; i < n->n_children; i++) {
         const gw_conf_node_t *ch = &n->children[i];
@@ -1140,8 +1146,8 @@ static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstr
                 bad = 1;
                 continue;
             }
-            gw_upstream_server_t s = {.weight = 1, .max_fails = 1, .fail_timeout_ms = 10000,
-                                      .line = ch->line};
+            gw_upstream_server_t s = {
+                .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = ch->line};
             if (parse_peer_addr(p, ch, 1, ch->args[1], 80, &s.addr, &s.addrlen, &s.text) != 0) {
                 bad = 1;
                 continue;
@@ -1162,13 +1168,15 @@ static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstr
                 } else if (strcmp(a, "backup") == 0) {
                     s.backup = 1;
                 } else {
-                    gw_conf_bad_value(p, ch, k, "unsupported server parameter (weight=, "
-                                                "max_fails=, fail_timeout=, backup)");
+                    gw_conf_bad_value(p, ch, k,
+                                      "unsupported server parameter (weight=, "
+                                      "max_fails=, fail_timeout=, backup)");
                     err = -1;
                 }
                 if (err > 0)
-                    gw_conf_bad_value(p, ch, k, "invalid value (weight 1-1000, max_fails "
-                                                "0-1000000, fail_timeout a time)");
+                    gw_conf_bad_value(p, ch, k,
+                                      "invalid value (weight 1-1000, max_fails "
+                                      "0-1000000, fail_timeout a time)");
                 if (err)
                     bad = 1;
             }
@@ -1198,8 +1206,9 @@ static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstr
                 saw_ka++;
             }
         } else {
-            gw_conf_error(p, ch->line, key, "unknown directive in upstream (server, keepalive, "
-                                            "keepalive_requests, keepalive_timeout)");
+            gw_conf_error(p, ch->line, key,
+                          "unknown directive in upstream (server, keepalive, "
+                          "keepalive_requests, keepalive_timeout)");
             bad = 1;
         }
     }
@@ -1235,8 +1244,9 @@ static int set_proxy_pass(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_con
     const char *a = n->args[1];
     size_t skip = strncmp(a, "https://", 8) == 0 ? 8 : 7; /* https: issue #23 */
     if ((skip == 7 && strncmp(a, "http://", 7) != 0) || !a[skip] || a[skip] == '/')
-        return gw_conf_bad_value(p, n, 1, "must be http(s)://ADDR:PORT[/URI] or "
-                                          "http(s)://NAME[/URI]");
+        return gw_conf_bad_value(p, n, 1,
+                                 "must be http(s)://ADDR:PORT[/URI] or "
+                                 "http(s)://NAME[/URI]");
     if (strchr(a, '$'))
         return gw_conf_bad_value(p, n, 1, "variables are not supported in proxy_pass");
     l->loc.dep.proxy_https = skip == 8;
@@ -1274,14 +1284,14 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
             name[hl] = '\0';
             int idx = find_upstream(h->upstreams, h->n_upstreams, name);
             if (idx < 0) {
-                gw_upstream_server_t us = {.weight = 1, .max_fails = 1, .fail_timeout_ms = 10000,
-                                           .line = l->line};
+                gw_upstream_server_t us = {
+                    .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = l->line};
                 char *args[2] = {"proxy_pass", name};
                 gw_conf_node_t fake = {.args = args, .n_args = 2, .line = l->line};
                 const char *saved = p->file;
                 p->file = l->file;
-                int r = parse_peer_addr(p, &fake, 1, name, https ? 443 : 80, &us.addr,
-                                        &us.addrlen, &us.text);
+                int r = parse_peer_addr(p, &fake, 1, name, https ? 443 : 80, &us.addr, &us.addrlen,
+                                        &us.text);
                 p->file = saved;
                 if (r != 0)
                     continue;
@@ -1315,8 +1325,9 @@ static int set_proxy_header(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_c
     for (const char *v = n->args[2]; *v; v++)
         if (((unsigned char)*v < ' ' && *v != '\t') || *v == 0x7f)
             return gw_conf_bad_value(p, n, 2, "control character in a header value");
-    static const char *const hop[] = {"connection", "keep-alive", "transfer-encoding", "te",
-                                      "upgrade", "content-length", "trailer", "proxy-connection"};
+    static const char *const hop[] = {"connection", "keep-alive",      "transfer-encoding",
+                                      "te",         "upgrade",         "content-length",
+                                      "trailer",    "proxy-connection"};
     for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
         if (strcasecmp(name, hop[i]) != 0)
             continue;
@@ -1324,8 +1335,9 @@ static int set_proxy_header(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_c
          * asks (no such field upstream) is what we do anyway */
         if (!n->args[2][0])
             return 0;
-        return gw_conf_bad_value(p, n, 1, "framing and hop-by-hop fields are set by the "
-                                          "proxy itself");
+        return gw_conf_bad_value(p, n, 1,
+                                 "framing and hop-by-hop fields are set by the "
+                                 "proxy itself");
     }
     gw_conf_cmd_t *kv = gw_conf_xpush(&l->proxy_headers, &l->n_proxy_headers, sizeof(*kv));
     kv->name = gw_conf_xstrdup(name);
@@ -1340,11 +1352,18 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
                       const gw_conf_node_t *n, void *base)
 {
     gw_stream_conf_t *st = &p->conf->stream;
-    static const char *const allowed[] = {"listen", "ssl_certificate", "ssl_certificate_key",
-                                          "ssl_protocols", "ssl_ciphers", "ssl_ecdh_curve",
+    static const char *const allowed[] = {"listen",
+                                          "ssl_certificate",
+                                          "ssl_certificate_key",
+                                          "ssl_protocols",
+                                          "ssl_ciphers",
+                                          "ssl_ecdh_curve",
                                           "ssl_conf_command",
-                                          "ssl_prefer_server_ciphers", "ssl_session_cache",
-                                          "ssl_session_tickets", "ssl_async", "ssl_async_notify"};
+                                          "ssl_prefer_server_ciphers",
+                                          "ssl_session_cache",
+                                          "ssl_session_tickets",
+                                          "ssl_async",
+                                          "ssl_async_notify"};
     /* upstreams first: a server may name one defined after it */
     for (size_t i = 0; i < n->n_children; i++) {
         const gw_conf_node_t *ch = &n->children[i];
@@ -1354,8 +1373,9 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             else
                 parse_upstream(p, ch, &st->upstreams, &st->n_upstreams);
         } else if (strcmp(ch->args[0], "server") != 0) {
-            gw_conf_error(p, ch->line, ch->args[0], "directive is not allowed in stream "
-                                                    "(upstream, server)");
+            gw_conf_error(p, ch->line, ch->args[0],
+                          "directive is not allowed in stream "
+                          "(upstream, server)");
         }
     }
     for (size_t i = 0; i < n->n_children; i++) {
@@ -1377,8 +1397,8 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
         ss->proxy_timeout_ms = 600000;
         ss->proxy_connect_timeout_ms = 60000;
         unsigned char seen[GW_CONF_MAX_DIRECTIVES] = {0};
-        gw_conf_scope_t in = {.ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s,
-                              .seen = seen};
+        gw_conf_scope_t in = {
+            .ctx = GW_CTX_SERVER, .srv = &s->srv, .loc = &s->loc, .server = s, .seen = seen};
         int saw_pass = 0, saw_to = 0, saw_cto = 0;
         unsigned char saw_dep = 0;
         for (size_t k = 0; k < ch->n_children; k++) {
@@ -1389,20 +1409,21 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             int64_t *tp = NULL;
             if (strcmp(key, "proxy_pass") == 0) {
                 if (g->has_block || g->n_args != 2 || saw_pass++) {
-                    gw_conf_error(p, g->line, key, saw_pass > 1 ? "directive is duplicate"
-                                                                : "invalid number of arguments");
+                    gw_conf_error(p, g->line, key,
+                                  saw_pass > 1 ? "directive is duplicate"
+                                               : "invalid number of arguments");
                     continue;
                 }
                 int idx = find_upstream(st->upstreams, st->n_upstreams, g->args[1]);
                 if (idx < 0) {
-                    gw_upstream_server_t us = {.weight = 1, .max_fails = 1,
-                                               .fail_timeout_ms = 10000, .line = g->line};
+                    gw_upstream_server_t us = {
+                        .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = g->line};
                     if (!strchr(g->args[1], ':')) {
                         gw_conf_bad_value(p, g, 1, "no upstream of this name (or ADDR:PORT)");
                         continue;
                     }
-                    if (parse_peer_addr(p, g, 1, g->args[1], 0, &us.addr, &us.addrlen,
-                                        &us.text) != 0)
+                    if (parse_peer_addr(p, g, 1, g->args[1], 0, &us.addr, &us.addrlen, &us.text) !=
+                        0)
                         continue;
                     gw_upstream_conf_t *u =
                         gw_conf_xpush(&st->upstreams, &st->n_upstreams, sizeof(*u));
@@ -1426,8 +1447,8 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
             if (tp || saw_to > 1 || saw_cto > 1) {
                 int64_t val;
                 if (!tp || g->has_block || g->n_args != 2)
-                    gw_conf_error(p, g->line, key, !tp ? "directive is duplicate"
-                                                       : "invalid number of arguments");
+                    gw_conf_error(p, g->line, key,
+                                  !tp ? "directive is duplicate" : "invalid number of arguments");
                 else if (parse_time(g->args[1], &val) != 0 || val < 1 || val > INT32_MAX)
                     gw_conf_bad_value(p, g, 1, "not a time (e.g. 500ms, 75s, 10m)");
                 else
@@ -1583,11 +1604,11 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Settings for requests whose path starts with */PATH* (or, with `=`, equals it); the "
      "exact match wins, then the longest prefix."},
     /* http and server */
-    {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY,
-     "`off` \\| *FILE* [*FORMAT*]", "off",
-     "Log requests to *FILE* in the `combined` format or a `log_format` of the http block."},
+    {"access_log", HS, 0, 1, 2, SRV(access_log), set_access_log, ANY, "`off` \\| *FILE* [*FORMAT*]",
+     "off", "Log requests to *FILE* in the `combined` format or a `log_format` of the http block."},
     {"keepalive_timeout", HS, 0, 1, 2, SRV(keepalive_timeout_ms), set_keepalive_timeout, TIME0,
-     "*TIME*", "75s", "How long an idle keep-alive connection stays open; `0` disables "
+     "*TIME*", "75s",
+     "How long an idle keep-alive connection stays open; `0` disables "
      "keep-alive (responses say `Connection: close`)."},
     {"keepalive_requests", HS, 0, 1, 1, SRV(keepalive_requests), set_int, 0, INT_MAX, "*N*", "1000",
      "Maximum number of requests served on one connection (an HTTP/2 connection then sends "
@@ -1602,8 +1623,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "field must fit in one *SIZE* buffer."},
     {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
      "Largest request body accepted; `0` means no limit."},
-    {"ssl_handshake_timeout", HS, 0, 1, 1, SRV(ssl_handshake_timeout_ms), set_time, TIME1,
-     "*TIME*", "10s",
+    {"ssl_handshake_timeout", HS, 0, 1, 1, SRV(ssl_handshake_timeout_ms), set_time, TIME1, "*TIME*",
+     "10s",
      "Absolute deadline for the TLS handshake, counted from the accept whatever the client "
      "trickles; the connection is closed when it passes. `client_header_timeout`, also counted "
      "from the accept, still bounds the handshake plus the first request head. Taken from the "
@@ -1651,8 +1672,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "[`TLSv1`] [`TLSv1.1`] [`TLSv1.2`] [`TLSv1.3`]", "TLSv1.2 TLSv1.3", "TLS versions accepted."},
     {"ssl_ciphers", HS, 0, 1, 1, SRV(ssl_ciphers), set_str, ANY, "*CIPHERS*", "HIGH:!aNULL:!MD5",
      "OpenSSL cipher list for TLS 1.2 and older."},
-    {"ssl_ecdh_curve", HS, 0, 1, 1, SRV(ssl_ecdh_curve), set_str, ANY, "`auto` \\| *GROUP*[`:`*GROUP*...]",
-     "auto",
+    {"ssl_ecdh_curve", HS, 0, 1, 1, SRV(ssl_ecdh_curve), set_str, ANY,
+     "`auto` \\| *GROUP*[`:`*GROUP*...]", "auto",
      "Key exchange groups, in the server's order of preference (OpenSSL group names, e.g. "
      "`X25519MLKEM768:X25519:prime256v1`; nginx's directive of the same name). `auto`: "
      "OpenSSL's default list (X25519, P-256, X448, P-521, P-384, FFDHE), after "
@@ -1667,7 +1688,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "`on` \\| `off`", "off", "Prefer the server's cipher order over the client's."},
     {"ssl_session_cache", HS, 0, 1, 2, SRV(ssl_session_cache), set_session_cache, ANY,
      "`off` \\| `none` \\| [`builtin`[`:`*N*]] [`shared:`*NAME*`:`*SIZE*] \\| "
-     "`redis://`*HOST*`:`*PORT*[`/`*DB*] [`timeout=`*TIME*]", "none",
+     "`redis://`*HOST*`:`*PORT*[`/`*DB*] [`timeout=`*TIME*]",
+     "none",
      "TLS session cache: `off` tells clients sessions cannot be reused, `none` keeps no cache "
      "(without that promise), `builtin` is OpenSSL's per-process cache of *N* sessions "
      "(default 20480), `shared` a cache in shared memory used by all workers (zone *NAME*, "
@@ -1680,7 +1702,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "handshakes go on without it (counted in `redis_errors`). The cache mode is taken from "
      "the default server of each listen address."},
     {"ssl_session_timeout", HS, 0, 1, 1, SRV(ssl_session_timeout_ms), set_time, TIME1, "*TIME*",
-     "5m", "Lifetime of a session (cache entry or ticket); also the rotation period of the "
+     "5m",
+     "Lifetime of a session (cache entry or ticket); also the rotation period of the "
      "automatic ticket keys."},
     {"ssl_session_tickets", HS, 0, 1, 1, SRV(ssl_session_tickets), set_flag, ANY, "`on` \\| `off`",
      "on", "Allow session resumption with TLS session tickets."},
@@ -1697,8 +1720,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "server without one inherits http's, and staples from them only the responses for its "
      "own certificates. Without `ssl_stapling on` a server's own files are ignored, with a "
      "warning."},
-    {"ssl_session_ticket_key", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_session_ticket_keys),
-     set_ticket_key, ANY, "*FILE* \\| `redis://`*HOST*`:`*PORT*[`/`*DB*]", NULL,
+    {"ssl_session_ticket_key", HS, GW_DIR_MULTI, 1, 1, SRV(ssl_session_ticket_keys), set_ticket_key,
+     ANY, "*FILE* \\| `redis://`*HOST*`:`*PORT*[`/`*DB*]", NULL,
      "Key file for session tickets: 48 bytes (16 name, 16 HMAC-SHA256 secret, 16 AES-128 key) "
      "or 80 bytes (16 name, 32 HMAC, 32 AES-256 key), nginx's format. The first key encrypts, "
      "the others only decrypt (rotation by file order). Without one, keys derived from a "
@@ -1733,7 +1756,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"proxy_connect_timeout", HSL, 0, 1, 1, LOC(proxy_connect_timeout_ms), set_time, TIME1,
      "*TIME*", "60s", "Time to establish a connection with an upstream server (then 504)."},
     {"proxy_read_timeout", HSL, 0, 1, 1, LOC(proxy_read_timeout_ms), set_time, TIME1, "*TIME*",
-     "60s", "Longest wait between two reads from the upstream server (then 504, or the "
+     "60s",
+     "Longest wait between two reads from the upstream server (then 504, or the "
      "connection is cut when the response has begun)."},
     {"proxy_send_timeout", HSL, 0, 1, 1, LOC(proxy_send_timeout_ms), set_time, TIME1, "*TIME*",
      "60s", "Longest wait between two writes to the upstream server."},

@@ -15,7 +15,7 @@ static int log_fd = 2;
 static int log_level = GW_LOG_ERROR;
 static char *log_path; /* NULL = stderr */
 
-static const char *const level_names[] = {"emerg", "alert", "crit", "error",
+static const char *const level_names[] = {"emerg", "alert",  "crit", "error",
                                           "warn",  "notice", "info", "debug"};
 
 int gw_log_open(const char *path, int level)
@@ -72,10 +72,13 @@ void gw_log(int level, int err, const char *fmt, ...)
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     localtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(buf, sizeof(buf), "%04d/%02d/%02d %02d:%02d:%02d [%s] %d#0: ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, level_names[level < 0 ? 0 : level > 7 ? 7 : level],
-                     (int)getpid());
+    int n =
+        snprintf(buf, sizeof(buf), "%04d/%02d/%02d %02d:%02d:%02d [%s] %d#0: ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 level_names[level < 0   ? 0
+                             : level > 7 ? 7
+                                         : level],
+                 (int)getpid());
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);

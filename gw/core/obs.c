@@ -67,9 +67,11 @@ const char *gw_obs_proto_name(int proto)
 
 const char *gw_obs_group_name(int group)
 {
-    static const char *const names[GW_HS_GROUPS] = {
-        "X25519MLKEM768", "SecP256r1MLKEM768", "X25519", "P-256", "P-384",
-        "P-521", "X448", "ffdhe", "other", "none"};
+    static const char *const names[GW_HS_GROUPS] = {"X25519MLKEM768", "SecP256r1MLKEM768",
+                                                    "X25519",         "P-256",
+                                                    "P-384",          "P-521",
+                                                    "X448",           "ffdhe",
+                                                    "other",          "none"};
     return group >= 0 && group < GW_HS_GROUPS ? names[group] : "other";
 }
 
@@ -88,8 +90,8 @@ const char *gw_obs_key_name(int key)
 }
 
 static const char *const builtin_alg_names[TLSGATE_ALG_COUNT] = {
-    "rsa2048", "rsa3072", "rsa4096", "ecdsa_p256", "ecdh_p256", "keygen_p256", "x25519",
-    "keygen_x25519", "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768",
+    "rsa2048", "rsa3072",       "rsa4096",    "ecdsa_p256", "ecdh_p256",   "keygen_p256",
+    "x25519",  "keygen_x25519", "ecdsa_p384", "ecdh_p384",  "keygen_p384", "mlkem768",
 };
 
 const char *gw_obs_alg_name(const tlsgate_metrics_t *m, size_t a, char *buf, size_t cap)
@@ -159,9 +161,8 @@ static void read_once(const gw_stats_t *st, gw_obs_snapshot_t *out, gw_obs_worke
         int32_t pid = __atomic_load_n(&ws->pid, __ATOMIC_RELAXED);
         if (pid <= 0)
             continue;
-        int64_t conns = lds(&ws->conns), reading = lds(&ws->reading),
-                writing = lds(&ws->writing), waiting = lds(&ws->waiting),
-                paused = lds(&ws->paused);
+        int64_t conns = lds(&ws->conns), reading = lds(&ws->reading), writing = lds(&ws->writing),
+                waiting = lds(&ws->waiting), paused = lds(&ws->paused);
         uint64_t resumed = ld(&ws->resumed), drained = ld(&ws->drained),
                  wj = ld(&ws->want_async_job);
         out->active += conns;
@@ -272,8 +273,8 @@ static void json_hist(gw_obuf_t *b, const char *key, const tlsgate_hist_t *h)
     for (int i = 0; i < TLSGATE_HIST_BUCKETS; i++)
         if (h->bucket[i])
             last = i;
-    gw_obuf_printf(b, "\"%s\":{\"count\":%llu,\"sum\":%llu,\"buckets\":[", key,
-                   (ull)hist_count(h), (ull)h->sum);
+    gw_obuf_printf(b, "\"%s\":{\"count\":%llu,\"sum\":%llu,\"buckets\":[", key, (ull)hist_count(h),
+                   (ull)h->sum);
     for (int i = 0; i <= last; i++) {
         if (i == TLSGATE_HIST_BUCKETS - 1)
             gw_obuf_printf(b, "%s[null,%llu]", i ? "," : "", (ull)h->bucket[i]);
@@ -319,9 +320,8 @@ static void json_provider(gw_obuf_t *b, const gw_obs_t *o)
                        "\"fallbacks\":%llu,\"pool_hits\":%llu,\"pool_misses\":%llu,"
                        "\"batches\":%llu,\"fill\":[",
                        a ? "," : "", gw_obs_alg_name(&o->prov, a, name, sizeof(name)),
-                       (ull)m->requests, (ull)m->requests_async, (ull)m->single,
-                       (ull)m->fallbacks, (ull)m->pool_hits, (ull)m->pool_misses,
-                       (ull)m->batches);
+                       (ull)m->requests, (ull)m->requests_async, (ull)m->single, (ull)m->fallbacks,
+                       (ull)m->pool_hits, (ull)m->pool_misses, (ull)m->batches);
         for (int k = 0; k < 8; k++)
             gw_obuf_printf(b, "%s%llu", k ? "," : "", (ull)m->fill[k]);
         gw_obuf_printf(b,
@@ -336,10 +336,10 @@ static void json_provider(gw_obuf_t *b, const gw_obs_t *o)
         json_hist(b, "batch_us", &m->batch_us);
         gw_obuf_printf(b, "}");
     }
-    gw_obuf_printf(b, "},\"record_cipher\":{\"impl\":\"aes-gcm\",\"records\":%llu,\"bytes\":%llu,"
-                      "\"tag_failures\":%llu}}",
-                   (ull)o->prov.gcm_records, (ull)o->prov.gcm_bytes,
-                   (ull)o->prov.gcm_tag_failures);
+    gw_obuf_printf(b,
+                   "},\"record_cipher\":{\"impl\":\"aes-gcm\",\"records\":%llu,\"bytes\":%llu,"
+                   "\"tag_failures\":%llu}}",
+                   (ull)o->prov.gcm_records, (ull)o->prov.gcm_bytes, (ull)o->prov.gcm_tag_failures);
 }
 
 static void json_obs(gw_obuf_t *b, const gw_obs_t *o)
@@ -378,9 +378,9 @@ int gw_obs_format_json(const gw_obs_snapshot_t *s, gw_obuf_t *b)
                    "\"resumed\":%llu,\"drained\":%llu,\"want_async_job\":%llu},"
                    "\"workers_live\":%zu,\"workers_retired\":%llu,\"consistent\":%s,"
                    "\"histogram_unit\":\"us\",",
-                   (ull)s->reloads, (ull)s->worker_restarts, (long long)s->paused,
-                   (ull)s->resumed, (ull)s->drained, (ull)s->want_async_job, s->n_workers,
-                   (ull)s->retired_workers, s->consistent ? "true" : "false");
+                   (ull)s->reloads, (ull)s->worker_restarts, (long long)s->paused, (ull)s->resumed,
+                   (ull)s->drained, (ull)s->want_async_job, s->n_workers, (ull)s->retired_workers,
+                   s->consistent ? "true" : "false");
     json_obs(b, &s->total);
     gw_obuf_printf(b, ",\"workers\":[");
     for (size_t i = 0; i < s->n_workers; i++) {
@@ -440,8 +440,8 @@ static void prom_counter(gw_obuf_t *b, const char *name, const char *help, uint6
 }
 
 /* one sample per algorithm of the uint64_t at byte offset off of tlsgate_alg_metrics_t */
-static void prom_alg_counter(gw_obuf_t *b, const gw_obs_t *o, const char *name,
-                             const char *help, size_t off)
+static void prom_alg_counter(gw_obuf_t *b, const gw_obs_t *o, const char *name, const char *help,
+                             size_t off)
 {
     prom_family(b, name, "counter", help);
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
@@ -471,8 +471,7 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     prom_counter(b, "tlsgate_requests_total", "HTTP requests.", s->requests);
     prom_family(b, "tlsgate_responses_total", "counter", "HTTP responses by status class.");
     for (int i = 1; i <= 5; i++)
-        gw_obuf_printf(b, "tlsgate_responses_total{code=\"%dxx\"} %llu\n", i,
-                       (ull)s->responses[i]);
+        gw_obuf_printf(b, "tlsgate_responses_total{code=\"%dxx\"} %llu\n", i, (ull)s->responses[i]);
     prom_family(b, "tlsgate_handshakes_total", "counter",
                 "Completed TLS handshakes by protocol, key type of the certificate used "
                 "(none: resumed) and resumption.");
@@ -490,31 +489,49 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     for (int g = 0; g < GW_HS_GROUPS; g++)
         gw_obuf_printf(b, "tlsgate_handshakes_by_group_total{group=\"%s\"} %llu\n",
                        gw_obs_group_name(g), (ull)o->hs_group[g]);
-    prom_counter(b, "tlsgate_handshakes_failed_total", "TLS handshakes that failed or were "
-                 "abandoned.", s->handshakes_failed);
+    prom_counter(b, "tlsgate_handshakes_failed_total",
+                 "TLS handshakes that failed or were "
+                 "abandoned.",
+                 s->handshakes_failed);
     prom_counter(b, "tlsgate_reloads_total", "Successful configuration reloads.", s->reloads);
-    prom_counter(b, "tlsgate_redis_errors_total", "Redis failures (connects failed, "
+    prom_counter(b, "tlsgate_redis_errors_total",
+                 "Redis failures (connects failed, "
                  "connections lost, replies past the timeout): the handshakes went on "
-                 "without Redis.", s->redis_errors);
-    prom_counter(b, "tlsgate_session_cache_hits_total", "Session lookups in the shared or "
-                 "Redis session cache that found the session.", s->sess_hits);
-    prom_counter(b, "tlsgate_session_cache_misses_total", "Session lookups in the shared or "
-                 "Redis session cache that found none (or timed out).", s->sess_misses);
-    prom_counter(b, "tlsgate_session_cache_stores_total", "Sessions written to the shared or "
-                 "Redis session cache.", s->sess_stores);
-    prom_counter(b, "tlsgate_worker_restarts_total", "Workers respawned after an unexpected "
-                 "exit.", s->worker_restarts);
+                 "without Redis.",
+                 s->redis_errors);
+    prom_counter(b, "tlsgate_session_cache_hits_total",
+                 "Session lookups in the shared or "
+                 "Redis session cache that found the session.",
+                 s->sess_hits);
+    prom_counter(b, "tlsgate_session_cache_misses_total",
+                 "Session lookups in the shared or "
+                 "Redis session cache that found none (or timed out).",
+                 s->sess_misses);
+    prom_counter(b, "tlsgate_session_cache_stores_total",
+                 "Sessions written to the shared or "
+                 "Redis session cache.",
+                 s->sess_stores);
+    prom_counter(b, "tlsgate_worker_restarts_total",
+                 "Workers respawned after an unexpected "
+                 "exit.",
+                 s->worker_restarts);
     prom_family(b, "tlsgate_workers", "gauge", "Live worker processes.");
     gw_obuf_printf(b, "tlsgate_workers %zu\n", s->n_workers);
-    prom_counter(b, "tlsgate_workers_retired_total", "Worker processes that exited (their "
-                 "counters are kept).", s->retired_workers);
+    prom_counter(b, "tlsgate_workers_retired_total",
+                 "Worker processes that exited (their "
+                 "counters are kept).",
+                 s->retired_workers);
     prom_family(b, "tlsgate_async_jobs_paused", "gauge", "Async TLS jobs paused now.");
     gw_obuf_printf(b, "tlsgate_async_jobs_paused %lld\n", (long long)s->paused);
     prom_counter(b, "tlsgate_async_resumed_total", "Paused async jobs resumed.", s->resumed);
-    prom_counter(b, "tlsgate_async_drained_total", "Connections closed while their async job "
-                 "was paused.", s->drained);
-    prom_counter(b, "tlsgate_async_want_job_total", "SSL_ERROR_WANT_ASYNC_JOB: the async job "
-                 "pool was exhausted.", s->want_async_job);
+    prom_counter(b, "tlsgate_async_drained_total",
+                 "Connections closed while their async job "
+                 "was paused.",
+                 s->drained);
+    prom_counter(b, "tlsgate_async_want_job_total",
+                 "SSL_ERROR_WANT_ASYNC_JOB: the async job "
+                 "pool was exhausted.",
+                 s->want_async_job);
     prom_family(b, "tlsgate_handshake_seconds", "histogram",
                 "Time from TCP accept to TLS handshake completion.");
     prom_hist_us(b, "tlsgate_handshake_seconds", "", &o->hs_us);
@@ -533,9 +550,10 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     prom_alg_counter(b, o, "tlsgate_crypto_single_total",
                      "Private-key operations run at once as one default-provider operation.",
                      offsetof(tlsgate_alg_metrics_t, single));
-    prom_alg_counter(b, o, "tlsgate_crypto_fallbacks_total",
-                     "Operations the provider took but handed to the default provider (a key it cannot batch, an input the kernel refused).",
-                     offsetof(tlsgate_alg_metrics_t, fallbacks));
+    prom_alg_counter(
+        b, o, "tlsgate_crypto_fallbacks_total",
+        "Operations the provider took but handed to the default provider (a key it cannot batch, an input the kernel refused).",
+        offsetof(tlsgate_alg_metrics_t, fallbacks));
     prom_alg_counter(b, o, "tlsgate_pool_hits_total",
                      "Operations served from an idle-time precomputed pool.",
                      offsetof(tlsgate_alg_metrics_t, pool_hits));

@@ -40,7 +40,7 @@ typedef struct gw_obs_snapshot {
     uint64_t handshakes, handshakes_failed, handshakes_resumed, tls12, tls13;
     uint64_t responses[6];
     uint64_t reloads, worker_restarts;
-    uint64_t redis_errors;      /* see gw_stats_t */
+    uint64_t redis_errors;                        /* see gw_stats_t */
     uint64_t sess_hits, sess_misses, sess_stores; /* see gw_stats_t */
     /* gauges: live workers only */
     int64_t active, reading, writing, waiting, paused;
@@ -48,9 +48,9 @@ typedef struct gw_obs_snapshot {
     uint64_t resumed, drained, want_async_job;
     uint64_t retired_workers;
     gw_obs_t total;
-    size_t n_workers;           /* live workers read, in workers[] */
-    gw_obs_worker_t *workers;   /* owned: gw_obs_snapshot_free() */
-    int consistent;             /* 0: a fold kept running (the master died in it?) */
+    size_t n_workers;         /* live workers read, in workers[] */
+    gw_obs_worker_t *workers; /* owned: gw_obs_snapshot_free() */
+    int consistent;           /* 0: a fold kept running (the master died in it?) */
 } gw_obs_snapshot_t;
 
 /**

@@ -50,15 +50,16 @@ int gw_privs_check(const gw_conf_t *conf, gw_privs_t *out, gw_errlist_t *errs)
             errno = 0;
             struct group *gr = getgrnam(conf->user.v[1]);
             if (!gr)
-                gw_errlist_add(errs, "%s: user: unknown group \"%s\"%s%s", file,
-                               conf->user.v[1], errno ? ": " : "", errno ? strerror(errno) : "");
+                gw_errlist_add(errs, "%s: user: unknown group \"%s\"%s%s", file, conf->user.v[1],
+                               errno ? ": " : "", errno ? strerror(errno) : "");
             else
                 out->gid = gr->gr_gid;
         }
         if (errs->n == nerr) {
             if (!root)
                 gw_warn_add("%s: user: the \"user\" directive makes sense only if the master "
-                            "runs as root: ignored", file);
+                            "runs as root: ignored",
+                            file);
             else if (out->uid == 0)
                 gw_log(GW_LOG_NOTICE, 0, "the workers run as root (\"user %s\")", u);
             out->drop = root && out->uid != 0;
@@ -70,8 +71,8 @@ int gw_privs_check(const gw_conf_t *conf, gw_privs_t *out, gw_errlist_t *errs)
     if (conf->working_directory) {
         struct stat st;
         if (stat(conf->working_directory, &st) != 0)
-            gw_errlist_add(errs, "%s: working_directory: \"%s\": %s", file,
-                           conf->working_directory, strerror(errno));
+            gw_errlist_add(errs, "%s: working_directory: \"%s\": %s", file, conf->working_directory,
+                           strerror(errno));
         else if (!S_ISDIR(st.st_mode))
             gw_errlist_add(errs, "%s: working_directory: \"%s\" is not a directory", file,
                            conf->working_directory);
@@ -95,8 +96,7 @@ void gw_privs_worker_init(const gw_conf_t *conf, const gw_privs_t *p)
     if (p->drop) {
         /* order matters: groups and gid while still root, the uid last */
         if (initgroups(p->user, p->gid) != 0) {
-            gw_log(GW_LOG_EMERG, errno, "initgroups(\"%s\", %u) failed", p->user,
-                   (unsigned)p->gid);
+            gw_log(GW_LOG_EMERG, errno, "initgroups(\"%s\", %u) failed", p->user, (unsigned)p->gid);
             exit(2);
         }
         if (setgid(p->gid) != 0) {
@@ -174,8 +174,10 @@ int gw_privs_secure_heap(int64_t size)
         return 0;
     if (done) {
         if (size != done)
-            gw_log(GW_LOG_NOTICE, 0, "ssl_secure_heap: the secure heap keeps its first size "
-                   "(%lld bytes) until restart", (long long)done);
+            gw_log(GW_LOG_NOTICE, 0,
+                   "ssl_secure_heap: the secure heap keeps its first size "
+                   "(%lld bytes) until restart",
+                   (long long)done);
         return 0;
     }
     size_t sz = 4096;
@@ -183,8 +185,10 @@ int gw_privs_secure_heap(int64_t size)
         sz <<= 1;
     int r = CRYPTO_secure_malloc_init(sz, 32);
     if (r == 0) {
-        gw_log(GW_LOG_ALERT, 0, "CRYPTO_secure_malloc_init(%zu) failed: keys use the "
-               "ordinary heap (and may appear in core dumps)", sz);
+        gw_log(GW_LOG_ALERT, 0,
+               "CRYPTO_secure_malloc_init(%zu) failed: keys use the "
+               "ordinary heap (and may appear in core dumps)",
+               sz);
         return -1;
     }
     done = size;
@@ -192,8 +196,10 @@ int gw_privs_secure_heap(int64_t size)
     lsan_register_secure_heap();
 #endif
     if (r == 2)
-        gw_log(GW_LOG_INFO, 0, "the secure heap (%zu bytes) could not be fully protected "
-               "(mlock needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; or mprotect/madvise failed)", sz);
+        gw_log(GW_LOG_INFO, 0,
+               "the secure heap (%zu bytes) could not be fully protected "
+               "(mlock needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; or mprotect/madvise failed)",
+               sz);
     return 0;
 }
 

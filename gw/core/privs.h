@@ -24,10 +24,10 @@
 
 /** Credentials the workers switch to. */
 typedef struct gw_privs {
-    int drop;      /* 1: the workers call setgid/initgroups/setuid */
+    int drop; /* 1: the workers call setgid/initgroups/setuid */
     uid_t uid;
     gid_t gid;
-    char *user;    /* heap copy of the user name (initgroups) */
+    char *user; /* heap copy of the user name (initgroups) */
 } gw_privs_t;
 
 /**

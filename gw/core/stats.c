@@ -25,8 +25,8 @@ _Static_assert(offsetof(gw_obs_t, prov_valid) % sizeof(uint64_t) == 0, "gw_obs_t
 
 int gw_stats_init_shared(void)
 {
-    void *p = mmap(NULL, sizeof(gw_stats_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+    void *p =
+        mmap(NULL, sizeof(gw_stats_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
     gw_stats = p;

@@ -40,9 +40,9 @@ enum gw_hs_group {
     GW_HS_G_P384,
     GW_HS_G_P521,
     GW_HS_G_X448,
-    GW_HS_G_FFDHE,  /* any ffdhe group */
-    GW_HS_G_OTHER,  /* another group (brainpool, another provider's) */
-    GW_HS_G_NONE,   /* no (EC)DHE: TLS 1.2 RSA key exchange, a resumption with psk_ke */
+    GW_HS_G_FFDHE, /* any ffdhe group */
+    GW_HS_G_OTHER, /* another group (brainpool, another provider's) */
+    GW_HS_G_NONE,  /* no (EC)DHE: TLS 1.2 RSA key exchange, a resumption with psk_ke */
     GW_HS_GROUPS
 };
 
@@ -53,54 +53,54 @@ enum gw_hs_group {
 typedef struct gw_obs {
     uint64_t hs[GW_HS_PROTOS][GW_HS_KEYS][2]; /* completed handshakes; [..][..][1]: resumed */
     uint64_t hs_group[GW_HS_GROUPS];          /* completed handshakes by group */
-    tlsgate_hist_t hs_us;          /* TCP accept -> SSL_do_handshake success, µs */
-    tlsgate_hist_t async_pause_us; /* SSL_ERROR_WANT_ASYNC -> the job resumed, µs */
-    uint64_t prov_valid;           /* != 0: prov holds a provider snapshot */
-    tlsgate_metrics_t prov;        /* the provider's "metrics", counted from worker start */
+    tlsgate_hist_t hs_us;                     /* TCP accept -> SSL_do_handshake success, µs */
+    tlsgate_hist_t async_pause_us;            /* SSL_ERROR_WANT_ASYNC -> the job resumed, µs */
+    uint64_t prov_valid;                      /* != 0: prov holds a provider snapshot */
+    tlsgate_metrics_t prov; /* the provider's "metrics", counted from worker start */
 } gw_obs_t;
 
 /** Per worker process. A slot is live while pid > 0 (-1: reserved during the fork). */
 typedef struct gw_worker_stats {
     int32_t pid;
     uint32_t generation;
-    int64_t conns;          /* open connections */
-    int64_t reading;        /* of which handshaking or reading a request head */
-    int64_t writing;        /* processing or writing a response */
-    int64_t waiting;        /* idle keep-alive */
-    int64_t paused;         /* async jobs paused now */
-    uint64_t resumed;       /* paused jobs resumed */
-    uint64_t drained;       /* connections closed while a job was paused, freed after it */
+    int64_t conns;           /* open connections */
+    int64_t reading;         /* of which handshaking or reading a request head */
+    int64_t writing;         /* processing or writing a response */
+    int64_t waiting;         /* idle keep-alive */
+    int64_t paused;          /* async jobs paused now */
+    uint64_t resumed;        /* paused jobs resumed */
+    uint64_t drained;        /* connections closed while a job was paused, freed after it */
     uint64_t want_async_job; /* SSL_ERROR_WANT_ASYNC_JOB: the job pool was exhausted */
-    gw_obs_t obs;           /* written by the worker only (plain relaxed stores) */
+    gw_obs_t obs;            /* written by the worker only (plain relaxed stores) */
 } gw_worker_stats_t;
 
 /** What the master folds in when it reaps a worker (see gw_stats_retire_slot). */
 typedef struct gw_retired {
-    uint64_t workers;       /* worker processes folded in */
+    uint64_t workers; /* worker processes folded in */
     uint64_t resumed, drained, want_async_job;
     gw_obs_t obs;
 } gw_retired_t;
 
 typedef struct gw_stats {
-    uint64_t accepted;          /* connections accepted */
-    uint64_t handled;           /* connections handled (not dropped at the limit) */
-    uint64_t requests;          /* HTTP requests parsed */
-    uint64_t handshakes;        /* completed TLS handshakes */
-    uint64_t handshakes_failed; /* TLS handshakes that failed or were abandoned */
+    uint64_t accepted;           /* connections accepted */
+    uint64_t handled;            /* connections handled (not dropped at the limit) */
+    uint64_t requests;           /* HTTP requests parsed */
+    uint64_t handshakes;         /* completed TLS handshakes */
+    uint64_t handshakes_failed;  /* TLS handshakes that failed or were abandoned */
     uint64_t handshakes_resumed; /* of which resumed */
-    uint64_t tls12, tls13;      /* completed handshakes by version */
-    uint64_t responses[6];      /* by status class: [1]=1xx ... [5]=5xx */
-    uint64_t reloads;           /* successful configuration reloads */
-    uint64_t worker_restarts;   /* workers respawned after an unexpected exit */
-    uint64_t redis_errors;      /* Redis (session cache, ticket keys) unreachable, slow or
+    uint64_t tls12, tls13;       /* completed handshakes by version */
+    uint64_t responses[6];       /* by status class: [1]=1xx ... [5]=5xx */
+    uint64_t reloads;            /* successful configuration reloads */
+    uint64_t worker_restarts;    /* workers respawned after an unexpected exit */
+    uint64_t redis_errors;       /* Redis (session cache, ticket keys) unreachable, slow or
                                    failing: connects failed, connections lost, timeouts */
-    uint64_t sess_hits;         /* ssl_session_cache shared:/redis:// lookups that found a
+    uint64_t sess_hits;          /* ssl_session_cache shared:/redis:// lookups that found a
                                    session (OpenSSL may still refuse it: other block) */
-    uint64_t sess_misses;       /* lookups that found none (or timed out) */
-    uint64_t sess_stores;       /* sessions written to the shared or remote cache */
-    uint32_t fold_seq;          /* seqlock: odd while the master folds a slot into retired */
-    uint32_t n_slots;           /* slots ever used (high-water mark): readers scan these */
-    gw_retired_t retired;       /* counters of the workers that exited */
+    uint64_t sess_misses;        /* lookups that found none (or timed out) */
+    uint64_t sess_stores;        /* sessions written to the shared or remote cache */
+    uint32_t fold_seq;           /* seqlock: odd while the master folds a slot into retired */
+    uint32_t n_slots;            /* slots ever used (high-water mark): readers scan these */
+    gw_retired_t retired;        /* counters of the workers that exited */
     gw_worker_stats_t workers[GW_STATS_MAX_WORKERS];
 } gw_stats_t;
 

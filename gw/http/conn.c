@@ -113,24 +113,23 @@ static int on_preface(gw_sock_t *s)
 
 static void on_preface_timeout(gw_sock_t *s)
 {
-    gw_log(GW_LOG_INFO, 0, "client %s timed out sending the PROXY protocol header",
-           s->peer_text);
+    gw_log(GW_LOG_INFO, 0, "client %s timed out sending the PROXY protocol header", s->peer_text);
     gw_pp_discard(s->fd); /* what came of the header: a FIN, not a reset */
 }
 
 static const gw_sock_owner_t conn_owner = {on_handshake_done, on_freed, on_preface,
                                            on_preface_timeout};
 
-void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd,
-                      const struct sockaddr *peer, socklen_t plen)
+void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd, const struct sockaddr *peer,
+                      socklen_t plen)
 {
     gw_ipcount_t *ipc = NULL;
     int lim = laddr->default_server->conf->srv.limit_conn_per_ip;
     if (gw_limit_conn_take(peer, plen, lim, &ipc) == 0) {
         char text[64];
         gw_addr_text(peer, text, sizeof(text));
-        gw_log(GW_LOG_WARN, 0, "limiting connections of client %s to %d (limit_conn_per_ip)",
-               text, lim);
+        gw_log(GW_LOG_WARN, 0, "limiting connections of client %s to %d (limit_conn_per_ip)", text,
+               lim);
         close(fd); /* not "handled" (nginx: handled < accepted when a limit refuses) */
         return;
     }
@@ -165,8 +164,8 @@ void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd,
     gw_conn_set_stat(c, GW_ST_READING);
 
     int afd = c->vs->conf->srv.ssl_async_notify == GW_ASYNC_NOTIFY_FD;
-    int r = gw_sock_open(&c->s, env->loop, fd, laddr->ssl ? c->vs->ssl_ctx : NULL, afd,
-                         &conn_owner, c);
+    int r =
+        gw_sock_open(&c->s, env->loop, fd, laddr->ssl ? c->vs->ssl_ctx : NULL, afd, &conn_owner, c);
     if (r != 0) {
         gw_sock_close(&c->s);
         return;

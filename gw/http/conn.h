@@ -33,8 +33,8 @@ struct gw_h2;
 /** What a worker gives the connections it accepts (no worker global below the worker). */
 typedef struct gw_conn_env {
     gw_loop_t *loop;
-    int shutting_down;         /* graceful stop: answer with Connection: close, GOAWAY */
-    struct gw_conn *conns;     /* all open connections (doubly linked) */
+    int shutting_down;     /* graceful stop: answer with Connection: close, GOAWAY */
+    struct gw_conn *conns; /* all open connections (doubly linked) */
     int n_conns, max_conns;
     void (*accepting)(int on); /* stop / resume accepting (worker_connections) */
     int index;                 /* the worker's index ($connection's high bits) */
@@ -42,34 +42,34 @@ typedef struct gw_conn_env {
 } gw_conn_env_t;
 
 typedef struct gw_conn {
-    gw_sock_t s;               /* first: the socket layer's object */
+    gw_sock_t s; /* first: the socket layer's object */
     gw_conn_env_t *env;
     int state;
     gw_laddr_t *laddr;
-    gw_vserver_t *vs;          /* selected by SNI, or the address's default server */
-    int sni_present;           /* the client sent a usable server_name */
-    int sni_matched;           /* vs was chosen by a matching SNI name */
+    gw_vserver_t *vs; /* selected by SNI, or the address's default server */
+    int sni_present;  /* the client sent a usable server_name */
+    int sni_matched;  /* vs was chosen by a matching SNI name */
     struct gw_conn *next, *prev;
     int64_t header_deadline_ms; /* accept + client_header_timeout (first request) */
-    struct gw_ipcount *ipc;    /* limit_conn_per_ip count (net/limits.h), or NULL */
-    size_t in_max;             /* large_client_header_buffers: the head's buffer limit */
-    int stat_state;            /* which gw_stats gauge counts this connection */
+    struct gw_ipcount *ipc;     /* limit_conn_per_ip count (net/limits.h), or NULL */
+    size_t in_max;              /* large_client_header_buffers: the head's buffer limit */
+    int stat_state;             /* which gw_stats gauge counts this connection */
 
     /* HTTP/1.1 */
-    int head_dirty;            /* bytes arrived that may complete the head: parse again */
-    int nl_seen;               /* the buffered head has a line end (else: request line) */
-    gw_req_t *rq;              /* the current request (NULL while idle) */
+    int head_dirty; /* bytes arrived that may complete the head: parse again */
+    int nl_seen;    /* the buffered head has a line end (else: request line) */
+    gw_req_t *rq;   /* the current request (NULL while idle) */
     size_t head_len;
-    size_t resp_start;         /* out_len when this request's answer began (pipelining) */
+    size_t resp_start; /* out_len when this request's answer began (pipelining) */
     unsigned requests;
-    uint64_t body_left;        /* Content-Length body bytes still to discard */
+    uint64_t body_left; /* Content-Length body bytes still to discard */
     int body_chunked;
     gw_http_chunked_t chunked;
 
-    struct gw_proxy *proxy;    /* GW_CONN_PROXY: the proxied request (proxy/proxy.c) */
-    struct gw_stream *stream;  /* GW_CONN_STREAM: the relay (proxy/stream.c) */
-    gw_conn_vars_t v;          /* variables, client address, head copy (http/vars.h) */
-    struct gw_h2 *h2;          /* HTTP/2 (http/h2.c) */
+    struct gw_proxy *proxy;   /* GW_CONN_PROXY: the proxied request (proxy/proxy.c) */
+    struct gw_stream *stream; /* GW_CONN_STREAM: the relay (proxy/stream.c) */
+    gw_conn_vars_t v;         /* variables, client address, head copy (http/vars.h) */
+    struct gw_h2 *h2;         /* HTTP/2 (http/h2.c) */
 } gw_conn_t;
 
 /* gauges of stub_status a connection is counted in */
@@ -80,8 +80,8 @@ enum { GW_ST_NONE = 0, GW_ST_READING, GW_ST_WRITING, GW_ST_WAITING };
  * the connection, also when setting it up fails) from listen address laddr. peer/plen:
  * the client's address as accept4() returned it (only its text form is kept).
  */
-void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd,
-                      const struct sockaddr *peer, socklen_t plen);
+void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd, const struct sockaddr *peer,
+                      socklen_t plen);
 
 /** Graceful stop began (graceful: idle connections close soon, busy ones after their
  * response, HTTP/2 sends GOAWAY), or a fast stop (0: everything closes now). */

@@ -128,7 +128,6 @@ static void start_request_failure(gw_conn_t *c, int status)
 }
 
 
-
 static void route_request(gw_conn_t *c)
 {
     gw_http_request_t *r = &c->rq->req;
@@ -139,13 +138,14 @@ static void route_request(gw_conn_t *c)
     c->rq->bytes_sent = 0;
     c->rq->status = 0;
     c->resp_start = c->s.out_len; /* answers of earlier pipelined requests stay before it */
-    gw_vars_request(c); /* real client address, underscores, head copy: http/vars.h */
-    if (gw_conn_logs(c)) /* the log's copies, only when a server here logs */
+    gw_vars_request(c);           /* real client address, underscores, head copy: http/vars.h */
+    if (gw_conn_logs(c))          /* the log's copies, only when a server here logs */
         gw_req_log_fields(c->rq);
 
     /* keepalive_timeout 0 disables keep-alive, as in nginx */
-    c->rq->keep_alive = r->keep_alive && c->requests < (unsigned)gw_conn_srv(c)->keepalive_requests &&
-                    gw_conn_srv(c)->keepalive_timeout_ms > 0;
+    c->rq->keep_alive = r->keep_alive &&
+                        c->requests < (unsigned)gw_conn_srv(c)->keepalive_requests &&
+                        gw_conn_srv(c)->keepalive_timeout_ms > 0;
     gw_conn_set_stat(c, GW_ST_WRITING);
     gw_sock_timer(&c->s, gw_conn_srv(c)->send_timeout_ms);
 
@@ -272,14 +272,15 @@ static void head_limits(const gw_conn_t *c, gw_http_limits_t *lim)
  * may wait for our answer before sending the rest). */
 static int pipelined_next_ready(const gw_conn_t *c)
 {
-    if (!c->rq->keep_alive || c->rq->close_after || c->rq->file_left || c->s.out_off || c->s.read_eof ||
-        gw_conn_stopping(c) || c->s.in_len <= c->head_len || c->s.out_len > 8192 ||
+    if (!c->rq->keep_alive || c->rq->close_after || c->rq->file_left || c->s.out_off ||
+        c->s.read_eof || gw_conn_stopping(c) || c->s.in_len <= c->head_len || c->s.out_len > 8192 ||
         c->requests >= (unsigned)gw_conn_srv(c)->keepalive_requests)
         return 0;
     gw_http_limits_t lim;
     head_limits(c, &lim);
     static gw_http_request_t probe; /* one thread per worker: no stack for 3 KiB */
-    return gw_http_parse_request(c->s.in + c->head_len, c->s.in_len - c->head_len, &lim, &probe) > 0;
+    return gw_http_parse_request(c->s.in + c->head_len, c->s.in_len - c->head_len, &lim, &probe) >
+           0;
 }
 
 /* Read the next file bytes into the output buffer, which holds out_len bytes from a record
@@ -320,8 +321,8 @@ static int write_done(gw_conn_t *c)
 {
     if (finish_request(c))
         return 1;
-    int unread = c->s.in_len > c->head_len || c->body_left || c->body_chunked ||
-                 c->rq->status >= 400;
+    int unread =
+        c->s.in_len > c->head_len || c->body_left || c->body_chunked || c->rq->status >= 400;
     gw_sock_end(&c->s, unread);
     return 0;
 }

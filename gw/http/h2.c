@@ -56,8 +56,8 @@ static void refill(gw_h2_t *h)
 static int calm_down(gw_h2_t *h, const char *what)
 {
     if (!h->calm) {
-        gw_log(GW_LOG_WARN, 0, "client %s: HTTP/2 %s, closing the connection",
-               h->c->s.peer_text, what);
+        gw_log(GW_LOG_WARN, 0, "client %s: HTTP/2 %s, closing the connection", h->c->s.peer_text,
+               what);
         h->calm = 1;
         nghttp2_session_terminate_session(h->ng, NGHTTP2_ENHANCE_YOUR_CALM);
     }
@@ -111,8 +111,8 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     return 0;
 }
 
-static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
-                     size_t nl, const uint8_t *value, size_t vl, uint8_t flags, void *u)
+static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+                     const uint8_t *value, size_t vl, uint8_t flags, void *u)
 {
     (void)flags;
     (void)u;
@@ -125,8 +125,8 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *u)
 {
     gw_h2_t *h = H(ng, u);
-    h2_stream_t *st = f->hd.stream_id ? nghttp2_session_get_stream_user_data(ng, f->hd.stream_id)
-                                      : NULL;
+    h2_stream_t *st =
+        f->hd.stream_id ? nghttp2_session_get_stream_user_data(ng, f->hd.stream_id) : NULL;
     switch (f->hd.type) {
     case NGHTTP2_HEADERS:
         if (!st)
@@ -333,8 +333,7 @@ static void h2_timeout(gw_sock_t *s)
     int64_t limit = gw_now_ms() - gw_conn_srv(c)->send_timeout_ms;
     for (h2_stream_t *st = h->streams; st; st = st->next) {
         if (st->last_ms <= limit && waits_for_client(st)) {
-            gw_log(GW_LOG_INFO, 0, "client %s timed out on HTTP/2 stream %d", s->peer_text,
-                   st->id);
+            gw_log(GW_LOG_INFO, 0, "client %s timed out on HTTP/2 stream %d", s->peer_text, st->id);
             st->last_ms = INT64_MAX / 2; /* reset once */
             nghttp2_submit_rst_stream(h->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
         }
@@ -401,9 +400,8 @@ int gw_h2_start(gw_conn_t *c)
     /* nghttp2's own limits too: its CONTINUATION cap, reset rate, SETTINGS entries, and
      * queued ACKs for a client that does not read (PING / SETTINGS floods) */
     nghttp2_option_set_max_continuations(opt, MAX_CONTINUATIONS);
-    nghttp2_option_set_stream_reset_rate_limit(
-        opt, 2 * (uint64_t)srv->http2_max_concurrent_streams,
-        (uint64_t)srv->http2_max_concurrent_streams);
+    nghttp2_option_set_stream_reset_rate_limit(opt, 2 * (uint64_t)srv->http2_max_concurrent_streams,
+                                               (uint64_t)srv->http2_max_concurrent_streams);
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_option_set_max_outbound_ack(opt, 1000);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);

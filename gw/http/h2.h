@@ -20,43 +20,43 @@ typedef struct h2_stream {
      * complete rq->req.headers[] hold offsets into hb (hb may move when it grows) */
     char *hb;
     size_t hb_len, hb_cap;
-    size_t list_size;        /* RFC 9113 §6.5.2 size: name + value + 32 per field */
+    size_t list_size; /* RFC 9113 §6.5.2 size: name + value + 32 per field */
     uint32_t method_o, method_l, path_o, path_l, auth_o, auth_l;
-    int too_large;           /* the header list passed large_client_header_buffers: 431 */
-    int dispatched;          /* handled: the answer is chosen */
-    int answered;            /* submitted to nghttp2 */
-    uint64_t body_bytes;     /* request body bytes received (discarded) */
+    int too_large;       /* the header list passed large_client_header_buffers: 431 */
+    int dispatched;      /* handled: the answer is chosen */
+    int answered;        /* submitted to nghttp2 */
+    uint64_t body_bytes; /* request body bytes received (discarded) */
     /* the answer */
-    nghttp2_nv *nv;          /* the answer's fields (nv_cap of them) */
+    nghttp2_nv *nv; /* the answer's fields (nv_cap of them) */
     size_t n_nv, nv_cap;
-    char *rh;                /* storage of the answer's header values */
+    char *rh; /* storage of the answer's header values */
     size_t rh_len, rh_cap;
-    char *body;              /* an in-memory body */
+    char *body; /* an in-memory body */
     size_t body_len, body_off;
-    int64_t last_ms;         /* last progress either way (send_timeout per stream) */
-    int body_eof;            /* the answer's body is complete (else more may come) */
-    int req_done;            /* the request ended (END_STREAM received) */
-    int held;                /* answered, but sent only once the request body has ended */
-    struct gw_proxy *proxy;  /* proxy_pass: the upstream request in progress */
-    char *rb;                /* request body bytes the proxy has not taken yet */
+    int64_t last_ms;        /* last progress either way (send_timeout per stream) */
+    int body_eof;           /* the answer's body is complete (else more may come) */
+    int req_done;           /* the request ended (END_STREAM received) */
+    int held;               /* answered, but sent only once the request body has ended */
+    struct gw_proxy *proxy; /* proxy_pass: the upstream request in progress */
+    char *rb;               /* request body bytes the proxy has not taken yet */
     size_t rb_len, rb_off, rb_cap;
 } h2_stream_t;
 
 typedef struct gw_h2 {
     nghttp2_session *ng;
     gw_conn_t *c;
-    gw_posted_t post;        /* drive again after the loop's other events */
+    gw_posted_t post; /* drive again after the loop's other events */
     h2_stream_t *streams;
     int n_streams;
-    int goaway;              /* GOAWAY sent: graceful stop, or keepalive_requests reached */
-    unsigned requests;       /* streams routed (keepalive_requests) */
-    int calm;                /* a flood: GOAWAY(ENHANCE_YOUR_CALM) queued, then close */
+    int goaway;        /* GOAWAY sent: graceful stop, or keepalive_requests reached */
+    unsigned requests; /* streams routed (keepalive_requests) */
+    int calm;          /* a flood: GOAWAY(ENHANCE_YOUR_CALM) queued, then close */
     /* flood defences: token buckets refilled per second of the loop's clock */
     int64_t refill_ms;
-    int64_t reset_tokens;    /* streams the client resets (CVE-2023-44487) */
-    int64_t ctrl_tokens;     /* SETTINGS, PING, PRIORITY, tiny WINDOW_UPDATE, empty DATA */
-    unsigned cont_frames;    /* CONTINUATION frames of the header block being received */
-    uint64_t hblock_bytes;   /* its bytes on the wire */
+    int64_t reset_tokens;  /* streams the client resets (CVE-2023-44487) */
+    int64_t ctrl_tokens;   /* SETTINGS, PING, PRIORITY, tiny WINDOW_UPDATE, empty DATA */
+    unsigned cont_frames;  /* CONTINUATION frames of the header block being received */
+    uint64_t hblock_bytes; /* its bytes on the wire */
 } gw_h2_t;
 
 /** Create the stream for request HEADERS frame stream_id; NULL when out of memory. */

@@ -90,8 +90,8 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
     h2_stream_t *st = r->owner;
     fields_reset(st, extra, content_type ? strlen(content_type) : 0);
     char num[24];
-    size_t n = (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) -
-                        num);
+    size_t n =
+        (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) - num);
     NV_LIT(st, ":status", rh_put(st, num, n), n);
     NV_LIT(st, "server", "tlsgate", 7);
     const char *date = gw_http_date();

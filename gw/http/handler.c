@@ -150,13 +150,12 @@ static void handle_status(gw_req_t *c)
         "TLS handshakes: %llu failed: %llu resumed: %llu TLSv1.2: %llu TLSv1.3: %llu\n"
         "Responses: 1xx: %llu 2xx: %llu 3xx: %llu 4xx: %llu 5xx: %llu\n"
         "Reloads: %llu Worker restarts: %llu\n",
-        active, (unsigned long long)GW_STAT_GET(accepted),
-        (unsigned long long)GW_STAT_GET(handled), (unsigned long long)GW_STAT_GET(requests),
-        reading, writing, waiting, (unsigned long long)GW_STAT_GET(handshakes),
+        active, (unsigned long long)GW_STAT_GET(accepted), (unsigned long long)GW_STAT_GET(handled),
+        (unsigned long long)GW_STAT_GET(requests), reading, writing, waiting,
+        (unsigned long long)GW_STAT_GET(handshakes),
         (unsigned long long)GW_STAT_GET(handshakes_failed),
-        (unsigned long long)GW_STAT_GET(handshakes_resumed),
-        (unsigned long long)GW_STAT_GET(tls12), (unsigned long long)GW_STAT_GET(tls13),
-        (unsigned long long)GW_STAT_GET(responses[1]),
+        (unsigned long long)GW_STAT_GET(handshakes_resumed), (unsigned long long)GW_STAT_GET(tls12),
+        (unsigned long long)GW_STAT_GET(tls13), (unsigned long long)GW_STAT_GET(responses[1]),
         (unsigned long long)GW_STAT_GET(responses[2]),
         (unsigned long long)GW_STAT_GET(responses[3]),
         (unsigned long long)GW_STAT_GET(responses[4]),
@@ -190,7 +189,7 @@ static void handle_obs(gw_req_t *c, int prometheus)
         return;
     }
     if (gw_req_metrics_refresh)
-        gw_req_metrics_refresh(); /* this worker's provider counters as of now */
+        gw_req_metrics_refresh();  /* this worker's provider counters as of now */
     static gw_obs_snapshot_t snap; /* 6 KB: one thread per worker, not on the stack */
     gw_obuf_t b = {0};
     int rc = gw_obs_collect(gw_stats, &snap);
@@ -198,7 +197,8 @@ static void handle_obs(gw_req_t *c, int prometheus)
         rc = prometheus ? gw_obs_format_prometheus(&snap, &b) : gw_obs_format_json(&snap, &b);
     gw_obs_snapshot_free(&snap);
     if (rc != 0) {
-        gw_log(GW_LOG_ALERT, ENOMEM, "cannot render the %s page", prometheus ? "metrics" : "status");
+        gw_log(GW_LOG_ALERT, ENOMEM, "cannot render the %s page",
+               prometheus ? "metrics" : "status");
         free(b.data);
         gw_resp_error(c, 500);
         return;
@@ -311,9 +311,10 @@ static void serve_file(gw_req_t *c, int fd, const struct stat *st, const char *p
     int ranged = 0;
     if (r->range) {
         const gw_http_header_t *ifr = find_header(r, "if-range");
-        int honour = !ifr || (ifr->value_len == strlen(etag) &&
-                              memcmp(ifr->value, etag, ifr->value_len) == 0) ||
-                     (ifr->value_len == strlen(lm) && memcmp(ifr->value, lm, ifr->value_len) == 0);
+        int honour =
+            !ifr ||
+            (ifr->value_len == strlen(etag) && memcmp(ifr->value, etag, ifr->value_len) == 0) ||
+            (ifr->value_len == strlen(lm) && memcmp(ifr->value, lm, ifr->value_len) == 0);
         if (honour) {
             int rr = gw_http_parse_range(r->range, r->range_len, size, &first, &last);
             if (rr < 0) {
@@ -327,8 +328,8 @@ static void serve_file(gw_req_t *c, int fd, const struct stat *st, const char *p
         }
     }
     uint64_t len = size ? last - first + 1 : 0;
-    int n = snprintf(extra, sizeof(extra), "Last-Modified: %s\r\nETag: %s\r\nAccept-Ranges: bytes\r\n",
-                     lm, etag);
+    int n = snprintf(extra, sizeof(extra),
+                     "Last-Modified: %s\r\nETag: %s\r\nAccept-Ranges: bytes\r\n", lm, etag);
     if (ranged)
         snprintf(extra + n, sizeof(extra) - (size_t)n, "Content-Range: bytes %llu-%llu/%llu\r\n",
                  (unsigned long long)first, (unsigned long long)last, (unsigned long long)size);
@@ -345,9 +346,8 @@ static void redirect_dir(gw_req_t *c, const char *norm)
     /* nginx answers a directory without its trailing slash with 301 to "path/" */
     char extra[4096 + 64];
     const gw_http_request_t *r = &c->req;
-    int n = snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm,
-                     r->query ? "?" : "", r->query ? (int)r->query_len : 0,
-                     r->query ? r->query : "");
+    int n = snprintf(extra, sizeof(extra), "Location: %s/%s%.*s\r\n", norm, r->query ? "?" : "",
+                     r->query ? (int)r->query_len : 0, r->query ? r->query : "");
     if (n < 0 || (size_t)n >= sizeof(extra)) {
         gw_resp_error(c, 414); /* the redirect would not fit a header line we send */
         return;
@@ -357,8 +357,7 @@ static void redirect_dir(gw_req_t *c, const char *norm)
 
 /* norm: the request path percent-decoded and normalised (gw_http_normalize_path), nl
  * its length. */
-static void handle_static(gw_req_t *c, const gw_loc_settings_t *loc, const char *norm,
-                          long nl)
+static void handle_static(gw_req_t *c, const gw_loc_settings_t *loc, const char *norm, long nl)
 {
     const gw_http_request_t *r = &c->req;
     if (r->method != GW_HTTP_GET && r->method != GW_HTTP_HEAD) {

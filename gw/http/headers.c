@@ -26,8 +26,16 @@ static const gw_loc_settings_t *settings(const gw_conn_t *c)
 static int success_status(int status)
 {
     switch (status) {
-    case 200: case 201: case 204: case 206: case 301: case 302: case 303: case 304:
-    case 307: case 308:
+    case 200:
+    case 201:
+    case 204:
+    case 206:
+    case 301:
+    case 302:
+    case 303:
+    case 304:
+    case 307:
+    case 308:
         return 1;
     default:
         return 0;
@@ -141,8 +149,8 @@ int gw_headers_client_cert(gw_conn_t *c, gw_req_t *r)
     if (!why)
         return 0;
     if (SSL_get0_peer_certificate(c->s.ssl))
-        gw_log(GW_LOG_INFO, 0, "client %s: SSL certificate verify error: (%ld:%s)",
-               c->s.peer_text, SSL_get_verify_result(c->s.ssl),
+        gw_log(GW_LOG_INFO, 0, "client %s: SSL certificate verify error: (%ld:%s)", c->s.peer_text,
+               SSL_get_verify_result(c->s.ssl),
                X509_verify_cert_error_string(SSL_get_verify_result(c->s.ssl)));
     else
         gw_log(GW_LOG_INFO, 0, "client %s sent no required SSL certificate", c->s.peer_text);

@@ -63,9 +63,9 @@ typedef struct gw_http_request {
     /* Interpreted fields (pointers into headers[]; NULL/0 when absent): */
     const char *host; /* Host value (or authority of an absolute-form target) */
     size_t host_len;
-    int keep_alive; /* 1 if the connection may persist after this request */
+    int keep_alive;      /* 1 if the connection may persist after this request */
     int expect_continue; /* "Expect: 100-continue" */
-    int chunked;        /* Transfer-Encoding: chunked (the only coding we accept) */
+    int chunked;         /* Transfer-Encoding: chunked (the only coding we accept) */
     int has_content_length;
     uint64_t content_length;
     const char *range; /* Range header value, NULL if absent or repeated */
@@ -112,7 +112,7 @@ int gw_http_parse_request(const char *buf, size_t len, const gw_http_limits_t *l
 
 /** Incremental decoder of a chunked request body (RFC 9112 §7.1). */
 typedef struct gw_http_chunked {
-    int state;          /* private */
+    int state;           /* private */
     uint64_t chunk_left; /* private */
     uint64_t total;      /* data bytes decoded so far */
     size_t line_len;     /* private: bytes of the current size/trailer line */

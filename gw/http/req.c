@@ -192,13 +192,12 @@ void gw_req_log_fields(gw_req_t *r)
     int n = snprintf(r->request_line, sizeof(r->request_line), "%.*s ", (int)q->method_len,
                      q->method_str);
     size_t o = (size_t)n;
-    o += log_escape(r->request_line + o, sizeof(r->request_line) - o - 16, q->target,
-                    q->target_len);
+    o +=
+        log_escape(r->request_line + o, sizeof(r->request_line) - o - 16, q->target, q->target_len);
     if (r->proto == GW_REQ_HTTP2)
         snprintf(r->request_line + o, sizeof(r->request_line) - o, " HTTP/2.0");
     else
-        snprintf(r->request_line + o, sizeof(r->request_line) - o, " HTTP/1.%d",
-                 q->version_minor);
+        snprintf(r->request_line + o, sizeof(r->request_line) - o, " HTTP/1.%d", q->version_minor);
     copy_log_field(r->log_referer, sizeof(r->log_referer), q->referer, q->referer_len);
     copy_log_field(r->log_ua, sizeof(r->log_ua), q->user_agent, q->user_agent_len);
 }
@@ -219,9 +218,9 @@ void gw_req_access_log(const gw_req_t *r)
     if (r->conn && gw_logfmt_write(r->conn, r->vs->access_log_fd)) /* log_format: logfmt.c */
         return;
     char line[2048];
-    int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n",
-                     r->peer_text, gw_log_date(), r->request_line, r->status,
-                     (unsigned long long)r->bytes_sent, r->log_referer, r->log_ua);
+    int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n", r->peer_text,
+                     gw_log_date(), r->request_line, r->status, (unsigned long long)r->bytes_sent,
+                     r->log_referer, r->log_ua);
     if (n > (int)sizeof(line))
         n = (int)sizeof(line);
     ssize_t w = write(r->vs->access_log_fd, line, (size_t)n);

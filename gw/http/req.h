@@ -22,33 +22,33 @@ struct gw_req;
 typedef struct gw_req_ops {
     /** The response head: status, Content-Type (NULL: none), Content-Length (ignored for
      * 204 and 304), extra header lines ("Name: value\r\n"..., may be NULL). */
-    void (*head)(struct gw_req *r, int status, const char *content_type,
-                 uint64_t content_length, const char *extra);
+    void (*head)(struct gw_req *r, int status, const char *content_type, uint64_t content_length,
+                 const char *extra);
     /** In-memory body bytes after the head (copied). */
     void (*body)(struct gw_req *r, const char *p, size_t n);
 } gw_req_ops_t;
 
 typedef struct gw_req {
     const gw_req_ops_t *ops;
-    void *owner;             /* the connection (HTTP/1.1) or the stream (HTTP/2) */
-    struct gw_conn *conn;    /* the client connection (its TLS, addresses and the variables
+    void *owner;           /* the connection (HTTP/1.1) or the stream (HTTP/2) */
+    struct gw_conn *conn;  /* the client connection (its TLS, addresses and the variables
                                 of http/vars.h), or NULL */
-    int proto;               /* GW_REQ_HTTP11, GW_REQ_HTTP2 */
-    gw_http_request_t req;   /* the parsed head (HTTP/2: built from the header list) */
-    gw_vserver_t *vs;        /* the server block answering */
+    int proto;             /* GW_REQ_HTTP11, GW_REQ_HTTP2 */
+    gw_http_request_t req; /* the parsed head (HTTP/2: built from the header list) */
+    gw_vserver_t *vs;      /* the server block answering */
     const char *peer_text;
-    int tls;                 /* came over TLS ($scheme https) */
+    int tls; /* came over TLS ($scheme https) */
 
     int status;
-    int is_head;             /* HEAD: no body */
-    int keep_alive;          /* HTTP/1.1: the connection may carry another request */
-    int close_after;         /* HTTP/1.1: close once the answer is written */
-    uint64_t bytes_sent;     /* body bytes, for the access log */
-    int file_fd;             /* a file body (owned: closed when the answer ends), or -1 */
+    int is_head;         /* HEAD: no body */
+    int keep_alive;      /* HTTP/1.1: the connection may carry another request */
+    int close_after;     /* HTTP/1.1: close once the answer is written */
+    uint64_t bytes_sent; /* body bytes, for the access log */
+    int file_fd;         /* a file body (owned: closed when the answer ends), or -1 */
     uint64_t file_off, file_left;
 
-    char request_line[512];  /* escaped copies for the access log: the head itself may */
-    char log_referer[256];   /* be dropped from the buffer before a body is read */
+    char request_line[512]; /* escaped copies for the access log: the head itself may */
+    char log_referer[256];  /* be dropped from the buffer before a body is read */
     char log_ua[256];
 } gw_req_t;
 

@@ -252,8 +252,7 @@ static void ring_refresh(gw_timer_t *t)
             missing = 1;
             unsigned char k[80];
             char key[64];
-            snprintf(key, sizeof(key), "tlsgate:tk:%lld:%lld", (long long)g->period,
-                     (long long)ep);
+            snprintf(key, sizeof(key), "tlsgate:tk:%lld:%lld", (long long)g->period, (long long)ep);
             if (RAND_bytes(k, sizeof(k)) == 1)
                 gw_redis_command(g->r, NULL, NULL, "SET %s %b NX EX %lld", key, k, sizeof(k),
                                  (long long)(3 * g->period));

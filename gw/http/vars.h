@@ -26,25 +26,25 @@ struct gw_req;
 
 /** What a connection keeps for the variables (zeroed with the connection). */
 typedef struct gw_conn_vars {
-    int tcp_family;               /* the TCP peer: AF_INET / AF_INET6 */
+    int tcp_family; /* the TCP peer: AF_INET / AF_INET6 */
     unsigned char tcp_addr[16];
     int tcp_port;
-    char tcp_text[64];            /* its address as text (peer_text before real_ip) */
-    int family;                   /* the client (after real_ip): allow/deny, $remote_addr */
+    char tcp_text[64]; /* its address as text (peer_text before real_ip) */
+    int family;        /* the client (after real_ip): allow/deny, $remote_addr */
     unsigned char addr[16];
-    int port;                     /* $remote_port (0: unknown, empty) */
-    uint64_t serial;              /* $connection */
-    char pp_addr[64];             /* $proxy_protocol_addr, "" without PROXY protocol */
+    int port;         /* $remote_port (0: unknown, empty) */
+    uint64_t serial;  /* $connection */
+    char pp_addr[64]; /* $proxy_protocol_addr, "" without PROXY protocol */
     int pp_port;
     const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
                                           error_page), NULL: the server's */
-    int64_t start_us;             /* wall clock, microseconds: $request_time, $msec */
-    char *head;                   /* copy of the request head (malloc), or NULL */
-    uint64_t head_bytes;          /* bytes of the response head, for $bytes_sent */
-    char upstream_addr[128];      /* "ADDR:PORT[, ADDR:PORT...]" */
+    int64_t start_us;                  /* wall clock, microseconds: $request_time, $msec */
+    char *head;                        /* copy of the request head (malloc), or NULL */
+    uint64_t head_bytes;               /* bytes of the response head, for $bytes_sent */
+    char upstream_addr[128];           /* "ADDR:PORT[, ADDR:PORT...]" */
     int upstream_status;
-    int64_t upstream_start_us;    /* monotonic: first connect of this request */
-    int in_error_page;            /* an error_page answer is being built */
+    int64_t upstream_start_us; /* monotonic: first connect of this request */
+    int in_error_page;         /* an error_page answer is being built */
 } gw_conn_vars_t;
 
 /** Growable output of an expansion; s is NUL-terminated, len bytes. */

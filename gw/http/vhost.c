@@ -82,8 +82,8 @@ static long normalize_host(const char *h, size_t len, char *out, size_t cap, int
         unsigned char ch = (unsigned char)h[i];
         if (ch >= 'A' && ch <= 'Z')
             ch = (unsigned char)(ch + 32);
-        else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                   ch == '.' || ch == '_' || ch == '[' || ch == ']' || ch == ':'))
+        else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
+                   ch == '_' || ch == '[' || ch == ']' || ch == ':'))
             return -1;
         if (ch == '.' && i > 0 && out[i - 1] == '.')
             return -1;

@@ -11,7 +11,7 @@ struct gw_ipcount {
     struct gw_ipcount *next; /* bucket chain */
     uint32_t hash;
     int count;
-    uint8_t len;             /* 4 or 16 */
+    uint8_t len; /* 4 or 16 */
     uint8_t addr[16];
 };
 
@@ -77,8 +77,7 @@ static int grow(void)
     return 0;
 }
 
-int gw_limit_conn_take(const struct sockaddr *peer, socklen_t plen, int limit,
-                       gw_ipcount_t **slot)
+int gw_limit_conn_take(const struct sockaddr *peer, socklen_t plen, int limit, gw_ipcount_t **slot)
 {
     *slot = NULL;
     uint8_t a[16], len;

@@ -24,8 +24,7 @@ typedef struct gw_ipcount gw_ipcount_t;
  * the connection stay uncounted rather than refuse it). limit <= 0 means no limit: 1
  * with *slot NULL.
  */
-int gw_limit_conn_take(const struct sockaddr *peer, socklen_t plen, int limit,
-                       gw_ipcount_t **slot);
+int gw_limit_conn_take(const struct sockaddr *peer, socklen_t plen, int limit, gw_ipcount_t **slot);
 
 /** Release a connection counted by gw_limit_conn_take (NULL accepted: nothing). */
 void gw_limit_conn_release(gw_ipcount_t *slot);

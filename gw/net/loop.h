@@ -19,8 +19,8 @@ typedef struct gw_io {
 
 /** A timer; zero-initialise, then use gw_timer_add/gw_timer_del. */
 typedef struct gw_timer {
-    int64_t when;  /* monotonic ms */
-    size_t idx;    /* position in the heap + 1; 0 when not armed */
+    int64_t when; /* monotonic ms */
+    size_t idx;   /* position in the heap + 1; 0 when not armed */
     void (*cb)(struct gw_timer *t);
 } gw_timer_t;
 

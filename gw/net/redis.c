@@ -31,9 +31,9 @@ struct gw_redis {
     gw_loop_t *loop;
     redisAsyncContext *ac;
     int state;
-    int fd;           /* registered with epoll, or -1 */
-    uint32_t events;  /* EPOLLIN / EPOLLOUT wanted by hiredis */
-    int64_t retry_at; /* monotonic ms: no connect before */
+    int fd;             /* registered with epoll, or -1 */
+    uint32_t events;    /* EPOLLIN / EPOLLOUT wanted by hiredis */
+    int64_t retry_at;   /* monotonic ms: no connect before */
     int64_t connect_at; /* monotonic ms: when the current connect began */
     int64_t backoff_ms;
     int64_t slow_until;
@@ -50,7 +50,8 @@ static void note_failure(gw_redis_t *r, const char *what)
     r->unlogged++;
     int64_t now = gw_clock_mono_us() / 1000;
     if (r->last_log == 0 || now - r->last_log >= LOG_EVERY_MS) {
-        gw_log(GW_LOG_ERROR, 0, "redis %s:%d: %s (%llu failure(s) since the last report); "
+        gw_log(GW_LOG_ERROR, 0,
+               "redis %s:%d: %s (%llu failure(s) since the last report); "
                "handshakes go on without it",
                r->host, r->port, what, (unsigned long long)r->unlogged);
         r->last_log = now;

@@ -46,8 +46,8 @@ int gw_proxy_pull_body(gw_proxy_t *p)
     if (p->body_chunked) {
         int64_t max = c->vs->conf->srv.client_max_body_size;
         size_t len = c->s.in_len < room ? c->s.in_len : room, used = 0;
-        int r = gw_http_chunked_decode(&p->chunked, c->s.in, &len, &used,
-                                       max > 0 ? (uint64_t)max : 0);
+        int r =
+            gw_http_chunked_decode(&p->chunked, c->s.in, &len, &used, max > 0 ? (uint64_t)max : 0);
         if (r < 0)
             return r;
         if (len) {
@@ -95,8 +95,8 @@ int gw_proxy_buffer_body(gw_proxy_t *p)
     p->body_done = 1;
     gw_sock_timer_del(&c->s);
     char line[48];
-    int n = snprintf(line, sizeof(line), "Content-Length: %llu\r\n",
-                     (unsigned long long)p->rb->total);
+    int n =
+        snprintf(line, sizeof(line), "Content-Length: %llu\r\n", (unsigned long long)p->rb->total);
     char *h = realloc(p->head, p->head_len + (size_t)n);
     if (!h)
         abort();

@@ -57,8 +57,8 @@ int gw_proxy_pull_body_h2(gw_proxy_t *p)
 
 /* What both protocols share: the request head for the upstream, the body's framing,
  * the buffers. NULL when the request is answered already (405 for CONNECT). */
-static gw_proxy_t *setup(gw_conn_t *c, gw_req_t *rq, struct h2_stream *st,
-                         const gw_location_t *loc, const char *norm, size_t norm_len)
+static gw_proxy_t *setup(gw_conn_t *c, gw_req_t *rq, struct h2_stream *st, const gw_location_t *loc,
+                         const char *norm, size_t norm_len)
 {
     const gw_http_request_t *r = &rq->req;
     if (r->method == GW_HTTP_CONNECT) {
@@ -154,8 +154,9 @@ void gw_proxy_wake(struct gw_proxy *p)
 void gw_proxy_stream_free(struct gw_proxy *p)
 {
     if (p->uc && p->rs != RS_DONE)
-        gw_log(GW_LOG_INFO, 0, "client %s reset its HTTP/2 stream: the request to upstream %s "
-               "is cancelled", p->c->s.peer_text, p->up->conf->servers[p->peer].text);
+        gw_log(GW_LOG_INFO, 0,
+               "client %s reset its HTTP/2 stream: the request to upstream %s "
+               "is cancelled",
+               p->c->s.peer_text, p->up->conf->servers[p->peer].text);
     gw_proxy_free_(p);
 }
-

@@ -125,7 +125,8 @@ static void expand(sbuf_t *b, const char *v, const gw_proxy_t *p)
         } else if (VAR("proxy_add_x_forwarded_for")) {
             for (size_t i = 0; i < r->n_headers; i++) {
                 if (gw_http_token_eq(r->headers[i].name, r->headers[i].name_len,
-                                     "x-forwarded-for") && r->headers[i].value_len) {
+                                     "x-forwarded-for") &&
+                    r->headers[i].value_len) {
                     gw_proxy_sb_add(b, r->headers[i].value, r->headers[i].value_len);
                     gw_proxy_sb_str(b, ", ");
                 }
@@ -262,8 +263,8 @@ void gw_proxy_build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
 }
 
 /* Forward the response head to the client; -1 when malformed. */
-int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl,
-                          unsigned long long cl, int chunked, int up_close)
+int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsigned long long cl,
+                          int chunked, int up_close)
 {
     gw_conn_t *c = p->c;
     int no_body = p->is_head || status == 204 || status == 304;

@@ -146,8 +146,8 @@ int gw_proxy_start_attempt_(gw_proxy_t *p)
     for (;;) {
         int peer = gw_upstream_pick(p->up, p->peer);
         if (peer < 0) {
-            gw_log(GW_LOG_ERROR, 0, "no live upstreams in \"%s\" for client %s",
-                   p->up->conf->name, p->c->s.peer_text);
+            gw_log(GW_LOG_ERROR, 0, "no live upstreams in \"%s\" for client %s", p->up->conf->name,
+                   p->c->s.peer_text);
             return fail(p, 502);
         }
         p->peer = peer;
@@ -203,8 +203,8 @@ static int upstream_error(gw_proxy_t *p, int timeout, const char *what)
         /* nothing sent yet (connect failed): safe for any method, on each server once;
          * sent without an answer: once more, and only when repeating it is harmless */
         int nothing_sent = connecting || !p->sent_any;
-        int ok = nothing_sent ? p->tries < (int)n
-                              : p->idempotent && !p->body_started && p->tries < 2;
+        int ok =
+            nothing_sent ? p->tries < (int)n : p->idempotent && !p->body_started && p->tries < 2;
         if (ok && !(timeout && !connecting)) {
             int r = gw_proxy_start_attempt_(p);
             return r ? r : 2;
@@ -264,7 +264,7 @@ static int process_response(gw_proxy_t *p)
             }
             if (status < 200) {
                 if (status == 101)
-                    return -1; /* no upgrade was asked for */
+                    return -1;                       /* no upgrade was asked for */
                 gw_proxy_consume_uin(p, (size_t)hl); /* 1xx: interim, ours was sent if needed */
                 continue;
             }
@@ -355,7 +355,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         if (!uc->ssl)
             gw_upconn_timer(uc, ls(p)->proxy_send_timeout_ms);
     }
-    if (uc->ssl && !uc->tls_done) { /* proxy_pass https://: proxy/upstream_tls.c */
+    if (uc->ssl && !uc->tls_done) {          /* proxy_pass https://: proxy/upstream_tls.c */
         int r = gw_upconn_tls_handshake(uc); /* within proxy_connect_timeout */
         if (r < 0) {
             r = upstream_error(p, 0, "failed the TLS handshake");
@@ -440,8 +440,9 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         }
         *progress = 1;
         if (!p->got_byte) {
-            int r = upstream_error(p, 0, n == 0 ? "closed the connection before answering"
-                                                : "reset the connection before answering");
+            int r = upstream_error(p, 0,
+                                   n == 0 ? "closed the connection before answering"
+                                          : "reset the connection before answering");
             return r == 2 ? 0 : r;
         }
         gw_log(GW_LOG_ERROR, n < 0 ? errno : 0,
@@ -475,7 +476,8 @@ client:
     }
     if (c->s.async_paused || c->s.async_retry)
         return 0;
-    if (!from_up && p->probe_client && p->body_done && !c->s.read_eof && c->s.in_len < c->s.in_cap) {
+    if (!from_up && p->probe_client && p->body_done && !c->s.read_eof &&
+        c->s.in_len < c->s.in_cap) {
         size_t got = 0;
         int r = gw_conn_recv(c, c->s.in + c->s.in_len, c->s.in_cap - c->s.in_len, &got);
         if (r == GW_CONN_IO_OK) {
@@ -486,8 +488,10 @@ client:
              * RFC 8446 §6.1), not an abort: the response still goes out, then ours
              * (read_eof set: no more probes, no keep-alive) */
         } else if (r != GW_CONN_IO_AGAIN) {
-            gw_log(GW_LOG_INFO, 0, "client %s closed the connection while its request was "
-                   "proxied", c->s.peer_text);
+            gw_log(GW_LOG_INFO, 0,
+                   "client %s closed the connection while its request was "
+                   "proxied",
+                   c->s.peer_text);
             return -1;
         }
     }
@@ -544,7 +548,7 @@ static int drive(gw_proxy_t *p)
         return 0; /* HTTP/2: the stream's send_timeout (http/h2.c) */
     /* waiting: the client's timer runs only while we wait for the client */
     int want_client = c->s.out_len > c->s.out_off || (!p->body_done && p->head_queued &&
-                                                 p->uout_off == p->uout_len && !p->req_sent);
+                                                      p->uout_off == p->uout_len && !p->req_sent);
     if (!want_client)
         gw_sock_timer_del(&c->s);
     else if (!gw_timer_armed(&c->s.timer))

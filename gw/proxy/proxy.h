@@ -23,8 +23,7 @@ struct gw_conn;
  * upstream (none usable) an error response is queued instead and the state is left for
  * the caller (GW_CONN_WRITE).
  */
-void gw_proxy_start(struct gw_conn *c, const gw_location_t *loc, const char *norm,
-                    size_t norm_len);
+void gw_proxy_start(struct gw_conn *c, const gw_location_t *loc, const char *norm, size_t norm_len);
 
 /**
  * Make progress on c's proxied request: connect, send the head and the body, read and

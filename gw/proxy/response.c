@@ -162,4 +162,3 @@ int gw_proxy_parse_response(const char *buf, size_t len, int *status, int *minor
     *conn_close = close_tok || (*minor == 0 && !keep);
     return (int)end;
 }
-

@@ -14,7 +14,7 @@
 #include "proxy/upstream.h"
 #include "proxy/upstream_tls.h"
 
-#define UP_BUF (64 * 1024)   /* client bytes waiting for the upstream */
+#define UP_BUF (64 * 1024)    /* client bytes waiting for the upstream */
 #define DOWN_HIGH (64 * 1024) /* upstream bytes waiting for the client */
 
 typedef struct gw_stream {
@@ -24,13 +24,13 @@ typedef struct gw_stream {
     gw_upstream_t *up;
     gw_upconn_t *uc;
     int peer, tries;
-    char *buf;                /* client -> upstream */
+    char *buf; /* client -> upstream */
     size_t len, off;
-    int client_eof;           /* the client ended its direction */
-    int up_shut;              /* ... and the upstream was told (SHUT_WR) */
-    int up_eof;               /* the upstream ended its direction */
-    int client_shut;          /* ... and the client was told (close_notify / SHUT_WR) */
-    size_t pp_len;            /* proxy_protocol on: header bytes at the start of buf, sent
+    int client_eof;  /* the client ended its direction */
+    int up_shut;     /* ... and the upstream was told (SHUT_WR) */
+    int up_eof;      /* the upstream ended its direction */
+    int client_shut; /* ... and the client was told (close_notify / SHUT_WR) */
+    size_t pp_len;   /* proxy_protocol on: header bytes at the start of buf, sent
                                  in the clear before TLS (proxy_ssl on) */
 } gw_stream_t;
 
@@ -213,7 +213,7 @@ int gw_stream_drive(gw_conn_t *c)
                 gw_upconn_timer(uc, 0);
             gw_upstream_ok(s->up, s->peer);
         }
-        if (uc->ssl && !uc->tls_done) { /* proxy_ssl on: proxy/upstream_tls.c */
+        if (uc->ssl && !uc->tls_done) {               /* proxy_ssl on: proxy/upstream_tls.c */
             while (s->pp_len && s->off < s->pp_len) { /* the PROXY header, in the clear */
                 ssize_t n = send(uc->fd, s->buf + s->off, s->pp_len - s->off, MSG_NOSIGNAL);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))

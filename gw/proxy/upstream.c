@@ -108,9 +108,10 @@ void gw_upstream_fail(gw_upstream_t *up, int peer)
     p->fails++;
     p->failed_ms = now;
     if (s->max_fails && p->fails == s->max_fails && up->conf->n_servers > 1)
-        gw_log(GW_LOG_WARN, 0, "upstream server %s (upstream \"%s\") is down for %lld ms "
-               "after %d failure(s)", s->text, up->conf->name, (long long)s->fail_timeout_ms,
-               p->fails);
+        gw_log(GW_LOG_WARN, 0,
+               "upstream server %s (upstream \"%s\") is down for %lld ms "
+               "after %d failure(s)",
+               s->text, up->conf->name, (long long)s->fail_timeout_ms, p->fails);
 }
 
 void gw_upstream_ok(gw_upstream_t *up, int peer)
@@ -188,11 +189,11 @@ gw_upconn_t *gw_upconn_get(gw_upstream_t *up, int peer, gw_posted_t *owner)
     return gw_upconn_get_ctx(up, peer, owner, NULL);
 }
 
-gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner,
-                               const void *tls_ctx)
+gw_upconn_t *gw_upconn_get_ctx(gw_upstream_t *up, int peer, gw_posted_t *owner, const void *tls_ctx)
 {
     for (gw_upconn_t *uc = up->idle; uc; uc = uc->next) {
-        if (uc->peer != peer || (uc->ssl ? (const void *)SSL_get_SSL_CTX(uc->ssl) : NULL) != tls_ctx)
+        if (uc->peer != peer ||
+            (uc->ssl ? (const void *)SSL_get_SSL_CTX(uc->ssl) : NULL) != tls_ctx)
             continue;
         pool_unlink(uc);
         gw_timer_del(loop_, &uc->timer);

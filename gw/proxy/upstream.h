@@ -31,9 +31,9 @@ void gw_proxy_process(void);
 #define GW_PROXY_MAX_PASSES 32
 
 typedef struct gw_peer_rt {
-    int current_weight;  /* smooth WRR state */
-    int fails;           /* failures counted since failed_ms */
-    int64_t failed_ms;   /* time of the last failure */
+    int current_weight; /* smooth WRR state */
+    int fails;          /* failures counted since failed_ms */
+    int64_t failed_ms;  /* time of the last failure */
 } gw_peer_rt_t;
 
 struct gw_upconn;
@@ -41,29 +41,29 @@ struct gw_upconn;
 /** A worker's state of one configured upstream. */
 typedef struct gw_upstream {
     const gw_upstream_conf_t *conf;
-    gw_peer_rt_t *peers;          /* conf->n_servers entries */
-    struct gw_upconn *idle;       /* keep-alive pool, most recently used first */
+    gw_peer_rt_t *peers;    /* conf->n_servers entries */
+    struct gw_upconn *idle; /* keep-alive pool, most recently used first */
     int n_idle;
-    uint64_t connects;            /* connections opened (for tests and logs) */
+    uint64_t connects; /* connections opened (for tests and logs) */
 } gw_upstream_t;
 
 enum gw_upconn_state { GW_UP_CONNECTING = 1, GW_UP_READY, GW_UP_IDLE };
 
 /** A connection to an upstream server. */
 typedef struct gw_upconn {
-    gw_io_t io;           /* first: epoll dispatch */
+    gw_io_t io; /* first: epoll dispatch */
     int fd;
-    int state;            /* enum gw_upconn_state */
+    int state; /* enum gw_upconn_state */
     gw_upstream_t *up;
-    int peer;             /* index in up->conf->servers */
-    unsigned requests;    /* requests sent on it (keepalive_requests) */
-    int reused;           /* taken from the pool */
-    uint32_t events;      /* epoll events seen since the owner last looked */
-    int timed_out;        /* the timer fired since the owner last looked */
+    int peer;          /* index in up->conf->servers */
+    unsigned requests; /* requests sent on it (keepalive_requests) */
+    int reused;        /* taken from the pool */
+    uint32_t events;   /* epoll events seen since the owner last looked */
+    int timed_out;     /* the timer fired since the owner last looked */
     gw_timer_t timer;
-    gw_posted_t *owner;   /* posted on events and timeouts; NULL when idle */
-    struct ssl_st *ssl;   /* TLS (proxy_pass https://, proxy/upstream_tls.h), else NULL */
-    int tls_done;         /* its handshake is complete */
+    gw_posted_t *owner;            /* posted on events and timeouts; NULL when idle */
+    struct ssl_st *ssl;            /* TLS (proxy_pass https://, proxy/upstream_tls.h), else NULL */
+    int tls_done;                  /* its handshake is complete */
     struct gw_upconn *next, *prev; /* pool list, or the free-after-pass list */
 } gw_upconn_t;
 

@@ -20,15 +20,15 @@
 /* ---- async TLS: wake queue, wait fds, job retries ---- */
 
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
-static gw_sock_t **wake_q;          /* connections whose job may resume (under wake_lock) */
+static gw_sock_t **wake_q; /* connections whose job may resume (under wake_lock) */
 static size_t wake_n, wake_cap;
-static int wake_hint;               /* wake_n != 0, read without the lock */
-static size_t n_woken;              /* wakes run since the last retry pass */
-static gw_loop_t *loop_;            /* the worker's loop (gw_sock_async_init) */
+static int wake_hint;    /* wake_n != 0, read without the lock */
+static size_t n_woken;   /* wakes run since the last retry pass */
+static gw_loop_t *loop_; /* the worker's loop (gw_sock_async_init) */
 static int wake_fd = -1;
-static pthread_t wake_owner;        /* the worker thread: its own wakes need no eventfd */
+static pthread_t wake_owner; /* the worker thread: its own wakes need no eventfd */
 static gw_io_t wake_io;
-static gw_sock_t *retry_head;       /* WANT_ASYNC_JOB: waiting for a free job, FIFO */
+static gw_sock_t *retry_head; /* WANT_ASYNC_JOB: waiting for a free job, FIFO */
 static gw_sock_t *retry_tail;
 static gw_timer_t retry_timer;
 static int n_paused;

@@ -128,4 +128,3 @@ void gw_sock_idle(gw_sock_t *s)
     if (s->ssl && !s->async_paused)
         SSL_free_buffers(s->ssl); /* refuses (0) while a record is partly buffered: fine */
 }
-

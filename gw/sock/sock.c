@@ -18,7 +18,7 @@
 #include "tls/tls.h"
 
 #define SENDFILE_MAX (1u << 20) /* bytes per sendfile call: other connections get a turn */
-#define LINGER_MS 5000         /* nginx's lingering_timeout */
+#define LINGER_MS 5000          /* nginx's lingering_timeout */
 
 #define SOCK_OF_TIMER(t) ((gw_sock_t *)((char *)(t)-offsetof(gw_sock_t, timer)))
 
@@ -201,8 +201,10 @@ int gw_sock_sendfile(gw_sock_t *s, int fd, uint64_t *off, uint64_t *left)
         }
     }
     if (w == 0) {
-        gw_log(GW_LOG_ERROR, 0, "sendfile() of a file for client %s hit an unexpected end "
-               "(file truncated?)", s->peer_text);
+        gw_log(GW_LOG_ERROR, 0,
+               "sendfile() of a file for client %s hit an unexpected end "
+               "(file truncated?)",
+               s->peer_text);
         return GW_SOCK_ERROR;
     }
     *off += (uint64_t)w;
@@ -275,9 +277,10 @@ static void on_timer(gw_timer_t *t)
 {
     gw_sock_t *s = SOCK_OF_TIMER(t);
     if (s->draining && s->async_paused) {
-        gw_log(GW_LOG_ALERT, 0, "an async job of client %s has been paused for %d s: the "
-               "connection is kept until the accelerator completes it", s->peer_text,
-               DRAIN_WARN_MS / 1000);
+        gw_log(GW_LOG_ALERT, 0,
+               "an async job of client %s has been paused for %d s: the "
+               "connection is kept until the accelerator completes it",
+               s->peer_text, DRAIN_WARN_MS / 1000);
         gw_sock_timer(s, DRAIN_WARN_MS);
         return;
     }
@@ -334,8 +337,7 @@ static int handshake(gw_sock_t *s)
     if (rr == IO_AGAIN || gw_sock_park_(s, rr, OP_HANDSHAKE))
         return 0;
     GW_STAT_ADD(handshakes_failed, 1);
-    if (ERR_GET_LIB(first_err) == ERR_LIB_SSL &&
-        ERR_GET_REASON(first_err) == SSL_R_HTTP_REQUEST) {
+    if (ERR_GET_LIB(first_err) == ERR_LIB_SSL && ERR_GET_REASON(first_err) == SSL_R_HTTP_REQUEST) {
         /* nginx's courtesy: a plain HTTP request on a TLS port gets a plain 400 */
         static const char plain400[] =
             "HTTP/1.1 400 Bad Request\r\nServer: tlsgate\r\nContent-Type: text/plain"

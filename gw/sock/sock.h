@@ -77,41 +77,41 @@ typedef struct gw_async_fd {
 typedef struct gw_sock {
     gw_io_t io; /* first: epoll dispatch */
     int fd;
-    SSL *ssl;                  /* NULL: plain TCP */
+    SSL *ssl; /* NULL: plain TCP */
     gw_loop_t *loop;
     const gw_sock_owner_t *owner;
     const gw_sock_proto_t *proto; /* NULL while handshaking */
     gw_timer_t timer;
     char peer_text[64];
-    int64_t send_timeout_ms;   /* re-armed after each successful write of gw_sock_flush */
+    int64_t send_timeout_ms; /* re-armed after each successful write of gw_sock_flush */
 
     /* input and output buffers (NULL while idle: gw_sock_idle) */
     char *in;
     size_t in_len, in_cap;
     char *out;
     size_t out_len, out_off, out_cap;
-    BIO *wbuf;                 /* BIO_f_buffer under SSL while a large body is sent */
+    BIO *wbuf; /* BIO_f_buffer under SSL while a large body is sent */
 
-    int preface;               /* the owner reads a preface first (gw_sock_owner_t) */
+    int preface; /* the owner reads a preface first (gw_sock_owner_t) */
     int handshaking;
-    int lingering;             /* draining input until EOF before close */
-    int read_eof;              /* the peer closed (FIN, close_notify, reset) */
-    int pending_eof;           /* the peer's FIN was reported (EPOLLRDHUP/HUP/ERR): a short
+    int lingering;   /* draining input until EOF before close */
+    int read_eof;    /* the peer closed (FIN, close_notify, reset) */
+    int pending_eof; /* the peer's FIN was reported (EPOLLRDHUP/HUP/ERR): a short
                                 * read then does not drain the socket (nginx's pending_eof) */
-    int rd_ready;              /* bytes may wait in the socket: set by an input event,
+    int rd_ready;    /* bytes may wait in the socket: set by an input event,
                                 * cleared when a read found none (nginx's rev->ready) */
 
     /* async TLS: while a job is paused no other SSL call is made and the SSL is never
      * freed; a socket closed meanwhile is drained (freed once the job finishes). */
-    int64_t accept_us;         /* loop-pass time of the accept (handshake histogram) */
-    int64_t pause_us;          /* when the current job paused (pause histogram) */
+    int64_t accept_us; /* loop-pass time of the accept (handshake histogram) */
+    int64_t pause_us;  /* when the current job paused (pause histogram) */
     int async_paused;
-    int async_op;              /* the SSL call that paused (resumed as is when draining) */
-    int async_retry;           /* WANT_ASYNC_JOB: waiting for a free job */
-    int async_fd_mode;         /* wake through wait fds, not the callback */
+    int async_op;      /* the SSL call that paused (resumed as is when draining) */
+    int async_retry;   /* WANT_ASYNC_JOB: waiting for a free job */
+    int async_fd_mode; /* wake through wait fds, not the callback */
     int draining;
     struct gw_sock *retry_next;
-    gw_posted_t wake;          /* posted when the job may resume (net/post.h) */
+    gw_posted_t wake; /* posted when the job may resume (net/post.h) */
     gw_async_fd_t afd[GW_SOCK_MAX_ASYNC_FDS];
     int n_afd;
 } gw_sock_t;

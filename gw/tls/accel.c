@@ -27,9 +27,9 @@ static struct {
     char *name;
     OSSL_PROVIDER *prov; /* a reference of our own, for params and the poll hook */
     int has_poll;
-    int has_idle; /* offers "idle": precomputation when the loop is about to block */
-    int has_metrics;     /* offers the octet string "metrics" (tlsgate_metrics_t) */
-    char *signature;     /* path + params as loaded, to notice changes on reload */
+    int has_idle;    /* offers "idle": precomputation when the loop is about to block */
+    int has_metrics; /* offers the octet string "metrics" (tlsgate_metrics_t) */
+    char *signature; /* path + params as loaded, to notice changes on reload */
 } loaded[MAX_PROVIDERS];
 static size_t n_loaded;
 static char *loaded_engines[MAX_PROVIDERS];
@@ -134,19 +134,20 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
             snprintf(mod, sizeof(mod), "%s/%s.so", pv->path ? pv->path : "", pv->name);
             int builtin = strcmp(pv->name, "tlsgate") == 0;
             if (builtin || (pv->path && access(mod, R_OK) == 0)) {
-                size_t o = (size_t)snprintf(why, sizeof(why), "%s%s, but the provider's "
+                size_t o = (size_t)snprintf(why, sizeof(why),
+                                            "%s%s, but the provider's "
                                             "initialisation failed (check its parameters:",
-                                            builtin ? "built in" : mod,
-                                            builtin ? "" : " exists");
+                                            builtin ? "built in" : mod, builtin ? "" : " exists");
                 for (size_t i = 0; i < pv->n_params && o < sizeof(why); i++)
-                    o += (size_t)snprintf(why + o, sizeof(why) - o, " %s=%s",
-                                          pv->params[i].name, pv->params[i].value);
+                    o += (size_t)snprintf(why + o, sizeof(why) - o, " %s=%s", pv->params[i].name,
+                                          pv->params[i].value);
                 if (o < sizeof(why))
                     snprintf(why + o, sizeof(why) - o, "%s)", pv->n_params ? "" : " none");
             } else {
-                snprintf(why, sizeof(why), "not found, or its initialisation failed (looked "
-                         "for %s.so in %s)", pv->name,
-                         pv->path ? pv->path : "OpenSSL's module directory");
+                snprintf(why, sizeof(why),
+                         "not found, or its initialisation failed (looked "
+                         "for %s.so in %s)",
+                         pv->name, pv->path ? pv->path : "OpenSSL's module directory");
             }
         }
     }
@@ -157,8 +158,7 @@ static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw
     free(text);
     if (!ok) {
         gw_errlist_add(errs, "%s:%d: ssl_provider: %s: cannot load%s%s: %s", conf->conf_file,
-                       pv->line, pv->name, pv->path ? " from " : "", pv->path ? pv->path : "",
-                       why);
+                       pv->line, pv->name, pv->path ? " from " : "", pv->path ? pv->path : "", why);
         ERR_clear_error();
         return -1;
     }
@@ -206,7 +206,8 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
         if (k >= 0) {
             char *sig = signature_of(pv);
             if (strcmp(sig, loaded[k].signature) != 0)
-                gw_log(GW_LOG_WARN, 0, "%s:%d: ssl_provider: %s: is loaded with other "
+                gw_log(GW_LOG_WARN, 0,
+                       "%s:%d: ssl_provider: %s: is loaded with other "
                        "parameters; they apply after a restart, not a reload",
                        conf->conf_file, pv->line, pv->name);
             free(sig);
@@ -303,8 +304,7 @@ int gw_accel_poll(int *queued, unsigned backlog)
          * busy with other connections (prov/README.md) */
         OSSL_PARAM params[] = {OSSL_PARAM_construct_int("poll", &done),
                                OSSL_PARAM_construct_int("queued", &waiting),
-                               OSSL_PARAM_construct_uint("poll_backlog", &backlog),
-                               OSSL_PARAM_END};
+                               OSSL_PARAM_construct_uint("poll_backlog", &backlog), OSSL_PARAM_END};
         if (OSSL_PROVIDER_get_params(loaded[i].prov, params)) {
             if (done > 0)
                 total += done;
@@ -341,9 +341,10 @@ int gw_accel_metrics(tlsgate_metrics_t *out)
             return 1;
         /* another layout (or a refusal): never read this provider again */
         loaded[i].has_metrics = 0;
-        gw_log(GW_LOG_INFO, 0, "ssl_provider %s: its \"metrics\" parameter is not the "
-               "layout this tlsgate reads (version %u, %zu bytes): ignored", loaded[i].name,
-               (unsigned)TLSGATE_METRICS_VERSION, sizeof(*out));
+        gw_log(GW_LOG_INFO, 0,
+               "ssl_provider %s: its \"metrics\" parameter is not the "
+               "layout this tlsgate reads (version %u, %zu bytes): ignored",
+               loaded[i].name, (unsigned)TLSGATE_METRICS_VERSION, sizeof(*out));
     }
     return 0;
 }

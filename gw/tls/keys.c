@@ -15,14 +15,14 @@
 #include "core/log.h"
 #include "core/privs.h"
 
-#define KEY_FILE_MAX (1 << 20)      /* bytes: a PEM key is a few KiB */
+#define KEY_FILE_MAX (1 << 20) /* bytes: a PEM key is a few KiB */
 #define PASSWORD_FILE_MAX (1 << 16)
 #define PASSWORD_MAX 1023
 
 /* Read a whole file into the secure heap (size + 1 bytes, NUL-terminated). Returns the
  * buffer (free with OPENSSL_secure_clear_free(buf, *len + 1)) or NULL with why set. */
-static char *read_secret_file(const char *path, size_t max, size_t *len, struct stat *st,
-                              char *why, size_t cap)
+static char *read_secret_file(const char *path, size_t max, size_t *len, struct stat *st, char *why,
+                              size_t cap)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
@@ -90,15 +90,14 @@ int gw_tls_use_key_file(SSL_CTX *ctx, const char *path, const char *password_fil
         return 0;
     if (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH))
         gw_warn_add("%s: ssl_certificate_key: \"%s\" is accessible to %s (mode %04o): "
-                    "chmod 600 it", where, path,
-                    (st.st_mode & (S_IROTH | S_IWOTH)) ? "everyone" : "its group",
+                    "chmod 600 it",
+                    where, path, (st.st_mode & (S_IROTH | S_IWOTH)) ? "everyone" : "its group",
                     (unsigned)(st.st_mode & 07777));
     char *pws = NULL;
     if (password_file) {
         struct stat pst;
         char pwhy[256];
-        pws = read_secret_file(password_file, PASSWORD_FILE_MAX, &plen, &pst, pwhy,
-                               sizeof(pwhy));
+        pws = read_secret_file(password_file, PASSWORD_FILE_MAX, &plen, &pst, pwhy, sizeof(pwhy));
         if (!pws) {
             snprintf(why, cap, "cannot read ssl_password_file \"%s\": %s", password_file, pwhy);
             OPENSSL_secure_clear_free(key, klen + 1);
@@ -147,8 +146,7 @@ int gw_tls_use_key_file(SSL_CTX *ctx, const char *path, const char *password_fil
             snprintf(why, cap, "no passphrase in \"%s\"%s", password_file,
                      too_long ? " (lines longer than 1023 bytes are skipped)" : "");
         else if (pws && asked)
-            snprintf(why, cap, "%s (tried %d passphrase(s) from \"%s\")", r, tried,
-                     password_file);
+            snprintf(why, cap, "%s (tried %d passphrase(s) from \"%s\")", r, tried, password_file);
         else
             snprintf(why, cap, "%s", r);
         return 0;

@@ -13,8 +13,8 @@
 
 #define MAX_HEAP ((int64_t)1 << 30) /* the directive's maximum */
 #define POOL_ENTRY 160              /* prov/pool.c TG_POOL_ENTRY */
-#define POOL_KINDS 5 /* ECDSA P-256 and P-384 nonces, P-256 and X25519 key pairs, spare */
-#define POOL_DEFAULT 64             /* prov: pool_size default */
+#define POOL_KINDS 5    /* ECDSA P-256 and P-384 nonces, P-256 and X25519 key pairs, spare */
+#define POOL_DEFAULT 64 /* prov: pool_size default */
 
 static int64_t arena; /* bytes of the arena set up (a power of two), 0: none */
 
@@ -60,8 +60,8 @@ static int64_t pools(const gw_conf_t *conf)
 
 int64_t gw_secheap_need(const gw_conf_t *conf, int64_t keys_bytes)
 {
-    return (int64_t)conf->worker_connections * (int64_t)gw_secheap_per_conn(conf) +
-           pools(conf) + keys_bytes;
+    return (int64_t)conf->worker_connections * (int64_t)gw_secheap_per_conn(conf) + pools(conf) +
+           keys_bytes;
 }
 
 int64_t gw_secheap_size(const gw_conf_t *conf)
@@ -77,8 +77,7 @@ int64_t gw_secheap_size(const gw_conf_t *conf)
 void gw_secheap_init(const gw_conf_t *conf)
 {
     int64_t size = gw_secheap_size(conf);
-    if (gw_privs_secure_heap(size) == 0 && !arena && size > 0 &&
-        CRYPTO_secure_malloc_initialized())
+    if (gw_privs_secure_heap(size) == 0 && !arena && size > 0 && CRYPTO_secure_malloc_initialized())
         arena = pow2(size);
 }
 
@@ -100,10 +99,9 @@ void gw_secheap_check(const gw_conf_t *conf)
                 "ssl_secure_heap %lldm or more (docs/security.md)",
                 conf->conf_file, (long long)arena,
                 conf->ssl_secure_heap == GW_UNSET_SIZE ? ", the default" : "",
-                conf->worker_connections, (long long)need, (long long)used,
-                (long long)pools(conf), (long long)per,
-                per > GW_SECHEAP_CONN_DEFAULT ? " with a provider" : "", (long long)fits,
-                (long long)((pow2(need) + (1 << 20) - 1) >> 20));
+                conf->worker_connections, (long long)need, (long long)used, (long long)pools(conf),
+                (long long)per, per > GW_SECHEAP_CONN_DEFAULT ? " with a provider" : "",
+                (long long)fits, (long long)((pow2(need) + (1 << 20) - 1) >> 20));
 }
 
 static int malloc_failure(unsigned long e)
@@ -126,7 +124,8 @@ int gw_secheap_failed(const char *peer)
         missed++;
         return 1;
     }
-    gw_log(GW_LOG_ALERT, 0, "the secure heap is full (%lld of %lld bytes in use): the TLS "
+    gw_log(GW_LOG_ALERT, 0,
+           "the secure heap is full (%lld of %lld bytes in use): the TLS "
            "handshake of client %s failed (%lu more since the last report); raise "
            "ssl_secure_heap or lower worker_connections (docs/security.md)",
            (long long)used, (long long)arena, peer, missed);

@@ -27,10 +27,11 @@
 #include "conf/conf.h"
 
 #define GW_SECHEAP_MIN_DEFAULT ((int64_t)8 << 20) /* the default when it is enough */
-#define GW_SECHEAP_CONN_DEFAULT 64     /* bytes per connection, default provider (32, x2) */
-#define GW_SECHEAP_CONN_TLSGATE 256    /* with tlsgate's provider (96, x2, rounded up) */
-#define GW_SECHEAP_CONN_PROVIDER 2048  /* another provider (unknown: a 1 KiB key object, x2) */
-#define GW_SECHEAP_KEYS_RESERVE ((int64_t)1 << 20) /* keys and ticket keys, before they
+#define GW_SECHEAP_CONN_DEFAULT 64    /* bytes per connection, default provider (32, x2) */
+#define GW_SECHEAP_CONN_TLSGATE 256   /* with tlsgate's provider (96, x2, rounded up) */
+#define GW_SECHEAP_CONN_PROVIDER 2048 /* another provider (unknown: a 1 KiB key object, x2) */
+#define GW_SECHEAP_KEYS_RESERVE                                                                    \
+    ((int64_t)1 << 20) /* keys and ticket keys, before they
                                                       are loaded (the default's estimate) */
 
 /**

@@ -148,8 +148,8 @@ void gw_sesscache_destroy(gw_sesscache_t *z)
 
 static gw_sesscache_t *registry;
 
-gw_sesscache_t *gw_sesscache_acquire(const char *name, size_t bytes, const void *build,
-                                     char *why, size_t cap)
+gw_sesscache_t *gw_sesscache_acquire(const char *name, size_t bytes, const void *build, char *why,
+                                     size_t cap)
 {
     if (strlen(name) >= sizeof(registry->name)) {
         snprintf(why, cap, "zone name \"%s\" is too long", name);
@@ -168,8 +168,8 @@ gw_sesscache_t *gw_sesscache_acquire(const char *name, size_t bytes, const void 
             same_name = z;
     }
     if (same_name) {
-        snprintf(why, cap, "zone \"%s\" is declared with sizes %zu and %zu", name,
-                 same_name->bytes, bytes);
+        snprintf(why, cap, "zone \"%s\" is declared with sizes %zu and %zu", name, same_name->bytes,
+                 bytes);
         return NULL;
     }
     gw_sesscache_t *z = gw_sesscache_create(bytes);

@@ -62,8 +62,8 @@ void gw_sesscache_destroy(gw_sesscache_t *z);
  * size conflict, or creation failure. Release each reference with gw_sesscache_release.
  * Master process only; not thread-safe.
  */
-gw_sesscache_t *gw_sesscache_acquire(const char *name, size_t bytes, const void *build,
-                                     char *why, size_t cap);
+gw_sesscache_t *gw_sesscache_acquire(const char *name, size_t bytes, const void *build, char *why,
+                                     size_t cap);
 
 /** Drop a reference from gw_sesscache_acquire; the last one unmaps the zone. NULL ok. */
 void gw_sesscache_release(gw_sesscache_t *z);

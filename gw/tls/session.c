@@ -23,12 +23,12 @@ typedef gw_tls_ticket_key_t tkey_t;
 
 /* Resumption settings of one SSL_CTX, in its ex_data. */
 typedef struct sess_conf {
-    gw_sesscache_t *zone;   /* shared cache, or NULL */
-    const char *remote;     /* ssl_session_cache redis:// URL (the config's), or NULL */
+    gw_sesscache_t *zone; /* shared cache, or NULL */
+    const char *remote;   /* ssl_session_cache redis:// URL (the config's), or NULL */
     int64_t remote_timeout_ms;
-    int tickets;            /* ssl_session_tickets */
-    int64_t timeout_s;      /* ssl_session_timeout in seconds (>= 1) */
-    tkey_t *keys;           /* from files: keys[0] encrypts; NULL = automatic keys */
+    int tickets;             /* ssl_session_tickets */
+    int64_t timeout_s;       /* ssl_session_timeout in seconds (>= 1) */
+    tkey_t *keys;            /* from files: keys[0] encrypts; NULL = automatic keys */
     const char *keys_remote; /* ssl_session_ticket_key redis:// URL, or NULL */
     size_t n_keys;
     unsigned char ident[32]; /* server block identity, mixed into automatic keys */
@@ -73,8 +73,7 @@ void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn)
 static unsigned char master_secret[32];
 static int have_secret;
 
-static void conf_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
-                      void *argp)
+static void conf_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
     sess_conf_t *c = ptr;
     if (!c)
@@ -161,8 +160,7 @@ static SSL_SESSION *get_session(SSL *ssl, const unsigned char *id, int id_len, i
         return sess;
     }
     unsigned char der[GW_SESSCACHE_MAX_DER];
-    int n = gw_sesscache_fetch(c->zone, id, (size_t)id_len, (int64_t)time(NULL), der,
-                               sizeof(der));
+    int n = gw_sesscache_fetch(c->zone, id, (size_t)id_len, (int64_t)time(NULL), der, sizeof(der));
     if (n <= 0) {
         GW_STAT_ADD(sess_misses, 1);
         return NULL;
@@ -223,8 +221,8 @@ static const tkey_t *auto_keys(sess_conf_t *c)
     return c->auto_keys;
 }
 
-static int key_init(const tkey_t *k, unsigned char *iv, EVP_CIPHER_CTX *ectx,
-                    EVP_MAC_CTX *hctx, int enc)
+static int key_init(const tkey_t *k, unsigned char *iv, EVP_CIPHER_CTX *ectx, EVP_MAC_CTX *hctx,
+                    int enc)
 {
     OSSL_PARAM params[3];
     params[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, (void *)k->hmac, k->size);
@@ -258,9 +256,8 @@ static int ticket_key(SSL *ssl, unsigned char key_name[16], unsigned char iv[16]
     const tkey_t *keys = c->keys ? c->keys : auto_keys(c);
     size_t n = c->keys ? c->n_keys : 2;
     tkey_t fleet[4];
-    size_t nf = c->keys_remote && remote_keys ? remote_keys(c->keys_remote, c->timeout_s,
-                                                             fleet, 4)
-                                              : 0;
+    size_t nf =
+        c->keys_remote && remote_keys ? remote_keys(c->keys_remote, c->timeout_s, fleet, 4) : 0;
     if (nf) {
         /* the fleet's keys; the local automatic ones still decrypt (tickets of an older
          * release; gw_tls_session_fleet_gate keeps this one from issuing any before the
@@ -297,8 +294,7 @@ static int load_key_file(const char *path, tkey_t *k, char *why, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(why, cap, "ssl_session_ticket_key: cannot open \"%s\": %s", path,
-                 strerror(errno));
+        snprintf(why, cap, "ssl_session_ticket_key: cannot open \"%s\": %s", path, strerror(errno));
         return -1;
     }
     unsigned char buf[81];
@@ -365,8 +361,8 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
     if (!c)
         abort();
     c->tickets = s->srv.ssl_session_tickets != 0;
-    c->timeout_s = s->srv.ssl_session_timeout_ms > 0 ? (s->srv.ssl_session_timeout_ms + 999) / 1000
-                                                     : 300;
+    c->timeout_s =
+        s->srv.ssl_session_timeout_ms > 0 ? (s->srv.ssl_session_timeout_ms + 999) / 1000 : 300;
     c->auto_epoch = INT64_MIN;
     server_ident(s, c->ident);
     /* owned by ctx from here on: conf_free runs with SSL_CTX_free */
@@ -382,8 +378,10 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
         c->n_keys = kf->n;
         for (size_t i = 0; i < kf->n; i++) {
             if (strncmp(kf->v[i], "redis://", 8) == 0) {
-                snprintf(why, cap, "ssl_session_ticket_key: %s cannot be mixed with key "
-                         "files", kf->v[i]);
+                snprintf(why, cap,
+                         "ssl_session_ticket_key: %s cannot be mixed with key "
+                         "files",
+                         kf->v[i]);
                 return -1;
             }
             if (load_key_file(kf->v[i], &c->keys[i], why, cap) != 0)
@@ -395,14 +393,12 @@ int gw_tls_session_setup(SSL_CTX *ctx, const gw_server_t *s, char *why, size_t c
     switch (s->srv.ssl_session_cache) {
     case GW_SESSION_CACHE_BUILTIN:
         mode = SSL_SESS_CACHE_SERVER;
-        SSL_CTX_sess_set_cache_size(ctx, s->srv.ssl_session_cache_size > 0
-                                             ? s->srv.ssl_session_cache_size
-                                             : 20480);
+        SSL_CTX_sess_set_cache_size(
+            ctx, s->srv.ssl_session_cache_size > 0 ? s->srv.ssl_session_cache_size : 20480);
         break;
     case GW_SESSION_CACHE_SHARED:
         c->zone = gw_sesscache_acquire(s->srv.ssl_session_cache_name,
-                                       (size_t)s->srv.ssl_session_cache_bytes, s->file, why,
-                                       cap);
+                                       (size_t)s->srv.ssl_session_cache_bytes, s->file, why, cap);
         if (!c->zone) {
             char tmp[512];
             snprintf(tmp, sizeof(tmp), "ssl_session_cache: %s", why);
@@ -457,8 +453,8 @@ static int offers_tls13(SSL *ssl)
     return 0;
 }
 
-int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
-                                 const char **url, int64_t *timeout_ms)
+int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len, const char **url,
+                                 int64_t *timeout_ms)
 {
     sess_conf_t *c = conf_of(ssl);
     *url = NULL;

@@ -55,9 +55,8 @@ void gw_tls_session_set_remote_keys(gw_tls_remote_keys_fn fn);
  * the seconds it has left. Must not block (fire-and-forget). NULL: sessions are not
  * stored remotely.
  */
-typedef void (*gw_tls_remote_store_fn)(const char *url, const unsigned char *id,
-                                       size_t id_len, const unsigned char *der,
-                                       size_t der_len, int64_t ttl_s);
+typedef void (*gw_tls_remote_store_fn)(const char *url, const unsigned char *id, size_t id_len,
+                                       const unsigned char *der, size_t der_len, int64_t ttl_s);
 void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn);
 
 /**
@@ -69,8 +68,8 @@ void gw_tls_session_set_remote_store(gw_tls_remote_store_fn fn);
  * configuration) and *timeout_ms; 0 when there is nothing to look up (*url is still set
  * when the block has a remote cache, else NULL); never fails.
  */
-int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len,
-                                 const char **url, int64_t *timeout_ms);
+int gw_tls_session_remote_lookup(SSL *ssl, unsigned char id[32], size_t *id_len, const char **url,
+                                 int64_t *timeout_ms);
 
 /**
  * Hand a session fetched from the remote cache (der_len bytes of i2d_SSL_SESSION, for

@@ -32,8 +32,7 @@ void gw_tls_set_async_callback(SSL_async_callback_fn cb)
 
 int gw_tls_init(void)
 {
-    if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS,
-                          NULL))
+    if (!OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS, NULL))
         return -1;
     return 0;
 }
@@ -88,8 +87,8 @@ static int proto_range(unsigned bits, int *min, int *max, uint64_t *no)
 
 static uint64_t server_options(const gw_server_t *s, uint64_t no_versions)
 {
-    uint64_t op = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                  SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_SINGLE_ECDH_USE | no_versions;
+    uint64_t op = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF |
+                  SSL_OP_SINGLE_ECDH_USE | no_versions;
     if (s->srv.ssl_prefer_server_ciphers == 1)
         op |= SSL_OP_CIPHER_SERVER_PREFERENCE;
     if (s->srv.ssl_session_tickets == 0)
@@ -119,8 +118,7 @@ static int apply_conf_cmds(SSL_CTX *ctx, SSL *ssl, const gw_server_t *s, char *w
         if (SSL_CONF_cmd(cctx, c->name, c->value) <= 0) {
             char r[512];
             gw_ssl_reason(r, sizeof(r));
-            snprintf(why, cap, "ssl_conf_command \"%s\" \"%s\" failed: %s", c->name, c->value,
-                     r);
+            snprintf(why, cap, "ssl_conf_command \"%s\" \"%s\" failed: %s", c->name, c->value, r);
             SSL_CONF_CTX_free(cctx);
             return -1;
         }
@@ -175,9 +173,8 @@ static void set_sid_ctx(SSL_CTX *ctx, const gw_server_t *s)
     }
     EVP_DigestFinal_ex(m, md, &mdlen);
     EVP_MD_CTX_free(m);
-    SSL_CTX_set_session_id_context(ctx, md, mdlen > SSL_MAX_SID_CTX_LENGTH
-                                                 ? SSL_MAX_SID_CTX_LENGTH
-                                                 : mdlen);
+    SSL_CTX_set_session_id_context(ctx, md,
+                                   mdlen > SSL_MAX_SID_CTX_LENGTH ? SSL_MAX_SID_CTX_LENGTH : mdlen);
 }
 
 /* ssl_ecdh_curve: the key exchange groups, on a context (ssl NULL) or a connection
@@ -195,7 +192,8 @@ static int set_groups(SSL_CTX *ctx, SSL *ssl, const char *list, char *why, size_
 {
     if (list == NULL || strcmp(list, "auto") == 0) {
         ERR_set_mark();
-        if (!(ctx ? SSL_CTX_set1_groups_list(ctx, GW_GROUPS_PQ) : SSL_set1_groups_list(ssl, GW_GROUPS_PQ)))
+        if (!(ctx ? SSL_CTX_set1_groups_list(ctx, GW_GROUPS_PQ)
+                  : SSL_set1_groups_list(ssl, GW_GROUPS_PQ)))
             (void)(ctx ? SSL_CTX_set1_groups_list(ctx, GW_GROUPS_DEFAULT)
                        : SSL_set1_groups_list(ssl, GW_GROUPS_DEFAULT));
         ERR_pop_to_mark();
@@ -278,8 +276,8 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         goto fail;
     }
     if (set_groups(ctx, NULL, s->srv.ssl_ecdh_curve, why, sizeof(why)) != 0) {
-        gw_errlist_add(errs, "%s:%d: ssl_ecdh_curve: invalid group list \"%s\": %s", file,
-                       s->line, s->srv.ssl_ecdh_curve, why);
+        gw_errlist_add(errs, "%s:%d: ssl_ecdh_curve: invalid group list \"%s\": %s", file, s->line,
+                       s->srv.ssl_ecdh_curve, why);
         goto fail;
     }
     for (size_t i = 0; i < s->srv.n_certs; i++) {
@@ -295,8 +293,8 @@ SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hell
         /* read into the secure heap, ssl_password_file, mode warning: tls/keys.c */
         if (!p->key)
             snprintf(why, sizeof(why), "no key");
-        if (!p->key || !gw_tls_use_key_file(ctx, p->key, s->srv.ssl_password_file, where, why,
-                                            sizeof(why))) {
+        if (!p->key ||
+            !gw_tls_use_key_file(ctx, p->key, s->srv.ssl_password_file, where, why, sizeof(why))) {
             gw_errlist_add(errs, "%s:%d: ssl_certificate_key: cannot load \"%s\": %s", file,
                            p->key_line ? p->key_line : s->line, p->key ? p->key : "(none)", why);
             goto fail;
@@ -416,8 +414,9 @@ int gw_tls_handshake_group(SSL *ssl)
 void gw_tls_handshake_kind(SSL *ssl, int *proto, int *key)
 {
     int v = SSL_version(ssl);
-    *proto = v == TLS1_3_VERSION ? GW_HS_TLS13 : v == TLS1_2_VERSION ? GW_HS_TLS12
-                                                                     : GW_HS_PROTO_OTHER;
+    *proto = v == TLS1_3_VERSION   ? GW_HS_TLS13
+             : v == TLS1_2_VERSION ? GW_HS_TLS12
+                                   : GW_HS_PROTO_OTHER;
     if (SSL_session_reused(ssl)) {
         *key = GW_HS_KEY_NONE;
         return;
@@ -505,10 +504,10 @@ static X509 *self_sign(EVP_PKEY *pkey)
     X509_gmtime_adj(X509_getm_notAfter(x), 10L * 365 * 24 * 3600);
     X509_set_pubkey(x, pkey);
     X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"tlsgate", -1,
-                               -1, 0);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"tlsgate", -1, -1,
+                               0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
     X509_set_issuer_name(x, name);
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
@@ -557,8 +556,8 @@ int gw_tls_make_default_certs(const char *dir, gw_errlist_t *errs)
         if (!ok) {
             char why[512];
             gw_ssl_reason(why, sizeof(why));
-            gw_errlist_add(errs, "%s: cannot create the default %s certificate: %s", crt,
-                           kinds[i], e ? strerror(e) : why);
+            gw_errlist_add(errs, "%s: cannot create the default %s certificate: %s", crt, kinds[i],
+                           e ? strerror(e) : why);
             return -1;
         }
     }

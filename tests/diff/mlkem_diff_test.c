@@ -123,9 +123,11 @@ static void test_compress_exhaustive(void **state)
     const unsigned ds[] = {1, 4, 10, 11};
     for (unsigned k = 0; k < 4; k++)
         for (uint32_t x = 0; x < MB8__MLKEM_Q; x++) {
-            uint32_t want = (((x << ds[k]) * 2 + MB8__MLKEM_Q) / (2 * MB8__MLKEM_Q)) & ((1u << ds[k]) - 1);
+            uint32_t want =
+                (((x << ds[k]) * 2 + MB8__MLKEM_Q) / (2 * MB8__MLKEM_Q)) & ((1u << ds[k]) - 1);
             if (mb8__mlkem_compress(x, ds[k]) != want)
-                fail_msg("Compress_%u(%u) = %u, want %u", ds[k], x, mb8__mlkem_compress(x, ds[k]), want);
+                fail_msg("Compress_%u(%u) = %u, want %u", ds[k], x, mb8__mlkem_compress(x, ds[k]),
+                         want);
         }
 }
 
@@ -285,7 +287,10 @@ static void test_random_vs_portable(void **state)
 
     for (unsigned it = 0; it < rounds; it++) {
         /* all lanes, one lane, two lanes (the vector kernel's one-lane path), random */
-        unsigned used = it == 0 ? 0xFF : it == 1 ? 0x20 : it == 2 ? 0x81 : (unsigned)(rnd64() & 0xFF);
+        unsigned used = it == 0   ? 0xFF
+                        : it == 1 ? 0x20
+                        : it == 2 ? 0x81
+                                  : (unsigned)(rnd64() & 0xFF);
         const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
         uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
         rnd_bytes(&seeds[0][0], sizeof seeds);
@@ -354,9 +359,13 @@ static void test_input_checks(void **state)
     }
     assert_int_equal(mb8_mlkem768_keygen(pek, pdk, d, z), 0);
     /* lane i gets a coefficient at position pos set to a value */
-    const struct { unsigned pos; unsigned val; int bad; } cases[8] = {
-        {0, 3329, 1}, {1, 4095, 1}, {767, 3328, 0}, {766, 3330, 1},
-        {100, 0, 0}, {401, 3329, 1}, {2, 3328, 0}, {765, 65535 & 4095, 1},
+    const struct {
+        unsigned pos;
+        unsigned val;
+        int bad;
+    } cases[8] = {
+        {0, 3329, 1}, {1, 4095, 1},   {767, 3328, 0}, {766, 3330, 1},
+        {100, 0, 0},  {401, 3329, 1}, {2, 3328, 0},   {765, 65535 & 4095, 1},
     };
     for (unsigned i = 0; i < 8; i++) {
         unsigned p = cases[i].pos, v = cases[i].val;
@@ -493,12 +502,9 @@ int main(void)
             (unsigned long long)g_seed, g_quick ? " (quick)" : "",
             mb8_cpu_has_ifma() ? "AVX-512" : "portable");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keccak_vs_openssl),
-        cmocka_unit_test(test_compress_exhaustive),
-        cmocka_unit_test(test_known_answers),
-        cmocka_unit_test(test_random_vs_portable),
-        cmocka_unit_test(test_input_checks),
-        cmocka_unit_test(test_constant_time_memcheck),
+        cmocka_unit_test(test_keccak_vs_openssl), cmocka_unit_test(test_compress_exhaustive),
+        cmocka_unit_test(test_known_answers),     cmocka_unit_test(test_random_vs_portable),
+        cmocka_unit_test(test_input_checks),      cmocka_unit_test(test_constant_time_memcheck),
     };
     return cmocka_run_group_tests(tests, load_vectors, free_vectors);
 }

@@ -495,7 +495,8 @@ static void test_random_ecdsa(void **state)
 /* n - 1, n, n + 1, 2^384 - 1, 0, 1 */
 static void special_scalar(uint8_t d[NB], unsigned which)
 {
-    static const char NHEX[] = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFC7634D81F4372DDF581A0DB248B0A77AECEC196ACCC52973";
+    static const char NHEX[] =
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFC7634D81F4372DDF581A0DB248B0A77AECEC196ACCC52973";
     unhex(d, NB, NHEX);
     switch (which) {
     case 0:
@@ -643,7 +644,8 @@ static void test_sign_zero_s(void **state)
 static void test_bad_points(void **state)
 {
     (void)state;
-    static const char PHEX[] = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFFFF0000000000000000FFFFFFFF";
+    static const char PHEX[] =
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFFFF0000000000000000FFFFFFFF";
     rng_state = g_seed ^ 0xbad;
     for (unsigned rot = 0; rot < (g_quick ? 1u : 8u); rot++) {
         uint8_t d[L][NB], q[L][NP], sec[L][NB], w[NB];
@@ -949,7 +951,8 @@ static void test_ifma_vs_reference(void **state)
 {
     (void)state;
     if (!mb8_cpu_has_ifma()) {
-        fprintf(stderr, "  (no AVX-512 IFMA kernel on this CPU or MB8_FORCE_PORTABLE=1: skipped)\n");
+        fprintf(stderr,
+                "  (no AVX-512 IFMA kernel on this CPU or MB8_FORCE_PORTABLE=1: skipped)\n");
         skip();
     }
     rng_state = g_seed ^ 0x1f3a;
@@ -991,9 +994,11 @@ static void test_ifma_vs_reference(void **state)
         }
         for (int f = 0; f < 3; f++) {
             if (st[0][f] != st[1][f]) {
-                fprintf(stderr, "kernel %d: IFMA status 0x%08x, reference 0x%08x, mask 0x%02x "
-                        "(P384_DIFF_SEED=%llu)\n", f, (unsigned)st[1][f], (unsigned)st[0][f],
-                        mask, (unsigned long long)g_seed);
+                fprintf(stderr,
+                        "kernel %d: IFMA status 0x%08x, reference 0x%08x, mask 0x%02x "
+                        "(P384_DIFF_SEED=%llu)\n",
+                        f, (unsigned)st[1][f], (unsigned)st[0][f], mask,
+                        (unsigned long long)g_seed);
                 fail();
             }
         }
@@ -1053,9 +1058,11 @@ static void test_sign_setup_complete(void **state)
             supc[i] = su[i];
         }
         if (it == 0) {
-            memset(k[2], 0, NB);                     /* k = 0: setup fails */
-            unhex(k[5], NB, "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFC7634D81F4372DDF581A0DB248B0A77AECEC196ACCC52973"); /* n */
-            memset(d[6], 0, NB);                     /* d = 0: completion fails */
+            memset(k[2], 0, NB); /* k = 0: setup fails */
+            unhex(
+                k[5], NB,
+                "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFC7634D81F4372DDF581A0DB248B0A77AECEC196ACCC52973"); /* n */
+            memset(d[6], 0, NB); /* d = 0: completion fails */
         }
         mb8_status_t st1 = mb8_p384_ecdsa_sign(rp, sp, ep, dp, kp, g_scratch);
         mb8_status_t st2 = mb8_p384_ecdsa_sign_setup(sup, kp, g_scratch);
@@ -1064,7 +1071,8 @@ static void test_sign_setup_complete(void **state)
         assert_int_equal(mb8__p384_ecdsa_setup_ref(su_ref, (const uint8_t(*)[NB])k, 0xFF), st2);
         if (mb8_cpu_has_ifma()) {
             uint8_t su_ifma[L][MB8_P384_SETUP_BYTES];
-            assert_int_equal(mb8__p384_ecdsa_setup_ifma(su_ifma, (const uint8_t(*)[NB])k, 0xFF, g_scratch), st2);
+            assert_int_equal(
+                mb8__p384_ecdsa_setup_ifma(su_ifma, (const uint8_t(*)[NB])k, 0xFF, g_scratch), st2);
             assert_memory_equal(su_ifma, su_ref, sizeof su_ref);
         }
         assert_memory_equal(su, su_ref, sizeof su_ref);
@@ -1291,11 +1299,17 @@ int main(void)
     g_group = EC_GROUP_new_by_curve_name(NID_secp384r1);
     g_n = BN_dup(EC_GROUP_get0_order(g_group));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scratch),          cmocka_unit_test(test_known_answers),    cmocka_unit_test(test_random_public_key_and_ecdh),
-        cmocka_unit_test(test_random_ecdsa),     cmocka_unit_test(test_edge_scalars),
-        cmocka_unit_test(test_sign_zero_s),      cmocka_unit_test(test_bad_points),
-        cmocka_unit_test(test_lane_bookkeeping), cmocka_unit_test(test_constant_time_memcheck),
-        cmocka_unit_test(test_partial_batches),  cmocka_unit_test(test_ifma_vs_reference),
+        cmocka_unit_test(test_scratch),
+        cmocka_unit_test(test_known_answers),
+        cmocka_unit_test(test_random_public_key_and_ecdh),
+        cmocka_unit_test(test_random_ecdsa),
+        cmocka_unit_test(test_edge_scalars),
+        cmocka_unit_test(test_sign_zero_s),
+        cmocka_unit_test(test_bad_points),
+        cmocka_unit_test(test_lane_bookkeeping),
+        cmocka_unit_test(test_constant_time_memcheck),
+        cmocka_unit_test(test_partial_batches),
+        cmocka_unit_test(test_ifma_vs_reference),
         cmocka_unit_test(test_sign_setup_complete),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

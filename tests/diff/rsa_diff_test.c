@@ -482,9 +482,9 @@ static void test_mixed_paths(void **state)
         get_param(pk, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, k->qi, hb, NULL);
         k->mk = aligned_alloc(64, (mb8_rsa_key_size(bits) + 63) / 64 * 64);
         assert_non_null(k->mk);
-        assert_int_equal(mb8_rsa_key_init(k->mk, bits, k->nb, k->eb, k->elen, k->p, k->q, k->dp,
-                                          k->dq, k->qi),
-                         0);
+        assert_int_equal(
+            mb8_rsa_key_init(k->mk, bits, k->nb, k->eb, k->elen, k->p, k->q, k->dp, k->dq, k->qi),
+            0);
         k->dctx = EVP_PKEY_CTX_new(pk, NULL);
         assert_non_null(k->dctx);
         assert_int_equal(EVP_PKEY_decrypt_init(k->dctx), 1);
@@ -746,8 +746,9 @@ int main(void)
         cmocka_unit_test(test_random_4096),  cmocka_unit_test(test_blinded_2048),
         cmocka_unit_test(test_blinded_4096), cmocka_unit_test(test_mixed),
         cmocka_unit_test(test_same_key),     cmocka_unit_test(test_blinding_errors),
-        cmocka_unit_test(test_mixed_paths), cmocka_unit_test(test_fault),        cmocka_unit_test(test_api_errors),
-        cmocka_unit_test(test_ct_poison),    cmocka_unit_test(test_timing),
+        cmocka_unit_test(test_mixed_paths),  cmocka_unit_test(test_fault),
+        cmocka_unit_test(test_api_errors),   cmocka_unit_test(test_ct_poison),
+        cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

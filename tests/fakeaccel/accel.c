@@ -399,8 +399,7 @@ static int fa_prepare_wake(FA_PROV *p, struct fa_req *r, ASYNC_WAIT_CTX *wctx)
     void *cbarg = NULL;
 
     if ((p->notify == FA_NOTIFY_CALLBACK || p->notify == FA_NOTIFY_POLL) &&
-        ASYNC_WAIT_CTX_get_callback(wctx, &cb, &cbarg) &&
-        cb != NULL) {
+        ASYNC_WAIT_CTX_get_callback(wctx, &cb, &cbarg) && cb != NULL) {
         r->cb = cb;
         r->cbarg = cbarg;
         return 1;

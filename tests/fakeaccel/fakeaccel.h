@@ -61,7 +61,7 @@ typedef struct fa_prov {
     enum fa_notify notify;
     unsigned long fail_every;
     int no_pause; /* pause=0: the job waits for the answer without pausing (still notified) */
-    int log_fd; /* FAKEACCEL_LOG: one line per accelerated operation, or -1 */
+    int log_fd;   /* FAKEACCEL_LOG: one line per accelerated operation, or -1 */
 
     /* Counters (provider parameters). */
     _Atomic uint64_t ops, ops_async, fails, inflight;
@@ -71,7 +71,7 @@ typedef struct fa_prov {
     pthread_cond_t work_cv; /* the thread waits here for work and due times */
     pthread_cond_t done_cv; /* a job whose pause did not switch waits here */
     struct fa_req *head, *tail;
-    struct fa_req *current; /* taken by the thread, not yet done */
+    struct fa_req *current;                 /* taken by the thread, not yet done */
     struct fa_req *ready_head, *ready_tail; /* FA_NOTIFY_POLL: computed, wake pending */
     pthread_t thread;
     int accel_initialized; /* lock and condition variables exist */

@@ -8,10 +8,10 @@
 
 #include "proxy/response.h"
 
-#define CHECK(x)                                                                          \
-    do {                                                                                  \
-        if (!(x))                                                                         \
-            abort();                                                                      \
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        if (!(x))                                                                                  \
+            abort();                                                                               \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(buf, data, size);
     int status = 0, minor = 0, has_cl = 0, chunked = 0, conn_close = 0;
     unsigned long long cl = 0;
-    int r = gw_proxy_parse_response(buf, size, &status, &minor, &has_cl, &cl, &chunked,
-                                    &conn_close);
+    int r =
+        gw_proxy_parse_response(buf, size, &status, &minor, &has_cl, &cl, &chunked, &conn_close);
     CHECK(r >= -1 && (size_t)(r > 0 ? r : 0) <= size);
     if (r > 0) {
         CHECK(status >= 100 && status <= 599);
@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(!(has_cl && chunked));
         CHECK(cl <= 0x7fffffffffffffffULL);
         /* a prefix of a complete head is incomplete or the same verdict, never longer */
-        int r2 = gw_proxy_parse_response(buf, (size_t)r, &status, &minor, &has_cl, &cl,
-                                         &chunked, &conn_close);
+        int r2 = gw_proxy_parse_response(buf, (size_t)r, &status, &minor, &has_cl, &cl, &chunked,
+                                         &conn_close);
         CHECK(r2 == r);
     }
     size_t pos = 0, el;

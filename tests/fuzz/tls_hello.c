@@ -46,8 +46,8 @@ static void check(int ok, const char *what)
 
 static void cleanup(void)
 {
-    static const char *const names[] = {"default-rsa.crt", "default-rsa.key",
-                                        "default-ecdsa.crt", "default-ecdsa.key"};
+    static const char *const names[] = {"default-rsa.crt", "default-rsa.key", "default-ecdsa.crt",
+                                        "default-ecdsa.key"};
     char p[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(p, sizeof(p), "%s/%s", dir, names[i]);

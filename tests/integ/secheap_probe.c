@@ -311,8 +311,7 @@ int main(int argc, char **argv)
     printf("kind=%s provider=%s async=%d n=%d wait=%.0f paused=%.0f paused_steps=%d/%d "
            "done=%.0f freed=%ld base=%zu\n",
            kind, module ? "tlsgate" : "default", async, n, (double)wait_sum / n,
-           avg_p1 > avg_p2 ? avg_p1 : avg_p2, paused1, paused2, (double)done_sum / n,
-           freed, base);
+           avg_p1 > avg_p2 ? avg_p1 : avg_p2, paused1, paused2, (double)done_sum / n, freed, base);
     SSL_free(ps[0].cli);
     SSL_free(ps[0].srv);
     BIO_free(ps[0].cli_net);

@@ -152,9 +152,9 @@ static int stream(EVP_CIPHER *ciph, const struct run *r)
     const unsigned char *src = r->inplace ? buf : r->in;
     if (!EVP_CipherInit_ex2(ctx, ciph, NULL, NULL, r->enc, NULL))
         goto out;
-    OSSL_PARAM ps[2] = {OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN,
-                                                    (size_t *)&r->ivlen),
-                        OSSL_PARAM_END};
+    OSSL_PARAM ps[2] = {
+        OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, (size_t *)&r->ivlen),
+        OSSL_PARAM_END};
     if (!EVP_CIPHER_CTX_set_params(ctx, ps))
         goto out;
     if (!EVP_CipherInit_ex2(ctx, NULL, r->key, r->iv, r->enc, NULL))
@@ -199,8 +199,8 @@ static void diff_stream(const char *name, size_t keylen)
         skip(); /* nothing of ours to compare (and nothing to free) */
     EVP_CIPHER *df = EVP_CIPHER_fetch(g_plain, name, NULL);
     assert_non_null(df);
-    static const size_t lens[] = {0, 1, 15, 16, 17, 31, 33, 64, 255, 256, 257, 1000, 4096,
-                                  16383, 16384, 16401, 70000};
+    static const size_t lens[] = {0,   1,   15,   16,   17,    31,    33,    64,   255,
+                                  256, 257, 1000, 4096, 16383, 16384, 16401, 70000};
     static const size_t ivlens[] = {12, 12, 12, 1, 8, 16, 60};
     static const size_t aadlens[] = {0, 5, 13, 16, 17, 300};
     unsigned char key[32], iv[64], aad[300], tag[2][16], tagx[16];
@@ -235,8 +235,8 @@ static void diff_stream(const char *name, size_t keylen)
             if (a != 1 || b != 1 || memcmp(o1, o2, r.len) != 0 || memcmp(tag[0], tag[1], 16))
                 fail_msg("%s len %zu ivlen %zu aad %zu pieces %u/%u inplace %d: tlsgate %d "
                          "default %d, bytes %s, tag %s",
-                         name, r.len, r.ivlen, r.aadlen, r.aad_pieces, r.data_pieces, r.inplace,
-                         a, b, memcmp(o1, o2, r.len) ? "differ" : "same",
+                         name, r.len, r.ivlen, r.aadlen, r.aad_pieces, r.data_pieces, r.inplace, a,
+                         b, memcmp(o1, o2, r.len) ? "differ" : "same",
                          memcmp(tag[0], tag[1], 16) ? "differs" : "same");
             /* each decrypts the other's */
             struct run d = r;
@@ -466,7 +466,8 @@ static void diff_tls12(const char *name, int klen)
         assert_int_equal(tls12_record(ed, 1, b, reclen, seq, &lb), 1);
         if (la != lb || la != (int)reclen || memcmp(a, b, reclen) != 0)
             fail_msg("%s TLS 1.2 record %llu (%zu bytes): tlsgate %d, default %d, bytes %s", name,
-                     (unsigned long long)seq, plen, la, lb, memcmp(a, b, reclen) ? "differ" : "same");
+                     (unsigned long long)seq, plen, la, lb,
+                     memcmp(a, b, reclen) ? "differ" : "same");
         /* each reads the other's record */
         /* EVP_Cipher answers the record's length (libssl strips nonce and tag) */
         assert_int_equal(tls12_record(dt, 0, b, reclen, seq, &la), 1);
@@ -522,7 +523,8 @@ static void make_cert(EVP_PKEY **key, X509 **crt)
     X509_gmtime_adj(X509_getm_notAfter(*crt), 3600);
     X509_set_pubkey(*crt, *key);
     X509_NAME *n = X509_get_subject_name(*crt);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
     X509_set_issuer_name(*crt, n);
     assert_true(X509_sign(*crt, *key, EVP_sha256()) > 0);
 }
@@ -621,11 +623,10 @@ static void test_handshakes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_available),  cmocka_unit_test(test_stream_128),
-        cmocka_unit_test(test_stream_256), cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_many_contexts),
-        cmocka_unit_test(test_tls12_128),  cmocka_unit_test(test_tls12_256),
-        cmocka_unit_test(test_handshakes),
+        cmocka_unit_test(test_available),     cmocka_unit_test(test_stream_128),
+        cmocka_unit_test(test_stream_256),    cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_many_contexts), cmocka_unit_test(test_tls12_128),
+        cmocka_unit_test(test_tls12_256),     cmocka_unit_test(test_handshakes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -48,8 +48,8 @@
 #error "TLSGATE_PROV_DIR must name the directory of tlsgate.so"
 #endif
 
-static OSSL_LIB_CTX *g_lib;     /* tlsgate + default */
-static OSSL_LIB_CTX *g_plain;   /* default only (the TLS client) */
+static OSSL_LIB_CTX *g_lib;   /* tlsgate + default */
+static OSSL_LIB_CTX *g_plain; /* default only (the TLS client) */
 static EVP_KDF *g_tg, *g_df;
 static OSSL_PROVIDER *g_prov[3];
 static EVP_KDF *g_prf_tg, *g_prf_df;
@@ -76,14 +76,17 @@ static size_t build(const struct in *in, OSSL_PARAM *ps)
     if (in->has_key)
         *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)in->key, in->key_len);
     if (in->has_salt)
-        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)in->salt, in->salt_len);
+        *p++ =
+            OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)in->salt, in->salt_len);
     if (in->has_prefix)
         *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PREFIX, (void *)in->prefix,
                                                  in->prefix_len);
     if (in->has_label)
-        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, (void *)in->label, in->label_len);
+        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, (void *)in->label,
+                                                 in->label_len);
     if (in->has_data)
-        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_DATA, (void *)in->data, in->data_len);
+        *p++ =
+            OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_DATA, (void *)in->data, in->data_len);
     *p = OSSL_PARAM_construct_end();
     return (size_t)(p - ps);
 }
@@ -114,8 +117,9 @@ static int agree_(const struct in *in, size_t outlen, int line)
     ra = derive(g_tg, in, a, outlen);
     rb = derive(g_df, in, b, outlen);
     if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
-        fprintf(stderr, "line %d: md %s mode %d key %zu salt %d/%zu label %zu data %d/%zu out %zu: "
-                        "tlsgate %d default %d%s\n",
+        fprintf(stderr,
+                "line %d: md %s mode %d key %zu salt %d/%zu label %zu data %d/%zu out %zu: "
+                "tlsgate %d default %d%s\n",
                 line, in->md ? in->md : "(none)", in->mode, in->key_len, in->has_salt, in->salt_len,
                 in->label_len, in->has_data, in->data_len, outlen, ra, rb,
                 ra && rb ? " (different bytes)" : "");
@@ -146,8 +150,8 @@ static void fill(unsigned char *p, size_t n)
         assert_true(RAND_bytes(p, (int)n) == 1);
 }
 
-static const char *const md_names[] = {"SHA2-256", "SHA2-384", "SHA256", "sha384", "SHA-256",
-                                       "2.16.840.1.101.3.4.2.2"};
+static const char *const md_names[] = {"SHA2-256", "SHA2-384", "SHA256",
+                                       "sha384",   "SHA-256",  "2.16.840.1.101.3.4.2.2"};
 #define N_MD (sizeof(md_names) / sizeof(md_names[0]))
 
 static void test_random_expand(void **state)
@@ -160,9 +164,16 @@ static void test_random_expand(void **state)
     for (i = 0; i < 3000; i++) {
         const char *md = md_names[rnd(N_MD)];
         size_t hl = md_len(md);
-        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key,
-                        .prefix = prefix, .label = label, .data = data, .has_key = 1,
-                        .has_prefix = 1, .has_label = 1, .has_data = rnd(4) != 0};
+        struct in in = {.md = md,
+                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+                        .key = key,
+                        .prefix = prefix,
+                        .label = label,
+                        .data = data,
+                        .has_key = 1,
+                        .has_prefix = 1,
+                        .has_label = 1,
+                        .has_data = rnd(4) != 0};
         size_t outs[] = {hl, 12, 16, 32, 1, hl - 1, hl + 1, 2 * hl, 3 * hl + 7};
 
         in.key_len = rnd(8) == 0 ? rnd(sizeof(key) + 1) : hl;
@@ -186,9 +197,16 @@ static void test_random_extract(void **state)
     for (i = 0; i < 2000; i++) {
         const char *md = md_names[rnd(N_MD)];
         size_t hl = md_len(md);
-        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY, .key = key, .salt = salt,
-                        .prefix = prefix, .label = label, .has_key = rnd(4) != 0,
-                        .has_salt = rnd(4) != 0, .has_prefix = 1, .has_label = 1};
+        struct in in = {.md = md,
+                        .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY,
+                        .key = key,
+                        .salt = salt,
+                        .prefix = prefix,
+                        .label = label,
+                        .has_key = rnd(4) != 0,
+                        .has_salt = rnd(4) != 0,
+                        .has_prefix = 1,
+                        .has_label = 1};
 
         in.key_len = in.has_key ? (rnd(4) ? hl : rnd(sizeof(key) + 1)) : 0;
         in.salt_len = in.has_salt ? (rnd(4) ? hl : rnd(sizeof(salt) + 1)) : 0;
@@ -216,8 +234,13 @@ static void test_cache_keys(void **state)
     for (round = 0; round < 40; round++) {
         size_t k = round % 7;
         struct in in = {.md = round % 3 ? "SHA2-384" : "SHA2-256",
-                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = keys[k], .prefix = prefix,
-                        .label = label, .has_key = 1, .has_prefix = 1, .has_label = 1};
+                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+                        .key = keys[k],
+                        .prefix = prefix,
+                        .label = label,
+                        .has_key = 1,
+                        .has_prefix = 1,
+                        .has_label = 1};
 
         /* 48 bytes under both digests, and 32: a prefix of the same bytes */
         in.key_len = round % 5 == 0 ? 32 : 48;
@@ -265,9 +288,18 @@ static void test_edges(void **state)
     for (m = 0; m < 2; m++) {
         const char *md = m ? "SHA2-384" : "SHA2-256";
         size_t hl = md_len(md);
-        struct in in = {.md = md, .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key, .key_len = hl,
-                        .prefix = prefix, .prefix_len = 6, .label = long_label, .label_len = 5,
-                        .data = data, .has_key = 1, .has_prefix = 1, .has_label = 1};
+        struct in in = {.md = md,
+                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+                        .key = key,
+                        .key_len = hl,
+                        .prefix = prefix,
+                        .prefix_len = 6,
+                        .label = long_label,
+                        .label_len = 5,
+                        .data = data,
+                        .has_key = 1,
+                        .has_prefix = 1,
+                        .has_label = 1};
         struct in x = in;
 
         /* output lengths */
@@ -339,9 +371,17 @@ static void test_digests(void **state)
     fill(label, sizeof(label));
     for (mode = 1; mode <= 2; mode++) {
         for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-            struct in in = {.md = ok[i], .mode = (int)mode, .key = key, .key_len = 64, .prefix = prefix,
-                            .prefix_len = 6, .label = label, .label_len = 8, .has_key = 1,
-                            .has_prefix = 1, .has_label = 1};
+            struct in in = {.md = ok[i],
+                            .mode = (int)mode,
+                            .key = key,
+                            .key_len = 64,
+                            .prefix = prefix,
+                            .prefix_len = 6,
+                            .label = label,
+                            .label_len = 8,
+                            .has_key = 1,
+                            .has_prefix = 1,
+                            .has_label = 1};
             EVP_MD *md = EVP_MD_fetch(g_lib, ok[i], "provider=default");
 
             assert_non_null(md);
@@ -351,9 +391,17 @@ static void test_digests(void **state)
             EVP_MD_free(md);
         }
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-            struct in in = {.md = bad[i], .mode = (int)mode, .key = key, .key_len = 64, .prefix = prefix,
-                            .prefix_len = 6, .label = label, .label_len = 8, .has_key = 1,
-                            .has_prefix = 1, .has_label = 1};
+            struct in in = {.md = bad[i],
+                            .mode = (int)mode,
+                            .key = key,
+                            .key_len = 64,
+                            .prefix = prefix,
+                            .prefix_len = 6,
+                            .label = label,
+                            .label_len = 8,
+                            .has_key = 1,
+                            .has_prefix = 1,
+                            .has_label = 1};
 
             assert_false(agree(&in, 32));
         }
@@ -375,10 +423,20 @@ static void test_params_lifecycle(void **state)
     fill(key, sizeof(key));
     fill(data, sizeof(data));
     for (k = 0; k < 2; k++) {
-        struct in in = {.md = "SHA2-384", .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY, .key = key,
-                        .key_len = hl, .prefix = prefix, .prefix_len = 6, .label = label,
-                        .label_len = sizeof(label) - 1, .data = data, .data_len = hl, .has_key = 1,
-                        .has_prefix = 1, .has_label = 1, .has_data = 1};
+        struct in in = {.md = "SHA2-384",
+                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+                        .key = key,
+                        .key_len = hl,
+                        .prefix = prefix,
+                        .prefix_len = 6,
+                        .label = label,
+                        .label_len = sizeof(label) - 1,
+                        .data = data,
+                        .data_len = hl,
+                        .has_key = 1,
+                        .has_prefix = 1,
+                        .has_label = 1,
+                        .has_data = 1};
         struct in only_md = {.md = "SHA2-384", .mode = -1};
         EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdfs[k]), *d;
 
@@ -418,10 +476,20 @@ static void test_params_lifecycle(void **state)
     assert_memory_equal(res[0][2], res[1][2], hl);
     /* dup of ours keeps every parameter */
     {
-        struct in in = {.md = "SHA2-256", .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY, .key = key,
-                        .key_len = 32, .salt = data, .salt_len = 32, .prefix = prefix,
-                        .prefix_len = 6, .label = label, .label_len = 7, .has_key = 1,
-                        .has_salt = 1, .has_prefix = 1, .has_label = 1};
+        struct in in = {.md = "SHA2-256",
+                        .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY,
+                        .key = key,
+                        .key_len = 32,
+                        .salt = data,
+                        .salt_len = 32,
+                        .prefix = prefix,
+                        .prefix_len = 6,
+                        .label = label,
+                        .label_len = 7,
+                        .has_key = 1,
+                        .has_salt = 1,
+                        .has_prefix = 1,
+                        .has_label = 1};
         EVP_KDF_CTX *c = EVP_KDF_CTX_new(g_tg), *d;
 
         build(&in, ps);
@@ -480,7 +548,8 @@ static int prf_agree_(const struct prf_in *in, size_t outlen, int line)
     ra = prf_derive(g_prf_tg, in, a, outlen);
     rb = prf_derive(g_prf_df, in, b, outlen);
     if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
-        fprintf(stderr, "line %d: TLS1-PRF md %s secret %d/%zu seeds %d out %zu: tlsgate %d default %d%s\n",
+        fprintf(stderr,
+                "line %d: TLS1-PRF md %s secret %d/%zu seeds %d out %zu: tlsgate %d default %d%s\n",
                 line, in->md ? in->md : "(none)", in->has_secret, in->secret_len, in->nseed, outlen,
                 ra, rb, ra && rb ? " (different bytes)" : "");
         fail();
@@ -493,8 +562,8 @@ static int prf_agree_(const struct prf_in *in, size_t outlen, int line)
 
 static void test_prf_random(void **state)
 {
-    static const char *const mds[] = {"SHA2-256", "SHA2-384", "SHA256", "SHA384", "sha2-384",
-                                      "MD5-SHA1", "SHA2-512"};
+    static const char *const mds[] = {"SHA2-256", "SHA2-384", "SHA256",  "SHA384",
+                                      "sha2-384", "MD5-SHA1", "SHA2-512"};
     unsigned char secret[200], seed[5][120];
     int i, j;
 
@@ -532,8 +601,13 @@ static void test_prf_edges(void **state)
     fill(secret, sizeof(secret));
     fill(seed, sizeof(seed));
     {
-        struct prf_in in = {.md = "SHA2-384", .secret = secret, .secret_len = 48, .has_secret = 1,
-                            .seed = {seed}, .seed_len = {77}, .nseed = 1};
+        struct prf_in in = {.md = "SHA2-384",
+                            .secret = secret,
+                            .secret_len = 48,
+                            .has_secret = 1,
+                            .seed = {seed},
+                            .seed_len = {77},
+                            .nseed = 1};
         struct prf_in x = in;
 
         assert_true(prf_agree(&in, 48));
@@ -602,8 +676,13 @@ static void test_prf_edges(void **state)
     assert_memory_equal(res[0][0], res[1][0], 64);
     assert_memory_equal(res[0][1], res[1][1], 64);
     {
-        struct prf_in in = {.md = "SHA2-256", .secret = secret, .secret_len = 48, .has_secret = 1,
-                            .seed = {seed}, .seed_len = {50}, .nseed = 1};
+        struct prf_in in = {.md = "SHA2-256",
+                            .secret = secret,
+                            .secret_len = 48,
+                            .has_secret = 1,
+                            .seed = {seed},
+                            .seed_len = {50},
+                            .nseed = 1};
         unsigned char b[64];
 
         assert_true(prf_derive(g_prf_df, &in, b, 64));
@@ -631,7 +710,8 @@ static void make_cert(EVP_PKEY **key, X509 **crt)
     X509_gmtime_adj(X509_getm_notAfter(*crt), 3600);
     X509_set_pubkey(*crt, *key);
     n = X509_get_subject_name(*crt);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
+                               0);
     X509_set_issuer_name(*crt, n);
     assert_true(X509_sign(*crt, *key, EVP_sha256()) > 0);
 }
@@ -736,14 +816,16 @@ static void test_tls_handshakes(void **state)
     make_cert(&key, &crt);
     assert_true(SSL_CTX_use_certificate(sc, crt));
     assert_true(SSL_CTX_use_PrivateKey(sc, key));
-    assert_true(SSL_CTX_set_ciphersuites(sc, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                                             "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256"));
+    assert_true(SSL_CTX_set_ciphersuites(sc,
+                                         "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                                         "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256"));
     assert_true(SSL_CTX_set1_groups_list(sc, "P-256:X25519"));
     SSL_CTX_set_session_cache_mode(cc, SSL_SESS_CACHE_CLIENT);
     for (i = 0; i < sizeof(suites) / sizeof(suites[0]); i++) {
         int reused;
         /* X25519 key share, P-256 preferred by the server: a HelloRetryRequest */
-        SSL_SESSION *sess = one_handshake(cc, sc, suites[i], i % 2 ? "X25519:P-256" : NULL, NULL, &reused);
+        SSL_SESSION *sess =
+            one_handshake(cc, sc, suites[i], i % 2 ? "X25519:P-256" : NULL, NULL, &reused);
 
         assert_false(reused);
         assert_non_null(sess);
@@ -820,11 +902,16 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_expand),   cmocka_unit_test(test_random_extract),
-        cmocka_unit_test(test_cache_keys),      cmocka_unit_test(test_cache_threads),
-        cmocka_unit_test(test_edges),           cmocka_unit_test(test_digests),
-        cmocka_unit_test(test_params_lifecycle), cmocka_unit_test(test_prf_random),
-        cmocka_unit_test(test_prf_edges),       cmocka_unit_test(test_tls_handshakes),
+        cmocka_unit_test(test_random_expand),
+        cmocka_unit_test(test_random_extract),
+        cmocka_unit_test(test_cache_keys),
+        cmocka_unit_test(test_cache_threads),
+        cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_digests),
+        cmocka_unit_test(test_params_lifecycle),
+        cmocka_unit_test(test_prf_random),
+        cmocka_unit_test(test_prf_edges),
+        cmocka_unit_test(test_tls_handshakes),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

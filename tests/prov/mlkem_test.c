@@ -267,9 +267,12 @@ static int cap_cb(const OSSL_PARAM params[], void *arg)
     for (int i = 0; i < 2; i++) {
         if (strcmp(name, g_groups[i].name) != 0)
             continue;
-        assert_true(OSSL_PARAM_get_uint(OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ID), &id));
-        assert_true(OSSL_PARAM_get_uint(OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_IS_KEM), &kem));
-        assert_true(OSSL_PARAM_get_int(OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_MIN_TLS), &mintls));
+        assert_true(OSSL_PARAM_get_uint(
+            OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ID), &id));
+        assert_true(OSSL_PARAM_get_uint(
+            OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_IS_KEM), &kem));
+        assert_true(OSSL_PARAM_get_int(
+            OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_MIN_TLS), &mintls));
         assert_int_equal(id, g_groups[i].id);
         assert_int_equal(kem, 1);
         assert_int_equal(mintls, 0x0304);
@@ -357,7 +360,8 @@ static void test_batched_in_jobs(void **state)
     }
     assert_int_equal(ndone, 8);
     assert_true(metrics_read(m1));
-    const tlsgate_alg_metrics_t *x = &m0->alg[TLSGATE_ALG_MLKEM768], *y = &m1->alg[TLSGATE_ALG_MLKEM768];
+    const tlsgate_alg_metrics_t *x = &m0->alg[TLSGATE_ALG_MLKEM768],
+                                *y = &m1->alg[TLSGATE_ALG_MLKEM768];
     assert_string_equal(y->name, "mlkem768");
     assert_int_equal(y->requests_async - x->requests_async, 8);
     for (int k = 0; k < 8; k++)
@@ -381,10 +385,8 @@ static void test_batched_in_jobs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tls_group_capability),
-        cmocka_unit_test(test_round_trip_and_layout),
-        cmocka_unit_test(test_bad_client_shares),
-        cmocka_unit_test(test_random_shares),
+        cmocka_unit_test(test_tls_group_capability), cmocka_unit_test(test_round_trip_and_layout),
+        cmocka_unit_test(test_bad_client_shares),    cmocka_unit_test(test_random_shares),
         cmocka_unit_test(test_batched_in_jobs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -42,8 +42,7 @@ static EVP_PKEY *gen_ec(const char *curve)
     return EVP_PKEY_Q_keygen(L, TG, "EC", curve);
 }
 
-static int derive(EVP_PKEY *k, EVP_PKEY *peer, const char *propq, unsigned char *sec,
-                  size_t *len)
+static int derive(EVP_PKEY *k, EVP_PKEY *peer, const char *propq, unsigned char *sec, size_t *len)
 {
     EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(L, k, propq);
     int ok = c != NULL && EVP_PKEY_derive_init(c) == 1 && EVP_PKEY_derive_set_peer(c, peer) == 1 &&
@@ -74,7 +73,8 @@ static int test_setpeer(void)
     EVP_PKEY_free(bad); /* the application frees the key it could not use */
     ok = EVP_PKEY_derive(c, sec, &sl) == 1 && derive(k, good, "provider=default", ref, &rl) &&
          sl == rl && memcmp(sec, ref, sl) == 0;
-    printf("setpeer: derive after a rejected, freed peer: %s\n", ok ? "the accepted peer's secret" : "WRONG");
+    printf("setpeer: derive after a rejected, freed peer: %s\n",
+           ok ? "the accepted peer's secret" : "WRONG");
     EVP_PKEY_CTX_free(c);
     EVP_PKEY_free(k);
     EVP_PKEY_free(good);
@@ -134,8 +134,9 @@ static int test_fork(void)
     }
     if (pid < 0 || waitpid(pid, &st, 0) != pid)
         return 1;
-    printf("fork: child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "finished the inherited job, signature verifies"
-                                                                      : "FAILED or hung");
+    printf("fork: child %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0
+                                   ? "finished the inherited job, signature verifies"
+                                   : "FAILED or hung");
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return 1;
     /* the parent's own copy of the job is intact: poll, resume */

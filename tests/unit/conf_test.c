@@ -971,9 +971,9 @@ static void test_times(void **state)
                  bad[i]);
         expect_server_error(d, want);
     }
-    static const char *const big[] = {"2147483648ms", "25d", "9223372036854775ms",
-                                      "9223372036854776", "9223372036854775808ms",
-                                      "106751991168d", "106751991167d8h", "99999999999999999999s"};
+    static const char *const big[] = {
+        "2147483648ms",          "25d",           "9223372036854775ms", "9223372036854776",
+        "9223372036854775808ms", "106751991168d", "106751991167d8h",    "99999999999999999999s"};
     for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
         char d[64], want[256];
         snprintf(d, sizeof(d), "send_timeout %s;", big[i]);

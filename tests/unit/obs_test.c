@@ -29,9 +29,9 @@ static void fill_metrics(tlsgate_metrics_t *m, uint64_t scale)
     memset(m, 0, sizeof(*m));
     m->version = TLSGATE_METRICS_VERSION;
     m->n_alg = TLSGATE_ALG_COUNT;
-    static const char *const names[] = {"rsa2048",   "rsa3072",     "rsa4096", "ecdsa_p256",
-                                        "ecdh_p256", "keygen_p256", "x25519",  "keygen_x25519",
-                                        "ecdsa_p384", "ecdh_p384", "keygen_p384", "mlkem768"};
+    static const char *const names[] = {"rsa2048",    "rsa3072",     "rsa4096",     "ecdsa_p256",
+                                        "ecdh_p256",  "keygen_p256", "x25519",      "keygen_x25519",
+                                        "ecdsa_p384", "ecdh_p384",   "keygen_p384", "mlkem768"};
     for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
         tlsgate_alg_metrics_t *x = &m->alg[a];
         snprintf(x->name, sizeof(x->name), "%s", names[a]);
@@ -238,7 +238,7 @@ static gw_obs_snapshot_t *sample_snapshot(int with_provider)
     if (with_provider) {
         fill_metrics(&s.total.prov, 1);
         s.total.prov_valid = 1;
-        memcpy(s.total.prov.alg[1].name, "bad name!\"{}", 13);    /* not a label value */
+        memcpy(s.total.prov.alg[1].name, "bad name!\"{}", 13); /* not a label value */
         memset(s.total.prov.alg[2].name, 'z', sizeof(s.total.prov.alg[2].name)); /* no NUL */
     }
     w[0].slot = 3;

@@ -40,9 +40,8 @@ static void sim_arrive(struct sim *s, uint64_t now, long backlog, uint64_t flush
 
     tg_policy_arrival(&s->p, now);
     /* the poll of the pass that brought an earlier request may find the cap passed */
-    if (s->n > 0 &&
-        (f = tg_policy_flush(&s->p, s->n, s->oldest, s->newest, backlog, flush_ns, now, NULL)) !=
-            TG_FLUSH_WAIT)
+    if (s->n > 0 && (f = tg_policy_flush(&s->p, s->n, s->oldest, s->newest, backlog, flush_ns, now,
+                                         NULL)) != TG_FLUSH_WAIT)
         sim_flush(s, f);
     if (s->n++ == 0)
         s->oldest = now;
@@ -114,7 +113,7 @@ static void cap_follows_rate(void **state)
     (void)state;
     tg_policy_init(&p);
     assert_int_equal(tg_policy_wait_cap(&p, 0), TG_POLICY_WAIT_MIN_NS); /* no rate yet */
-    assert_int_equal(tg_policy_wait_cap(&p, 500 * US), 2 * MS);        /* 4 x flush_us */
+    assert_int_equal(tg_policy_wait_cap(&p, 500 * US), 2 * MS);         /* 4 x flush_us */
     for (uint64_t t = 1; t <= 50; t++)
         tg_policy_arrival(&p, t * 300 * US);
     assert_int_equal(p.gap_ns, 300 * US);
@@ -124,13 +123,13 @@ static void cap_follows_rate(void **state)
     assert_int_equal(tg_policy_wait_cap(&p, 200 * US), TG_POLICY_WAIT_MAX_NS);
     /* busy loop, rare requests: computed when the oldest waited the cap, not before */
     uint64_t cap = tg_policy_wait_cap(&p, 200 * US), due = 0;
-    assert_int_equal(tg_policy_flush(&p, 3, 1000 * MS, 1001 * MS, 7, 200 * US,
-                                     1000 * MS + cap - 1, &due),
-                     TG_FLUSH_WAIT);
+    assert_int_equal(
+        tg_policy_flush(&p, 3, 1000 * MS, 1001 * MS, 7, 200 * US, 1000 * MS + cap - 1, &due),
+        TG_FLUSH_WAIT);
     assert_int_equal(due, 1000 * MS + cap);
-    assert_int_equal(tg_policy_flush(&p, 3, 1000 * MS, 1001 * MS, 7, 200 * US, 1000 * MS + cap,
-                                     NULL),
-                     TG_FLUSH_AGE);
+    assert_int_equal(
+        tg_policy_flush(&p, 3, 1000 * MS, 1001 * MS, 7, 200 * US, 1000 * MS + cap, NULL),
+        TG_FLUSH_AGE);
 }
 
 /* An idle second counts as TG_POLICY_GAP_SAMPLE_MAX_NS: the next burst's rate shows fast. */
@@ -171,12 +170,12 @@ static void unknown_backlog_quiet_rule(void **state)
     /* an average that remembers idle spells waits 4 x flush_us at most */
     for (int i = 0; i < 40; i++)
         tg_policy_arrival(&p, t += 20 * MS);
-    assert_int_equal(tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US,
-                                     t + 799 * US, NULL),
-                     TG_FLUSH_WAIT);
-    assert_int_equal(tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US,
-                                     t + 800 * US, NULL),
-                     TG_FLUSH_IDLE);
+    assert_int_equal(
+        tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US, t + 799 * US, NULL),
+        TG_FLUSH_WAIT);
+    assert_int_equal(
+        tg_policy_flush(&p, 3, t, t, TG_POLICY_BACKLOG_UNKNOWN, 200 * US, t + 800 * US, NULL),
+        TG_FLUSH_IDLE);
     /* a fast rate: flush_us is the floor of the quiet time (openssl speed's 8 jobs) */
     tg_policy_init(&p);
     t = 0;
@@ -253,10 +252,13 @@ static void estimators(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(saturated_batches_full),  cmocka_unit_test(idle_loop_flushes_at_once),
-        cmocka_unit_test(cap_follows_rate),        cmocka_unit_test(gap_recovers_after_idle),
+        cmocka_unit_test(saturated_batches_full),
+        cmocka_unit_test(idle_loop_flushes_at_once),
+        cmocka_unit_test(cap_follows_rate),
+        cmocka_unit_test(gap_recovers_after_idle),
         cmocka_unit_test(unknown_backlog_quiet_rule),
-        cmocka_unit_test(adaptive_switches_and_probes), cmocka_unit_test(crossover_bounds),
+        cmocka_unit_test(adaptive_switches_and_probes),
+        cmocka_unit_test(crossover_bounds),
         cmocka_unit_test(estimators),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -340,7 +340,7 @@ static void test_async_drain(void **st)
     while (!t->s.async_paused && n_freed == before && gw_now_ms() < end)
         pass(1);
     assert_true(t->s.async_paused);
-    gw_sock_close(&t->s); /* as a timeout would */
+    gw_sock_close(&t->s);              /* as a timeout would */
     assert_int_equal(n_freed, before); /* the paused job's SSL is kept */
     assert_true(t->s.draining);
     run_until_freed(before + 1, 5000);
@@ -367,9 +367,9 @@ int main(void)
         ASYNC_init_thread(16, 0);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_echo),      cmocka_unit_test(test_tls_echo),
-        cmocka_unit_test(test_linger),          cmocka_unit_test(test_handshake_timeout),
-        cmocka_unit_test(test_proto_timeout),   cmocka_unit_test(test_async_handshake),
+        cmocka_unit_test(test_plain_echo),    cmocka_unit_test(test_tls_echo),
+        cmocka_unit_test(test_linger),        cmocka_unit_test(test_handshake_timeout),
+        cmocka_unit_test(test_proto_timeout), cmocka_unit_test(test_async_handshake),
         cmocka_unit_test(test_async_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

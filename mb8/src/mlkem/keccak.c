@@ -26,7 +26,8 @@ void mb8__keccak_f1600(uint64_t s[25])
 #define ROL(v, n) (((v) << (n)) | ((v) >> (64 - (n))))
     uint64_t a[25];
     uint64_t c0, c1, c2, c3, c4, d0, d1, d2, d3, d4;
-    uint64_t b00, b01, b02, b03, b04, b05, b06, b07, b08, b09, b10, b11, b12, b13, b14, b15, b16, b17, b18, b19, b20, b21, b22, b23, b24;
+    uint64_t b00, b01, b02, b03, b04, b05, b06, b07, b08, b09, b10, b11, b12, b13, b14, b15, b16,
+        b17, b18, b19, b20, b21, b22, b23, b24;
 
     memcpy(a, s, sizeof a);
     for (unsigned ir = 0; ir < 24; ir++) {

@@ -81,8 +81,7 @@ mb8_status_t mb8_mlkem768_encaps(uint8_t *const ct[MB8_LANES], uint8_t *const ss
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (ek[i] == NULL)
             st = mb8_status_with(st, i, MB8_STATUS_UNUSED);
-        else if (m[i] == NULL || ct[i] == NULL || ss[i] == NULL || !sok ||
-                 !ek_ok(ek[i]))
+        else if (m[i] == NULL || ct[i] == NULL || ss[i] == NULL || !sok || !ek_ok(ek[i]))
             st = mb8_status_with(st, i, MB8_STATUS_BAD_INPUT);
         else
             lanes |= 1u << i;

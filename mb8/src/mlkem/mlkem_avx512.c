@@ -35,14 +35,20 @@
 static AVX void keccak_x8(__m512i a[25])
 {
     __m512i c0, c1, c2, c3, c4, d0, d1, d2, d3, d4;
-    __m512i b00, b01, b02, b03, b04, b05, b06, b07, b08, b09, b10, b11, b12, b13, b14, b15, b16, b17, b18, b19, b20, b21, b22, b23, b24;
+    __m512i b00, b01, b02, b03, b04, b05, b06, b07, b08, b09, b10, b11, b12, b13, b14, b15, b16,
+        b17, b18, b19, b20, b21, b22, b23, b24;
 
     for (unsigned ir = 0; ir < 24; ir++) {
-        c0 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[0], a[5], a[10], 0x96), a[15], a[20], 0x96);
-        c1 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[1], a[6], a[11], 0x96), a[16], a[21], 0x96);
-        c2 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[2], a[7], a[12], 0x96), a[17], a[22], 0x96);
-        c3 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[3], a[8], a[13], 0x96), a[18], a[23], 0x96);
-        c4 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[4], a[9], a[14], 0x96), a[19], a[24], 0x96);
+        c0 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[0], a[5], a[10], 0x96), a[15],
+                                       a[20], 0x96);
+        c1 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[1], a[6], a[11], 0x96), a[16],
+                                       a[21], 0x96);
+        c2 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[2], a[7], a[12], 0x96), a[17],
+                                       a[22], 0x96);
+        c3 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[3], a[8], a[13], 0x96), a[18],
+                                       a[23], 0x96);
+        c4 = _mm512_ternarylogic_epi64(_mm512_ternarylogic_epi64(a[4], a[9], a[14], 0x96), a[19],
+                                       a[24], 0x96);
         d0 = _mm512_xor_si512(c4, _mm512_rol_epi64(c1, 1));
         d1 = _mm512_xor_si512(c0, _mm512_rol_epi64(c2, 1));
         d2 = _mm512_xor_si512(c1, _mm512_rol_epi64(c3, 1));
@@ -168,9 +174,10 @@ static AVX void squeeze_x8(const __m512i a[25], uint8_t *const out[MB8_LANES], s
 static AVX inline __m512i extract12(const uint8_t *p)
 {
     __m512i v = _mm512_maskz_loadu_epi8(0x0000FFFFFFFFFFFFULL, p);
-    v = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 11, 10, 9, 0, 8, 7, 6, 0, 5, 4, 3, 0, 2, 1, 0), v);
-    const __m512i sh = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11));
+    v = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 11, 10, 9, 0, 8, 7, 6, 0, 5, 4, 3, 0, 2, 1, 0),
+                                 v);
+    const __m512i sh =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 10, 10, 11));
     v = _mm512_shuffle_epi8(v, sh);
     v = _mm512_mask_srli_epi16(v, 0xAAAAAAAAu, v, 4);
     return _mm512_and_si512(v, _mm512_set1_epi16(0x0FFF));
@@ -178,8 +185,8 @@ static AVX inline __m512i extract12(const uint8_t *p)
 
 /* SampleNTT's loop body (mb8__mlkem_rej_uniform) 32 candidates at a time: the values below
  * q are kept in order by vpcompressw (AVX512_VBMI2), at most 256 in all. Public data. */
-static AVX __attribute__((target("avx512vbmi2"))) unsigned rej_uniform_v(mb8__mlkem_poly *a, unsigned n,
-                                                                       const uint8_t *buf, size_t len)
+static AVX __attribute__((target("avx512vbmi2"))) unsigned
+rej_uniform_v(mb8__mlkem_poly *a, unsigned n, const uint8_t *buf, size_t len)
 {
     size_t p = 0;
     for (; p + 48 <= len && n < MB8__MLKEM_N; p += 48) {
@@ -222,28 +229,35 @@ static AVX inline __m512i compress_v(__m512i x, int m, int a, int s, int d)
 {
     __m512i lo = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(x));
     __m512i hi = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1));
-    const __m512i vm = _mm512_set1_epi32(m), va = _mm512_set1_epi32(a), mask = _mm512_set1_epi32((1 << d) - 1);
-    lo = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(lo, vm), va), s), mask);
-    hi = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(hi, vm), va), s), mask);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)), _mm512_cvtepi32_epi16(hi), 1);
+    const __m512i vm = _mm512_set1_epi32(m), va = _mm512_set1_epi32(a),
+                  mask = _mm512_set1_epi32((1 << d) - 1);
+    lo = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(lo, vm), va), s),
+                          mask);
+    hi = _mm512_and_si512(_mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(hi, vm), va), s),
+                          mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)),
+                              _mm512_cvtepi32_epi16(hi), 1);
 }
 
 /* ByteEncode_10(Compress_10(u)) of 3 polynomials in [0, q) into 960 bytes (the
  * ciphertext's c1): pairs joined by vpmaddwd (c0 + 1024 c1), pairs of pairs in 40 bits of
  * each 64-bit lane, whose 5 bytes vpermb (AVX512_VBMI) packs. */
-static AVX __attribute__((target("avx512vbmi"))) void encode_u_v(uint8_t out[960], const mb8__mlkem_poly u[K])
+static AVX __attribute__((target("avx512vbmi"))) void encode_u_v(uint8_t out[960],
+                                                                 const mb8__mlkem_poly u[K])
 {
-    const __m512i idx = _mm512_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                        60, 59, 58, 57, 56, 52, 51, 50, 49, 48, 44, 43, 42, 41, 40,
-                                        36, 35, 34, 33, 32, 28, 27, 26, 25, 24, 20, 19, 18, 17, 16,
-                                        12, 11, 10, 9, 8, 4, 3, 2, 1, 0);
+    const __m512i idx =
+        _mm512_set_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60,
+                        59, 58, 57, 56, 52, 51, 50, 49, 48, 44, 43, 42, 41, 40, 36, 35, 34, 33, 32,
+                        28, 27, 26, 25, 24, 20, 19, 18, 17, 16, 12, 11, 10, 9, 8, 4, 3, 2, 1, 0);
     for (unsigned p = 0; p < K; p++)
         for (unsigned k = 0; k < 8; k++) {
             __m512i c = compress_v(LD(u[p].c + 32 * k), 161271, 262129, 19, 10);
             __m512i t = _mm512_madd_epi16(c, _mm512_set1_epi32(0x04000001));
-            t = _mm512_or_si512(_mm512_and_si512(t, _mm512_set1_epi64(0xFFFFF)),
-                                _mm512_and_si512(_mm512_srli_epi64(t, 12), _mm512_set1_epi64(~0xFFFFFLL)));
-            _mm512_mask_storeu_epi8(out + 320 * p + 40 * k, 0xFFFFFFFFFFULL, _mm512_permutexvar_epi8(idx, t));
+            t = _mm512_or_si512(
+                _mm512_and_si512(t, _mm512_set1_epi64(0xFFFFF)),
+                _mm512_and_si512(_mm512_srli_epi64(t, 12), _mm512_set1_epi64(~0xFFFFFLL)));
+            _mm512_mask_storeu_epi8(out + 320 * p + 40 * k, 0xFFFFFFFFFFULL,
+                                    _mm512_permutexvar_epi8(idx, t));
         }
 }
 
@@ -262,7 +276,8 @@ static AVX void decode12_v(mb8__mlkem_poly *r, const uint8_t *b)
 {
     for (unsigned k = 0; k < 8; k++) {
         __m512i v = extract12(b + 48 * k), d = _mm512_sub_epi16(v, VQ);
-        _mm512_storeu_si512(r->c + 32 * k, _mm512_mask_mov_epi16(d, _mm512_cmplt_epu16_mask(v, VQ), v));
+        _mm512_storeu_si512(r->c + 32 * k,
+                            _mm512_mask_mov_epi16(d, _mm512_cmplt_epu16_mask(v, VQ), v));
     }
 }
 
@@ -401,7 +416,8 @@ static AVX void basemul3_v(uint16_t *r, const mb8__mlkem_poly *a, const mb8__mlk
             __m512i a0 = LD(pa), a1 = LD(pa + 32), b0 = LD(pb), b1 = LD(pb + 32);
             __m512i ae = PERM(a0, split1_x, a1), ao = PERM(a0, split1_y, a1);
             __m512i be = PERM(b0, split1_x, b1), bo = PERM(b0, split1_y, b1);
-            ce = _mm512_add_epi16(ce, _mm512_add_epi16(fqmul(ae, be), fqmulc(fqmul(ao, bo), gm, gq)));
+            ce = _mm512_add_epi16(ce,
+                                  _mm512_add_epi16(fqmul(ae, be), fqmulc(fqmul(ao, bo), gm, gq)));
             co = _mm512_add_epi16(co, _mm512_add_epi16(fqmul(ae, bo), fqmul(ao, be)));
         }
         ST(r + 64 * k, PERM(ce, merge1_a, co));
@@ -422,7 +438,8 @@ static AVX void add_msg_v(mb8__mlkem_poly *r, const uint8_t m[32])
     for (unsigned k = 0; k < 8; k++) {
         uint32_t bits;
         memcpy(&bits, m + 4 * k, 4);
-        __m512i t = _mm512_maskz_mov_epi16((__mmask32)bits, _mm512_set1_epi16((MB8__MLKEM_Q + 1) / 2));
+        __m512i t =
+            _mm512_maskz_mov_epi16((__mmask32)bits, _mm512_set1_epi16((MB8__MLKEM_Q + 1) / 2));
         ST(r->c + 32 * k, canon(_mm512_add_epi16(LD(r->c + 32 * k), t)));
     }
 }
@@ -461,8 +478,8 @@ static AVX void encrypt_sampled_v(uint8_t *ct, const uint8_t *ek, const uint8_t 
 
 /* The workspace (the caller's scratch, MB8__MLKEM_WS_BYTES). */
 struct ws {
-    mb8__mlkem_poly at[MB8_LANES][K][K];      /* A_hat transposed, per lane (public) */
-    uint8_t prf[MB8_LANES][2 * K + 1][128];   /* PRF_2(r, 0..6) (secret) */
+    mb8__mlkem_poly at[MB8_LANES][K][K];            /* A_hat transposed, per lane (public) */
+    uint8_t prf[MB8_LANES][2 * K + 1][128];         /* PRF_2(r, 0..6) (secret) */
     uint8_t xof[MB8_LANES][3 * MB8__SHAKE128_RATE]; /* SHAKE128 output of one entry */
     uint8_t h[MB8_LANES][32], kr[MB8_LANES][64], in[MB8_LANES][64];
 };
@@ -538,8 +555,7 @@ void AVX mb8__mlkem768_encaps_avx512(uint8_t *const ct[MB8_LANES], uint8_t *cons
                 short_lanes = 0;
                 for (unsigned l = 0; l < MB8_LANES; l++) {
                     if (n[l] < MB8__MLKEM_N)
-                        n[l] = rej_uniform_v(&w->at[l][i][j], n[l], w->xof[l],
-                                                      MB8__SHAKE128_RATE);
+                        n[l] = rej_uniform_v(&w->at[l][i][j], n[l], w->xof[l], MB8__SHAKE128_RATE);
                     short_lanes |= (n[l] < MB8__MLKEM_N) << l;
                 }
             }
@@ -572,7 +588,7 @@ void AVX mb8__mlkem768_encaps1_avx512(uint8_t *ct, uint8_t ss[32], const uint8_t
     uint8_t *o[MB8_LANES];
     const uint8_t *rho = ek + K * MB8__MLKEM_POLY_BYTES;
     mb8__mlkem_poly(*at)[K] = w->at[0]; /* at[i][j] = A_hat[j][i], entry e = 3 i + j */
-    uint8_t (*prf)[128] = w->prf[0];       /* the 7 PRF outputs, then one spare */
+    uint8_t(*prf)[128] = w->prf[0];     /* the 7 PRF outputs, then one spare */
 
     mb8__sha3_256(w->h[0], ek, MB8_MLKEM768_EK_BYTES, NULL, 0);
     mb8__sha3_512(w->kr[0], m, 32, w->h[0], 32); /* (K, r) = G(m || H(ek)) */

@@ -301,7 +301,8 @@ static void kpke_keygen_rs(uint8_t *ek, uint8_t *dk_pke, const uint8_t rho[32],
  * for n = 0..6 (y, then e1, then e2). Shared by the portable kernel and the vector one
  * (which samples 8 lanes at once). */
 void mb8__mlkem768_encrypt_sampled(uint8_t *ct, const uint8_t *ek, const uint8_t m[32],
-                                   const mb8__mlkem_poly at[K][K], const uint8_t prf[2 * K + 1][128])
+                                   const mb8__mlkem_poly at[K][K],
+                                   const uint8_t prf[2 * K + 1][128])
 {
     poly y[K], u[K], v, t, a;
 
@@ -377,9 +378,9 @@ static void kpke_decrypt(uint8_t m[32], const uint8_t *dk_pke, const uint8_t *ct
 
 /* ---- ML-KEM (FIPS 203 §6) ---- */
 
-#define EK_OFF (K * MB8__MLKEM_POLY_BYTES)           /* 1152: ek inside dk */
-#define H_OFF (EK_OFF + MB8_MLKEM768_EK_BYTES)      /* 2336: H(ek) */
-#define Z_OFF (H_OFF + 32)                           /* 2368: z */
+#define EK_OFF (K * MB8__MLKEM_POLY_BYTES)     /* 1152: ek inside dk */
+#define H_OFF (EK_OFF + MB8_MLKEM768_EK_BYTES) /* 2336: H(ek) */
+#define Z_OFF (H_OFF + 32)                     /* 2368: z */
 
 void mb8__mlkem768_keygen_rs_ref(uint8_t *ek, uint8_t *dk, const uint8_t rho[32],
                                  const uint8_t sigma[32], const uint8_t z[32])
@@ -426,7 +427,7 @@ unsigned mb8__mlkem768_decaps_ref(uint8_t ss[32], const uint8_t *ct, const uint8
         return 0;
 
     kpke_decrypt(m, dk, ct);
-    mb8__sha3_512(kr, m, 32, dk + H_OFF, 32);                       /* (K', r') = G(m' || h) */
+    mb8__sha3_512(kr, m, 32, dk + H_OFF, 32);                           /* (K', r') = G(m' || h) */
     mb8__shake256(kbar, 32, dk + Z_OFF, 32, ct, MB8_MLKEM768_CT_BYTES); /* K_bar = J(z || c) */
     kpke_encrypt(ct2, dk + EK_OFF, m, kr + 32);
     for (unsigned i = 0; i < MB8_MLKEM768_CT_BYTES; i++)

@@ -187,8 +187,8 @@ static IFMA __mmask8 fe8_lt(const fe8 *a, const uint64_t m[5])
     v8 borrow = _mm512_setzero_si512();
 #pragma GCC unroll 5
     for (int j = 0; j < 5; j++) {
-        v8 d = _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])),
-                                borrow);
+        v8 d =
+            _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])), borrow);
         borrow = _mm512_srli_epi64(d, 63);
     }
     return _mm512_test_epi64_mask(borrow, borrow);
@@ -603,7 +603,7 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fadd(&gamma, &gamma, &gamma);
     fadd(&gamma, &gamma, &gamma);
     fadd(&gamma, &gamma, &gamma); /* 8 gamma^2 */
-    fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
+    fsub(&R->y, &t, &gamma);      /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
 }
 
 /* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
@@ -994,14 +994,16 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 
 /* The kernels' tables, in the caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned). */
 struct p256_ws {
-    pt8 tab[16];                                /* pt_mul: 0P..15P */
+    pt8 tab[16];                                 /* pt_mul: 0P..15P */
     alignas(64) uint64_t mag[ECDH_W][MB8_LANES]; /* pt_mul, pt_mul_g: Booth digits, magnitudes */
     alignas(64) uint64_t neg[ECDH_W][MB8_LANES]; /* ... and signs */
 };
 _Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
 
-IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8_t priv[MB8_LANES][NB],
-                                 const uint8_t peer[MB8_LANES][NP], unsigned lane_mask, void *ws)
+IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB],
+                                         const uint8_t priv[MB8_LANES][NB],
+                                         const uint8_t peer[MB8_LANES][NP], unsigned lane_mask,
+                                         void *ws)
 {
     struct p256_ws *w = ws;
     pt8 Q, R;
@@ -1033,8 +1035,8 @@ IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB], const uint8
 /* ---- key generation --------------------------------------------------------------------- */
 
 IFMA_FN mb8_status_t mb8__p256_public_key_ifma(uint8_t out[MB8_LANES][NP],
-                                       const uint8_t priv[MB8_LANES][NB], unsigned lane_mask,
-                                       void *ws)
+                                               const uint8_t priv[MB8_LANES][NB],
+                                               unsigned lane_mask, void *ws)
 {
     struct p256_ws *w = ws;
     pt8 R;
@@ -1093,8 +1095,8 @@ static IFMA_FN __mmask8 ecdsa_setup8(fe8 *r_m, fe8 *kb_inv_m, fe8 *b_m,
 
 /* s = (k b)^-1 (b e + (b r) d) mod n (the future sign_complete), canonical; bit i of the
  * result set when lane i's d is in [1, n-1] and s != 0. */
-static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m,
-                                        const fe8 *b_m, const uint8_t e_bytes[MB8_LANES][NB],
+static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m, const fe8 *b_m,
+                                        const uint8_t e_bytes[MB8_LANES][NB],
                                         const uint8_t d_bytes[MB8_LANES][NB], unsigned lane_mask)
 {
     fe8 d, e, rr, br, t, one;
@@ -1126,10 +1128,10 @@ static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_in
 }
 
 IFMA_FN mb8_status_t mb8__p256_ecdsa_sign_ifma(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
-                                       const uint8_t e[MB8_LANES][NB],
-                                       const uint8_t d[MB8_LANES][NB],
-                                       const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
-                                       void *ws)
+                                               const uint8_t e[MB8_LANES][NB],
+                                               const uint8_t d[MB8_LANES][NB],
+                                               const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
+                                               void *ws)
 {
     fe8 r_m, kb_inv_m, b_m, rv, sv, one;
     uint8_t *rp[MB8_LANES], *sp[MB8_LANES];

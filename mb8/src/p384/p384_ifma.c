@@ -95,8 +95,8 @@ static const uint64_t P2_M[NL] = {0x00001fffffffeULL, 0xfe00000000000ULL, 0xffff
 static const uint64_t P_RR[NL] = {0x0000000000000ULL, 0xfe00000001000ULL, 0x0000000ffffffULL,
                                   0x0000000000020ULL, 0x0fffffffe0000ULL, 0x0000020000000ULL,
                                   0x0000000000100ULL, 0x0000000000000ULL};
-static const uint64_t P_ONE[NL] = {0x0000100000000ULL, 0xffffffffff000ULL, 0x0000000ffffffULL,
-                                   0x0000000000010ULL, 0, 0, 0, 0};
+static const uint64_t P_ONE[NL] = {
+    0x0000100000000ULL, 0xffffffffff000ULL, 0x0000000ffffffULL, 0x0000000000010ULL, 0, 0, 0, 0};
 static const uint64_t N_M[NL] = {0xc196accc52973ULL, 0xb248b0a77aeceULL, 0x4372ddf581a0dULL,
                                  0xffffc7634d81fULL, 0xfffffffffffffULL, 0xfffffffffffffULL,
                                  0xfffffffffffffULL, 0x00000000fffffULL};
@@ -200,8 +200,8 @@ static IFMA __mmask8 fe8_lt(const fe8 *a, const uint64_t m[NL])
     v8 borrow = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < NL; j++) {
-        v8 d = _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])),
-                                borrow);
+        v8 d =
+            _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])), borrow);
         borrow = _mm512_srli_epi64(d, 63);
     }
     return _mm512_test_epi64_mask(borrow, borrow);
@@ -318,14 +318,16 @@ static IFMA void redc_p(fe8 *r, v8 t[2 * NL])
     for (int i = 0; i < NL; i++) {
         const v8 y = _mm512_and_si512(_mm512_add_epi64(t[i], _mm512_slli_epi64(t[i], 32)), msk);
         /* limb i: t + (y 2^32 mod 2^52) - y has its low 52 bits zero; carry the rest */
-        v8 c = _mm512_sub_epi64(_mm512_add_epi64(t[i], _mm512_and_si512(_mm512_slli_epi64(y, 32), msk)), y);
+        v8 c = _mm512_sub_epi64(
+            _mm512_add_epi64(t[i], _mm512_and_si512(_mm512_slli_epi64(y, 32), msk)), y);
         c = _mm512_srai_epi64(c, 52);
         /* limb i+1: + y >> 20 (of y 2^32) - (y 2^44 mod 2^52) */
         t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_add_epi64(c, _mm512_srli_epi64(y, 20)));
         t[i + 1] = _mm512_sub_epi64(t[i + 1], _mm512_and_si512(_mm512_slli_epi64(y, 44), msk));
         /* limb i+2: - y >> 8 (of y 2^96) - (y 2^24 mod 2^52) */
-        t[i + 2] = _mm512_sub_epi64(t[i + 2], _mm512_add_epi64(_mm512_srli_epi64(y, 8),
-                                                               _mm512_and_si512(_mm512_slli_epi64(y, 24), msk)));
+        t[i + 2] = _mm512_sub_epi64(
+            t[i + 2], _mm512_add_epi64(_mm512_srli_epi64(y, 8),
+                                       _mm512_and_si512(_mm512_slli_epi64(y, 24), msk)));
         /* limb i+3: - y >> 28 (of y 2^128) */
         t[i + 3] = _mm512_sub_epi64(t[i + 3], _mm512_srli_epi64(y, 28));
         /* limbs i+7, i+8: + y 2^20 */
@@ -662,7 +664,7 @@ static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
     fadd(&gamma, &gamma, &gamma);
     fadd(&gamma, &gamma, &gamma);
     fadd(&gamma, &gamma, &gamma); /* 8 gamma^2 */
-    fsub(&R->y, &t, &gamma);     /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
+    fsub(&R->y, &t, &gamma);      /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
 }
 
 /* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
@@ -740,9 +742,9 @@ static void booth5(uint64_t mag[COMB_WINDOWS][MB8_LANES], uint64_t neg[COMB_WIND
             }
             /* s = all-ones when v >= 32 */
             uint64_t s = mb8__value_barrier(0 - (v >> 5));
-            uint64_t d = (63 - v) & s;  /* 63 - v for negative digits */
-            d = (d & s) | (v & ~s);     /* folded: 0..31 */
-            d = (d >> 1) + (d & 1);     /* (d + 1) / 2 */
+            uint64_t d = (63 - v) & s; /* 63 - v for negative digits */
+            d = (d & s) | (v & ~s);    /* folded: 0..31 */
+            d = (d >> 1) + (d & 1);    /* (d + 1) / 2 */
             mag[w][i] = d;
             neg[w][i] = s;
         }
@@ -836,9 +838,8 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[COMB_WINDOW
  * digit is never negative). mag[w][i] = |d|, neg[w][i] = all-ones when v >= 128 (d < 0,
  * or d = 0 for v = 255). The 8-bit group is read at a public position; the digit
  * arithmetic is branch-free. */
-static void booth7(uint64_t mag[COMB7_WINDOWS][MB8_LANES],
-                   uint64_t neg[COMB7_WINDOWS][MB8_LANES], const uint8_t k[MB8_LANES][NB],
-                   unsigned lane_mask)
+static void booth7(uint64_t mag[COMB7_WINDOWS][MB8_LANES], uint64_t neg[COMB7_WINDOWS][MB8_LANES],
+                   const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
     for (unsigned i = 0; i < MB8_LANES; i++) {
         uint8_t le[NB + 2];
@@ -1068,9 +1069,9 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
 
 /* The kernels' tables, in the caller's scratch (MB8__P384_WS_BYTES, 64-byte aligned). */
 struct p384_ws {
-    pt8 tab[16];                                          /* pt_mul: 1P..16P */
-    alignas(64) uint64_t mag[COMB_WINDOWS][MB8_LANES];    /* pt_mul(_g): Booth digits */
-    alignas(64) uint64_t neg[COMB_WINDOWS][MB8_LANES];    /* ... and signs */
+    pt8 tab[16];                                       /* pt_mul: 1P..16P */
+    alignas(64) uint64_t mag[COMB_WINDOWS][MB8_LANES]; /* pt_mul(_g): Booth digits */
+    alignas(64) uint64_t neg[COMB_WINDOWS][MB8_LANES]; /* ... and signs */
 };
 _Static_assert(sizeof(struct p384_ws) <= MB8__P384_WS_BYTES, "MB8__P384_WS_BYTES too small");
 
@@ -1172,8 +1173,8 @@ static IFMA_FN __mmask8 ecdsa_setup8(fe8 *r_m, fe8 *kb_inv_m, fe8 *b_m,
 
 /* s = (k b)^-1 (b e + (b r) d) mod n, canonical; bit i of the result set when lane i's d
  * is in [1, n-1] and s != 0. */
-static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m,
-                                        const fe8 *b_m, const uint8_t e_bytes[MB8_LANES][NB],
+static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m, const fe8 *b_m,
+                                        const uint8_t e_bytes[MB8_LANES][NB],
                                         const uint8_t d_bytes[MB8_LANES][NB], unsigned lane_mask)
 {
     fe8 d, e, rr, br, t, one;

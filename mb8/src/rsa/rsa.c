@@ -145,7 +145,7 @@ mb8_status_t mb8_rsa_private_crt(uint8_t *const out[MB8_LANES], const uint8_t *c
     /* Dispatch, decided once per process by mb8_cpu_has_ifma() (CPUID + XCR0, or
      * MB8_FORCE_PORTABLE=1): the 8-lane IFMA kernel, else the portable one. */
     if (mb8_cpu_has_ifma())
-        return st | mb8__rsa_private_crt_ifma(out, in, key, blind, unblind, (uint64_t *)scratch,
-                                              lanes);
+        return st |
+               mb8__rsa_private_crt_ifma(out, in, key, blind, unblind, (uint64_t *)scratch, lanes);
     return st | mb8__rsa_private_crt_ref(out, in, key, blind, unblind, (uint64_t *)scratch, lanes);
 }

@@ -277,9 +277,8 @@ static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0,
 }
 
 #define AMM8_SPECIALISE(N)                                                                         \
-    static IFMA_FN __attribute__((noinline)) void amm8x##N(v8 *restrict r, const v8 *a,            \
-                                                           const v8 *b, const v8 *restrict m,      \
-                                                           v8 k0)                                  \
+    static IFMA_FN __attribute__((noinline)) void amm8x##N(                                        \
+        v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0)                     \
     {                                                                                              \
         amm8(r, a, b, m, k0, N);                                                                   \
     }
@@ -315,7 +314,8 @@ static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restr
 static IFMA void select8_masks(v8 mk[1u << MB8__RSA_WIN_IFMA], v8 idx)
 {
     for (unsigned e = 0; e < (1u << MB8__RSA_WIN_IFMA); e++)
-        mk[e] = _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e)), -1);
+        mk[e] = _mm512_maskz_set1_epi64(
+            _mm512_cmpeq_epi64_mask(idx, _mm512_set1_epi64((long long)e)), -1);
 }
 
 /*
@@ -324,8 +324,7 @@ static IFMA void select8_masks(v8 mk[1u << MB8__RSA_WIN_IFMA], v8 idx)
  * store followed by a load of the same address cannot be forwarded and stalls). Done in
  * parts between the squarings, so that its loads and logic overlap their IFMA.
  */
-static IFMA void select8_part(v8 *r, const v8 *table, size_t n, const v8 *mk, size_t j0,
-                              size_t j1)
+static IFMA void select8_part(v8 *r, const v8 *table, size_t n, const v8 *mk, size_t j0, size_t j1)
 {
     for (size_t j = j0; j < j1; j++) {
         v8 acc = _mm512_setzero_si512();
@@ -569,8 +568,8 @@ static IFMA_FN void garner8(uint64_t *const s[MB8_LANES], const uint64_t *const 
     to_vec(vqi, qip, h);
     to_vec(vmp, mp, h);
     to_vec(vmq, mq, h);
-    csub8(d, vmq, vp, h);      /* m_q mod p */
-    subm8(d, vmp, d, vp, h);   /* m_p - m_q mod p */
+    csub8(d, vmq, vp, h);         /* m_q mod p */
+    subm8(d, vmp, d, vp, h);      /* m_p - m_q mod p */
     amm8n(hh, d, vqi, vp, k0, h); /* (m_p - m_q) qInv mod p, < 2p */
     csub8(hh, hh, vp, h);
     for (size_t j = 0; j < 2 * h; j++)
@@ -628,7 +627,8 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
         first++;
     h = key[first]->h;
     bits = key[first]->bits;
-    v8 *vws = (v8 *)(((uintptr_t)(scratch + MB8_LANES * MB8__RSA_WS_LANE(h)) + 63) & ~(uintptr_t)63);
+    v8 *vws =
+        (v8 *)(((uintptr_t)(scratch + MB8_LANES * MB8__RSA_WS_LANE(h)) + 63) & ~(uintptr_t)63);
     used = mb8__rsa_ifma_scratch_limbs(h);
 
     /* unused lanes compute a copy of the first used lane (public: the lane pattern) */
@@ -672,8 +672,8 @@ IFMA_FN mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
             k0s[i] = k[i]->k0n;
             uint64_t *mi = ws[i] + MB8__RSA_WS_M(h);
             mb8__bn52_from_be(mi, nl, in[(lanes >> i & 1) ? i : first], len);
-            in_ok[i] = mb8__value_barrier(0 - mb8__bn52_sub(ws[i] + MB8__RSA_WS_T1(h), mi,
-                                                            np[i], nl));
+            in_ok[i] =
+                mb8__value_barrier(0 - mb8__bn52_sub(ws[i] + MB8__RSA_WS_T1(h), mi, np[i], nl));
             if (all_blind)
                 mb8__bn52_from_be(t2[i], nl, bl[i], len);
             else

@@ -273,8 +273,8 @@ void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uin
 /* Montgomery reduction of t (2n limbs, t < m 2^(52n); destroyed): r = t 2^(-52n) mod m,
  * r < 2m; one out-of-line instance of redc_n for the once-per-half reduction of the input
  * (the IFMA kernel reduces its input with its own 8-lane redc8). */
-static __attribute__((noinline)) void redc(uint64_t *r, uint64_t *t, const uint64_t *m,
-                                           uint64_t k0, size_t n)
+static __attribute__((noinline)) void redc(uint64_t *r, uint64_t *t, const uint64_t *m, uint64_t k0,
+                                           size_t n)
 {
     redc_n(r, t, m, k0, n);
 }

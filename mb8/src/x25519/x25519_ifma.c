@@ -69,9 +69,9 @@ static IFMA void fe8_norm(fe8 *r, v8 l0, v8 l1, v8 l2, v8 l3, v8 l4)
     v8 c = _mm512_srli_epi64(l4, 47);
     l4 = _mm512_and_si512(l4, m47);
     /* 19 c = 16 c + 2 c + c */
-    l0 = _mm512_add_epi64(l0, _mm512_add_epi64(_mm512_add_epi64(_mm512_slli_epi64(c, 4),
-                                                                _mm512_slli_epi64(c, 1)),
-                                               c));
+    l0 = _mm512_add_epi64(
+        l0,
+        _mm512_add_epi64(_mm512_add_epi64(_mm512_slli_epi64(c, 4), _mm512_slli_epi64(c, 1)), c));
     l1 = _mm512_add_epi64(l1, _mm512_srli_epi64(l0, 52));
     r->l[0] = _mm512_and_si512(l0, m52);
     l2 = _mm512_add_epi64(l2, _mm512_srli_epi64(l1, 52));
@@ -353,8 +353,7 @@ static IFMA void ladder8(fe8 *res, const fe8 *x1, const v8 kw[4])
 
     for (int pos = 254; pos >= 0; pos--) {
         /* pos is public: the word and shift depend only on the loop counter */
-        v8 bit = _mm512_and_si512(_mm512_srl_epi64(kw[pos >> 6], _mm_cvtsi32_si128(pos & 63)),
-                                  one);
+        v8 bit = _mm512_and_si512(_mm512_srl_epi64(kw[pos >> 6], _mm_cvtsi32_si128(pos & 63)), one);
         swap = _mm512_xor_si512(swap, bit);
         v8 mask = _mm512_sub_epi64(zero, swap);
         fe8_cswap(&x2, &x3, mask);
@@ -374,7 +373,7 @@ static IFMA void ladder8(fe8 *res, const fe8 *x1, const v8 kw[4])
         fe8_sqr(&x3, &t);
         fe8_sub(&t, &da, &cb); /* z_3 = x_1 * (DA - CB)^2 */
         fe8_sqr(&z3, &t);
-        fe8_mul(&x2, &aa, &bb); /* x_2 = AA * BB */
+        fe8_mul(&x2, &aa, &bb);                /* x_2 = AA * BB */
         fe8_add_mulsmall(&t, &aa, &e, 121665); /* z_2 = E * (AA + a24 * E) */
         fe8_mul(&z3, &z3, x1);
         fe8_mul(&z2, &e, &t);
@@ -468,10 +467,10 @@ static IFMA void select_niels(niels8 *r, const uint64_t row[8][3][5], v8 abs_e, 
     v8 mk[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++)
-        mk[j] = _mm512_maskz_set1_epi64(
-            _mm512_cmpeq_epi64_mask(abs_e, _mm512_set1_epi64(j + 1)), -1);
-    const v8 is0 = _mm512_maskz_set1_epi64(
-        _mm512_cmpeq_epi64_mask(abs_e, _mm512_setzero_si512()), 1);
+        mk[j] =
+            _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(abs_e, _mm512_set1_epi64(j + 1)), -1);
+    const v8 is0 =
+        _mm512_maskz_set1_epi64(_mm512_cmpeq_epi64_mask(abs_e, _mm512_setzero_si512()), 1);
     fe8 *dst[3] = {&r->ypx, &r->ymx, &r->xy2d};
 #pragma GCC unroll 3
     for (int c = 0; c < 3; c++) {
@@ -550,8 +549,8 @@ static IFMA_FN __attribute__((noinline)) void ge8_madd_digit(ge8 *h, int i, v8 a
 /* Signed radix-16 digits of the clamped scalar (ref10): e_i in [-8, 8), e_63 in [0, 8]
  * (k < 2^255). Branch-free: carries by arithmetic on small signed integers. Writes |e_i|
  * and an all-ones word where e_i < 0, transposed, for lane i. */
-static void recode_lane(uint64_t absd[64][MB8_LANES], uint64_t negm[64][MB8_LANES],
-                        unsigned lane, const uint8_t kc[32])
+static void recode_lane(uint64_t absd[64][MB8_LANES], uint64_t negm[64][MB8_LANES], unsigned lane,
+                        const uint8_t kc[32])
 {
     int e[64];
     for (int i = 0; i < 32; i++) {

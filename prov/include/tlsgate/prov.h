@@ -74,17 +74,17 @@ enum tlsgate_alg {
 };
 
 typedef struct tlsgate_alg_metrics {
-    char name[16];           /* "rsa2048", "ecdsa_p256", "ecdh_p256", "keygen_p256",
+    char name[16];                /* "rsa2048", "ecdsa_p256", "ecdh_p256", "keygen_p256",
                                 "x25519", "keygen_x25519", ... (NUL-terminated) */
-    uint64_t requests;       /* private-key operations of this algorithm */
-    uint64_t requests_async; /* of which inside an async job (could be batched) */
-    uint64_t single;         /* run at once as one default-provider operation (no job, or
+    uint64_t requests;            /* private-key operations of this algorithm */
+    uint64_t requests_async;      /* of which inside an async job (could be batched) */
+    uint64_t single;              /* run at once as one default-provider operation (no job, or
                                 the adaptive choice) */
-    uint64_t fallbacks;      /* mb8 refused (a lane failed) and the default provider ran */
-    uint64_t pool_hits;      /* served from an idle-time precomputed pool */
-    uint64_t pool_misses;    /* a pool existed for the key but was empty */
-    uint64_t batches;        /* mb8 kernel calls */
-    uint64_t fill[8];        /* batches with 1..8 requests (fill[k-1]) */
+    uint64_t fallbacks;           /* mb8 refused (a lane failed) and the default provider ran */
+    uint64_t pool_hits;           /* served from an idle-time precomputed pool */
+    uint64_t pool_misses;         /* a pool existed for the key but was empty */
+    uint64_t batches;             /* mb8 kernel calls */
+    uint64_t fill[8];             /* batches with 1..8 requests (fill[k-1]) */
     tlsgate_hist_t queue_wait_us; /* per request: queued -> its batch computed, µs */
     tlsgate_hist_t batch_us;      /* per batch: kernel time, µs */
     /* batches by what computed them (prov/README.md, "When an operation is batched") */
