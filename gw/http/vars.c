@@ -270,15 +270,20 @@ static void add_ssl_client(gw_vbuf_t *b, gw_conn_t *c, const char *what)
     }
 }
 
-/* $ssl_curve: the negotiated group by OpenSSL's short name (nginx: OBJ_nid2sn, or the
- * group's code point in hex when OpenSSL has no NID for it) */
+/* $ssl_curve: the negotiated group by OpenSSL's short name (nginx: OBJ_nid2sn); a
+ * provider's group (no NID: TLSEXT_nid_unknown | its TLS id, e.g. X25519MLKEM768 of the
+ * tlsgate provider) by the name SSL_group_to_name gives, else its code point in hex */
 static void add_curve(gw_vbuf_t *b, SSL *ssl)
 {
     int nid = SSL_get_negotiated_group(ssl);
     if (nid == 0 || nid == NID_undef)
         return;
     if (nid & TLSEXT_nid_unknown) {
-        add_fmt(b, "0x%04x", nid & 0xffff);
+        const char *name = SSL_group_to_name(ssl, nid);
+        if (name)
+            add_str(b, name);
+        else
+            add_fmt(b, "0x%04x", nid & 0xffff);
         return;
     }
     const char *sn = OBJ_nid2sn(nid);

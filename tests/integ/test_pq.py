@@ -29,10 +29,10 @@ KNOWN_FAILURES = {}
 MAIN_PROV = 'ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\nworker_processes 1;\n'
 
 
-def start(env, extra, main=MAIN_PROV):
+def start(env, extra, main=MAIN_PROV, http_extra=""):
     env.write("html/index.html", "hello\n")
     port, pplain = env.port(), env.port()
-    conf = env.conf("""
+    conf = env.conf(http_extra + """
     server {
         listen 127.0.0.1:%d ssl;
         server_name a.test;
@@ -94,7 +94,9 @@ def chromium_get(port, tmp):
 
 
 def test_default_auto(env):
-    srv, port, pplain = start(env, "")
+    curve_log = env.path("curve.log")
+    srv, port, pplain = start(env, "access_log %s curve;" % curve_log,
+                              http_extra="log_format curve '$ssl_curve';\n")
     rc, out, gid = s_client(port, "X25519MLKEM768", True)
     assert rc == 0 and gid == 0x11EC and "hello" in out, out[-3000:]
     print("  s_client (provider) X25519MLKEM768: group 0x%04x" % gid, flush=True)
@@ -103,6 +105,10 @@ def test_default_auto(env):
     print("  plain s_client: X25519", flush=True)
     h.wait_until(lambda: by_group(pplain) == {"X25519MLKEM768": 1, "X25519": 1}, 5,
                  what="by_group: one X25519MLKEM768 and one X25519 handshake")
+    # $ssl_curve names the provider's group (SSL_group_to_name), as the built-in one
+    h.wait_until(lambda: os.path.exists(curve_log) and
+                 open(curve_log).read().split() == ["X25519MLKEM768", "X25519"], 5,
+                 what="$ssl_curve lines X25519MLKEM768 then X25519")
     page = chromium_get(port, env.path("chromium"))
     if page is None:
         print("  chromium: not installed, skipped", flush=True)
