@@ -325,8 +325,21 @@ def settled(port, want, provider):
                 return None
         return js
     js = h.wait_until(ready, 10, interval=0.1, what="provider metrics of both workers")
-    samples, types, body = metrics(port)
-    return js, samples, types, body
+    if not provider:
+        samples, types, body = metrics(port)
+        return js, samples, types, body
+
+    # the workers keep computing after the handshakes (idle-time pool batches, slow in the
+    # ASan build) and refresh their snapshots every ~100 ms: take /status and /metrics
+    # from one quiet spell, where /status reads the same before and after /metrics
+    def quiet():
+        a = status_json(port)
+        samples, types, body = metrics(port)
+        b = status_json(port)
+        if a["provider"] != b["provider"]:
+            return None
+        return a, samples, types, body  # /status first, as the checks expect
+    return h.wait_until(quiet, 20, interval=0.3, what="a quiet spell of the provider counters")
 
 
 def counters(samples, types):
