@@ -59,6 +59,7 @@
 #include <stdalign.h>
 #include <string.h>
 
+#include "../common/booth.h"
 #include "../common/ct.h"
 #include "p384_internal.h"
 
@@ -831,40 +832,11 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[COMB_WINDOW
     mb8__wipe(&ny, sizeof ny);
 }
 
-/* Booth recoding for the comb (as ecp_nistz256's booth_recode_w7): the signed digit of
- * window w (w = 0..54) of each lane comes from the 8 bits v = k bits 7w + 6 .. 7w - 1 (bit
- * -1 = 0, bits above 383 = 0): d = floor((v + 1) / 2) for v < 128, floor((v + 1) / 2) - 128
- * otherwise, so |d| <= 64 and k = sum d_w 2^(7w) (55 windows cover 385 bits: the top
- * digit is never negative). mag[w][i] = |d|, neg[w][i] = all-ones when v >= 128 (d < 0,
- * or d = 0 for v = 255). The 8-bit group is read at a public position; the digit
- * arithmetic is branch-free. */
+/* The comb's signed 7-bit digits of every lane's scalar (common/booth.h). */
 static void booth7(uint64_t mag[COMB7_WINDOWS][MB8_LANES], uint64_t neg[COMB7_WINDOWS][MB8_LANES],
                    const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        uint8_t le[NB + 2];
-        for (int j = 0; j < NB; j++)
-            le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
-        le[NB] = le[NB + 1] = 0;
-        for (int w = 0; w < COMB7_WINDOWS; w++) {
-            int bit = 7 * w - 1; /* lowest bit of the 8-bit group */
-            uint64_t v;
-            if (bit < 0) { /* public position */
-                v = ((uint64_t)le[0] << 1) & 0xFF;
-            } else {
-                uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
-                v = (two >> (bit & 7)) & 0xFF;
-            }
-            /* s = all-ones when v >= 128 */
-            uint64_t s = mb8__value_barrier(0 - (v >> 7));
-            uint64_t d = (255 - v) & s; /* 255 - v for negative digits */
-            d = d | (v & ~s);           /* 0..255 folded: 0..127 */
-            d = (d >> 1) + (d & 1);     /* ceil(d / 2) */
-            mag[w][i] = d;
-            neg[w][i] = s;
-        }
-        mb8__wipe(le, sizeof le);
-    }
+    mb8__booth7(mag, neg, COMB7_WINDOWS, &k[0][0], NB, lane_mask);
 }
 
 /* (x, y) = entry |d| of one comb window for every lane (the digit's magnitude mag in
