@@ -952,6 +952,11 @@ static void start_close(gw_conn_t *c)
  * as nginx's lingering close: FIN after the alert, then drain until EOF or LINGER_MS. */
 static void linger_after_alert(gw_conn_t *c)
 {
+    /* the alert is on the wire: the SSL (its keys in the secure heap, its buffers) is not
+     * needed for draining, and must not stay for LINGER_MS under a handshake flood */
+    c->wbuf = NULL; /* SSL_free frees the BIO chain */
+    SSL_free(c->ssl);
+    c->ssl = NULL;
     shutdown(c->fd, SHUT_WR);
     c->state = GW_CONN_LINGER;
     c->in_len = c->head_len = 0;
