@@ -19,7 +19,6 @@ GW_DEPLOY_SETTER(gw_conf_set_real_ip_from);
 GW_DEPLOY_SETTER(gw_conf_set_real_ip_header);
 GW_DEPLOY_SETTER(gw_conf_set_log_format);
 GW_DEPLOY_SETTER(gw_conf_set_include);
-GW_DEPLOY_SETTER(gw_conf_set_deploy_flag);
 GW_DEPLOY_SETTER(gw_conf_set_verify_client);
 
 /** Settings initialised "not given" (called by gw_conf_srv_init / gw_conf_loc_init). */

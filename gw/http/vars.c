@@ -423,13 +423,21 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     return 1;
 }
 
-static size_t name_len(const char *s)
+size_t gw_vars_ref(const char *t, const char **name, size_t *nlen)
 {
+    const char *s = t + 1;
+    int braced = *s == '{';
+    if (braced)
+        s++;
     size_t n = 0;
     while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
            (s[n] >= '0' && s[n] <= '9') || s[n] == '_')
         n++;
-    return n;
+    if (n == 0 || (braced && s[n] != '}'))
+        return 0;
+    *name = s;
+    *nlen = n;
+    return (size_t)(s + n + braced - t);
 }
 
 void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
@@ -442,19 +450,16 @@ void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
             t += n;
             continue;
         }
-        const char *s = t + 1;
-        int braced = *s == '{';
-        if (braced)
-            s++;
-        size_t n = name_len(s);
-        if (n == 0 || (braced && s[n] != '}')) {
+        const char *s;
+        size_t n, ref = gw_vars_ref(t, &s, &n);
+        if (!ref) {
             gw_vbuf_add(out, "$", 1);
             t++;
             continue;
         }
         size_t before = out->len;
         if (!gw_vars_eval(c, s, n, out)) {
-            gw_vbuf_add(out, t, (size_t)(s + n + braced - t));
+            gw_vbuf_add(out, t, ref);
         } else if (header) {
             size_t o = before;
             for (size_t i = before; i < out->len; i++)
@@ -463,7 +468,7 @@ void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
             out->len = o;
             out->s[o] = '\0';
         }
-        t = s + n + braced;
+        t += ref;
     }
 }
 

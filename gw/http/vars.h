@@ -80,6 +80,13 @@ void gw_vars_release(struct gw_conn *c);
 int gw_vars_eval(struct gw_conn *c, const char *name, size_t nlen, gw_vbuf_t *out);
 
 /**
+ * At t (pointing at a '$'): the variable reference "$name" or "${name}" (name: letters,
+ * digits, '_'). Returns the bytes it takes (0 when t is no reference: a lone '$') and
+ * sets *name and *nlen.
+ */
+size_t gw_vars_ref(const char *t, const char **name, size_t *nlen);
+
+/**
  * Expand the "$name" and "${name}" variables of text into out; unknown names stay
  * literal, as a '$' not followed by a name does. With header != 0, control characters of
  * values are dropped (a value never ends a header line).
