@@ -15,7 +15,7 @@
 
 int gw_access_denied(gw_conn_t *c)
 {
-    const gw_loc_settings_t *l = c->v.loc ? c->v.loc : &c->vs->conf->loc;
+    const gw_loc_settings_t *l = c->rq && c->rq->v.loc ? c->rq->v.loc : &c->vs->conf->loc;
     const gw_deploy_loc_t *d = &l->dep;
     for (size_t i = 0; i < d->n_access; i++)
         if (gw_cidr_match(&d->access[i].cidr, c->v.family, c->v.addr))
@@ -57,11 +57,12 @@ static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[1
 
 static void set_client(gw_conn_t *c, int family, const unsigned char *addr, int port)
 {
-    c->v.family = family;
+    c->v.family = (uint8_t)family;
     memset(c->v.addr, 0, sizeof(c->v.addr));
     memcpy(c->v.addr, addr, family == AF_INET ? 4 : 16);
-    c->v.port = port;
+    c->v.port = (uint16_t)port;
     inet_ntop(family, addr, c->peer_text, sizeof(c->peer_text));
+    c->v.peer_replaced = 1;
 }
 
 void gw_access_real_ip(gw_conn_t *c)
@@ -72,15 +73,16 @@ void gw_access_real_ip(gw_conn_t *c)
     v->family = v->tcp_family;
     memcpy(v->addr, v->tcp_addr, 16);
     v->port = v->tcp_port;
-    snprintf(c->peer_text, sizeof(c->peer_text), "%s", v->tcp_text);
+    if (v->peer_replaced) { /* a previous request's real_ip address */
+        inet_ntop(v->tcp_family, v->tcp_addr, c->peer_text, sizeof(c->peer_text));
+        v->peer_replaced = 0;
+    }
     const gw_deploy_srv_t *d = &c->vs->conf->srv.dep;
     if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->family, v->addr))
         return;
     if (strcmp(d->real_ip_header, "proxy_protocol") == 0) {
-        int fam;
-        unsigned char a[16];
-        if (v->pp_addr[0] && parse_addr(v->pp_addr, strlen(v->pp_addr), &fam, a))
-            set_client(c, fam, a, v->pp_port);
+        if (v->pp_family)
+            set_client(c, v->pp_family, v->pp_addr, v->pp_port);
         return;
     }
     const gw_http_request_t *r = &c->rq->req;
@@ -136,8 +138,9 @@ int gw_access_proxy_protocol(gw_conn_t *c)
     }
     c->v.pp_pending = 0;
     if (pp.family) {
-        inet_ntop(pp.family, pp.src, c->v.pp_addr, sizeof(c->v.pp_addr));
-        c->v.pp_port = pp.src_port;
+        c->v.pp_family = (uint8_t)pp.family;
+        memcpy(c->v.pp_addr, pp.src, 16);
+        c->v.pp_port = (uint16_t)pp.src_port;
     }
     if (!c->ssl && c->laddr->stream)
         gw_stream_start(c);

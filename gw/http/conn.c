@@ -552,6 +552,7 @@ static gw_conn_rq_t *rq_take(void)
 {
     gw_conn_rq_t *rq = take_block(&free_rq, &n_free_rq, sizeof(gw_conn_rq_t));
     rq->request_line[0] = rq->log_referer[0] = rq->log_ua[0] = '\0';
+    rq->v.head = NULL; /* http/vars.h */
     return rq;
 }
 
@@ -569,7 +570,8 @@ static void give_out(char *out, size_t cap)
 
 static void conn_release_request_memory(gw_conn_t *c)
 {
-    gw_vars_release(c);
+    if (c->rq)
+        gw_vars_release(&c->rq->v);
     give_out(c->out, c->out_cap);
     c->out = NULL;
     c->out_cap = c->out_len = c->out_off = 0;
@@ -686,7 +688,8 @@ void gw_resp_head(gw_conn_t *c, int status, const char *content_type, uint64_t c
     out_append(c, head, (size_t)(o - head));
     if (extra)
         out_append(c, extra, strlen(extra));
-    c->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
+    if (c->rq)
+        c->rq->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
     gw_headers_emit(c, status); /* add_header: http/headers.c */
     out_append(c, "\r\n", 2);
 }

@@ -40,6 +40,7 @@ typedef struct gw_conn_rq {
     char request_line[512];  /* escaped copies for the access log: the head itself is */
     char log_referer[256];   /* dropped from the buffer before a body is read */
     char log_ua[256];
+    gw_req_vars_t v;         /* the request's variables (http/vars.h) */
 } gw_conn_rq_t;
 
 /** A wait fd of a paused async job, registered in epoll (ssl_async_notify fd). */
@@ -116,7 +117,7 @@ typedef struct gw_conn {
 
     struct gw_proxy *proxy;  /* GW_CONN_PROXY: the proxied request (gw/proxy/proxy.c) */
     struct gw_stream *stream; /* GW_CONN_STREAM: the relay (gw/proxy/stream.c) */
-    gw_conn_vars_t v;        /* variables, client address, head copy (http/vars.h) */
+    gw_conn_vars_t v;        /* client addresses, PROXY protocol (http/vars.h) */
 } gw_conn_t;
 
 /**

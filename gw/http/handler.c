@@ -454,7 +454,7 @@ void gw_http_handle(gw_conn_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
-    c->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
+    c->rq->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
     if (gw_access_denied(c)) {        /* http/access.c */
         gw_resp_error(c, 403);
         return;

@@ -23,29 +23,32 @@
 struct gw_conn;
 struct gw_loc_settings;
 
-/** What a connection keeps for the variables (zeroed with the connection). */
+/** What a connection keeps for the variables and the client address (zeroed with the
+ * connection; addresses in binary, written as text only when asked for: issue #21's
+ * memory per idle connection). */
 typedef struct gw_conn_vars {
-    int tcp_family;               /* the TCP peer: AF_INET / AF_INET6 */
-    unsigned char tcp_addr[16];
-    int tcp_port;
-    char tcp_text[64];            /* its address as text (peer_text before real_ip) */
-    int family;                   /* the client (after real_ip): allow/deny, $remote_addr */
-    unsigned char addr[16];
-    int port;                     /* $remote_port (0: unknown, empty) */
     uint64_t serial;              /* $connection */
-    char pp_addr[64];             /* $proxy_protocol_addr, "" without PROXY protocol */
-    int pp_port;
-    int pp_pending;               /* listen ... proxy_protocol: the header is still to read */
-    const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
-                                          error_page), NULL: the server's */
-    int64_t start_us;             /* wall clock, microseconds: $request_time, $msec */
-    char *head;                   /* copy of the request head (malloc), or NULL */
-    uint64_t head_bytes;          /* bytes of the response head, for $bytes_sent */
-    char upstream_addr[128];      /* "ADDR:PORT[, ADDR:PORT...]" */
-    int upstream_status;
-    int64_t upstream_start_us;    /* monotonic: first connect of this request */
-    int in_error_page;            /* an error_page answer is being built */
+    unsigned char tcp_addr[16];   /* the TCP peer (network order; 4 bytes for IPv4) */
+    unsigned char addr[16];       /* the client after real_ip: allow/deny, $remote_addr */
+    unsigned char pp_addr[16];    /* the PROXY protocol header's client */
+    uint16_t tcp_port, port, pp_port; /* port: 0 when unknown ($remote_port empty) */
+    uint8_t tcp_family, family, pp_family; /* AF_INET / AF_INET6; pp: 0 = none */
+    uint8_t pp_pending;           /* listen ... proxy_protocol: the header is still to read */
+    uint8_t peer_replaced;        /* peer_text holds the real_ip address, not the peer's */
 } gw_conn_vars_t;
+
+/** What a request keeps for the variables (in gw_conn_rq_t, given back when idle). */
+typedef struct gw_req_vars {
+    const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
+                                          error_page, allow/deny), NULL: the server's */
+    char *head;                   /* copy of the request head (malloc), or NULL */
+    int64_t start_us;             /* wall clock, microseconds: $request_time */
+    int64_t upstream_start_us;    /* monotonic: first connect of this request */
+    uint64_t head_bytes;          /* bytes of the response head, for $bytes_sent */
+    int upstream_status;
+    int in_error_page;            /* an error_page answer is being built */
+    char upstream_addr[128];      /* "ADDR:PORT[, ADDR:PORT...]" */
+} gw_req_vars_t;
 
 /** Growable output of an expansion; s is NUL-terminated, len bytes. */
 typedef struct gw_vbuf {
@@ -69,8 +72,9 @@ void gw_vars_accepted(struct gw_conn *c, const struct sockaddr *peer, socklen_t 
  */
 void gw_vars_request(struct gw_conn *c);
 
-/** The request's memory (the head copy) is given back; idempotent. */
-void gw_vars_release(struct gw_conn *c);
+/** The request's memory (the head copy) is given back; idempotent. rv->head must be valid
+ * or NULL (a request block from the free list: set it NULL). */
+void gw_vars_release(gw_req_vars_t *rv);
 
 /**
  * Append the value of variable name[0..nlen) (without '$') to out. Returns 1, or 0 when
