@@ -552,7 +552,7 @@ static gw_conn_rq_t *rq_take(void)
 {
     gw_conn_rq_t *rq = take_block(&free_rq, &n_free_rq, sizeof(gw_conn_rq_t));
     rq->request_line[0] = rq->log_referer[0] = rq->log_ua[0] = '\0';
-    rq->v.head = NULL; /* http/vars.h */
+    memset(&rq->v, 0, sizeof(rq->v)); /* http/vars.h: also before a head is parsed */
     return rq;
 }
 

@@ -72,8 +72,9 @@ void gw_vars_accepted(struct gw_conn *c, const struct sockaddr *peer, socklen_t 
  */
 void gw_vars_request(struct gw_conn *c);
 
-/** The request's memory (the head copy) is given back; idempotent. rv->head must be valid
- * or NULL (a request block from the free list: set it NULL). */
+/** The request's memory (the head copy) is given back; idempotent. rv must be zeroed when
+ * its request block is taken (conn.c rq_take): error answers read it before a head is
+ * parsed. */
 void gw_vars_release(gw_req_vars_t *rv);
 
 /**
