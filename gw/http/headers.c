@@ -26,8 +26,16 @@ static const gw_loc_settings_t *settings(const gw_conn_t *c)
 static int success_status(int status)
 {
     switch (status) {
-    case 200: case 201: case 204: case 206: case 301: case 302: case 303: case 304:
-    case 307: case 308:
+    case 200:
+    case 201:
+    case 204:
+    case 206:
+    case 301:
+    case 302:
+    case 303:
+    case 304:
+    case 307:
+    case 308:
         return 1;
     default:
         return 0;
@@ -142,8 +150,8 @@ int gw_headers_client_cert(gw_conn_t *c)
     if (!why)
         return 0;
     if (SSL_get0_peer_certificate(c->ssl))
-        gw_log(GW_LOG_INFO, 0, "client %s: SSL certificate verify error: (%ld:%s)",
-               c->peer_text, SSL_get_verify_result(c->ssl),
+        gw_log(GW_LOG_INFO, 0, "client %s: SSL certificate verify error: (%ld:%s)", c->peer_text,
+               SSL_get_verify_result(c->ssl),
                X509_verify_cert_error_string(SSL_get_verify_result(c->ssl)));
     else
         gw_log(GW_LOG_INFO, 0, "client %s sent no required SSL certificate", c->peer_text);

@@ -108,8 +108,8 @@ static int needs_head_copy(const gw_conn_t *c)
  * same bytes of the copy. */
 #define REBASE(ptr)                                                                                \
     do {                                                                                           \
-        if ((ptr) && (const char *)(ptr) >= base && (const char *)(ptr) < base + len)             \
-            (ptr) = copy + ((const char *)(ptr) - base);                                           \
+        if ((ptr) && (const char *)(ptr) >= base && (const char *)(ptr) < base + len)              \
+            (ptr) = copy + ((const char *)(ptr)-base);                                             \
     } while (0)
 
 static void copy_head(gw_conn_t *c)
@@ -307,8 +307,8 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
             add_fmt(b, "%d", v->port);
     } else if (VAR("request")) {
         if (r && r->method_str)
-            add_fmt(b, "%.*s %.*s HTTP/1.%d", (int)r->method_len, r->method_str,
-                    (int)r->target_len, r->target, r->version_minor);
+            add_fmt(b, "%.*s %.*s HTTP/1.%d", (int)r->method_len, r->method_str, (int)r->target_len,
+                    r->target, r->version_minor);
     } else if (VAR("request_method")) {
         if (r && r->method_str)
             gw_vbuf_add(b, r->method_str, r->method_len);
@@ -330,8 +330,7 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
         add_fmt(b, "%llu", (unsigned long long)c->bytes_sent);
     } else if (VAR("bytes_sent")) {
         add_fmt(b, "%llu", (unsigned long long)(c->bytes_sent + rv->head_bytes));
-    } else if (VAR("request_time") || VAR("msec") || VAR("time_iso8601") ||
-               VAR("time_local")) {
+    } else if (VAR("request_time") || VAR("msec") || VAR("time_iso8601") || VAR("time_local")) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -366,8 +365,7 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
         if (c->vs->conf->server_names.n)
             add_str(b, c->vs->conf->server_names.v[0]);
     } else if (VAR("server_port")) {
-        const char *t = c->laddr && c->laddr->listen ? strrchr(c->laddr->listen->text, ':')
-                                                     : NULL;
+        const char *t = c->laddr && c->laddr->listen ? strrchr(c->laddr->listen->text, ':') : NULL;
         if (t)
             add_str(b, t + 1);
     } else if (VAR("scheme")) {

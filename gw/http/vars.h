@@ -27,27 +27,27 @@ struct gw_loc_settings;
  * connection; addresses in binary, written as text only when asked for: issue #21's
  * memory per idle connection). */
 typedef struct gw_conn_vars {
-    uint64_t serial;              /* $connection */
-    unsigned char tcp_addr[16];   /* the TCP peer (network order; 4 bytes for IPv4) */
-    unsigned char addr[16];       /* the client after real_ip: allow/deny, $remote_addr */
-    unsigned char pp_addr[16];    /* the PROXY protocol header's client */
-    uint16_t tcp_port, port, pp_port; /* port: 0 when unknown ($remote_port empty) */
+    uint64_t serial;                       /* $connection */
+    unsigned char tcp_addr[16];            /* the TCP peer (network order; 4 bytes for IPv4) */
+    unsigned char addr[16];                /* the client after real_ip: allow/deny, $remote_addr */
+    unsigned char pp_addr[16];             /* the PROXY protocol header's client */
+    uint16_t tcp_port, port, pp_port;      /* port: 0 when unknown ($remote_port empty) */
     uint8_t tcp_family, family, pp_family; /* AF_INET / AF_INET6; pp: 0 = none */
-    uint8_t pp_pending;           /* listen ... proxy_protocol: the header is still to read */
-    uint8_t peer_replaced;        /* peer_text holds the real_ip address, not the peer's */
+    uint8_t pp_pending;    /* listen ... proxy_protocol: the header is still to read */
+    uint8_t peer_replaced; /* peer_text holds the real_ip address, not the peer's */
 } gw_conn_vars_t;
 
 /** What a request keeps for the variables (in gw_conn_rq_t, given back when idle). */
 typedef struct gw_req_vars {
     const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
                                           error_page, allow/deny), NULL: the server's */
-    char *head;                   /* copy of the request head (malloc), or NULL */
-    int64_t start_us;             /* wall clock, microseconds: $request_time */
-    int64_t upstream_start_us;    /* monotonic: first connect of this request */
-    uint64_t head_bytes;          /* bytes of the response head, for $bytes_sent */
+    char *head;                        /* copy of the request head (malloc), or NULL */
+    int64_t start_us;                  /* wall clock, microseconds: $request_time */
+    int64_t upstream_start_us;         /* monotonic: first connect of this request */
+    uint64_t head_bytes;               /* bytes of the response head, for $bytes_sent */
     int upstream_status;
-    int in_error_page;            /* an error_page answer is being built */
-    char upstream_addr[128];      /* "ADDR:PORT[, ADDR:PORT...]" */
+    int in_error_page;       /* an error_page answer is being built */
+    char upstream_addr[128]; /* "ADDR:PORT[, ADDR:PORT...]" */
 } gw_req_vars_t;
 
 /** Growable output of an expansion; s is NUL-terminated, len bytes. */

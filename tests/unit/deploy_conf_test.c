@@ -138,8 +138,10 @@ static void test_include_errors_name_file_and_line(void **state)
     put("m2.conf", "events { }\nhttp {\n include missing.conf; server { listen 8001; } }\n");
     c = load("m2.conf");
     assert_null(c);
-    snprintf(want, sizeof(want), "%s/m2.conf:3: include: cannot open \"%s/missing.conf\": No "
-             "such file or directory", dir, dir);
+    snprintf(want, sizeof(want),
+             "%s/m2.conf:3: include: cannot open \"%s/missing.conf\": No "
+             "such file or directory",
+             dir, dir);
     assert_int_equal(errs.n, 1);
     assert_string_equal(errs.v[0], want);
     /* a syntax error in an included file */
@@ -295,8 +297,8 @@ static void test_cidr(void **state)
     assert_true(gw_cidr_match(&c, AF_INET, a4));
     assert_int_equal(gw_cidr_parse("all", &c), 0);
     assert_true(gw_cidr_match(&c, AF_INET6, a6));
-    const char *bad[] = {"", "1.2.3", "1.2.3.4/", "1.2.3.4/-1", "1.2.3.4/1000", "::1/129",
-                         "1.2.3.4/8x", "x", "1.2.3.4/33"};
+    const char *bad[] = {"",        "1.2.3",      "1.2.3.4/", "1.2.3.4/-1", "1.2.3.4/1000",
+                         "::1/129", "1.2.3.4/8x", "x",        "1.2.3.4/33"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(gw_cidr_parse(bad[i], &c), -1);
 }
@@ -304,16 +306,17 @@ static void test_cidr(void **state)
 static void test_log_format(void **state)
 {
     (void)state;
-    gw_conf_t *c = parse_ok(
-        "http { log_format tls '$remote_addr \"$request\" ' '$status $ssl_protocol';\n"
-        "log_format j escape=json '{\"ua\":\"$http_user_agent\"}';\n"
-        "access_log /tmp/a.log tls;\n"
-        "server { listen 8001; }\n"
-        "server { listen 8002; access_log /tmp/b.log j; }\n"
-        "server { listen 8003; access_log /tmp/c.log combined; } }\n");
+    gw_conf_t *c =
+        parse_ok("http { log_format tls '$remote_addr \"$request\" ' '$status $ssl_protocol';\n"
+                 "log_format j escape=json '{\"ua\":\"$http_user_agent\"}';\n"
+                 "access_log /tmp/a.log tls;\n"
+                 "server { listen 8001; }\n"
+                 "server { listen 8002; access_log /tmp/b.log j; }\n"
+                 "server { listen 8003; access_log /tmp/c.log combined; } }\n");
     const gw_deploy_srv_t *h = &c->http.srv.dep;
     assert_int_equal(h->n_log_formats, 2);
-    assert_string_equal(h->log_formats[0].format, "$remote_addr \"$request\" $status $ssl_protocol");
+    assert_string_equal(h->log_formats[0].format,
+                        "$remote_addr \"$request\" $status $ssl_protocol");
     assert_int_equal(h->log_formats[1].escape, GW_LOG_ESCAPE_JSON);
     assert_string_equal(c->http.servers[0].srv.dep.access_log_format, "tls");
     assert_string_equal(c->http.servers[1].srv.dep.access_log_format, "j");
