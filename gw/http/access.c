@@ -11,6 +11,7 @@
 #include "http/vars.h"
 #include "core/log.h"
 #include "net/proxy_protocol.h"
+#include "net/realip.h"
 #include "proxy/stream.h"
 
 int gw_access_denied(gw_conn_t *c)
@@ -28,30 +29,6 @@ static int trusted(const gw_deploy_srv_t *d, int family, const unsigned char *ad
     for (size_t i = 0; i < d->n_real_ip_from; i++)
         if (gw_cidr_match(&d->real_ip_from[i], family, addr))
             return 1;
-    return 0;
-}
-
-/* Parse one address of a list element e[0..n) (OWS trimmed by the caller): IPv4, IPv6,
- * or [IPv6]. Returns 1 and fills family/addr, else 0. */
-static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
-{
-    char buf[64];
-    if (n >= 2 && e[0] == '[' && e[n - 1] == ']') {
-        e++;
-        n -= 2;
-    }
-    if (n == 0 || n >= sizeof(buf))
-        return 0;
-    memcpy(buf, e, n);
-    buf[n] = '\0';
-    if (inet_pton(AF_INET, buf, addr) == 1) {
-        *family = AF_INET;
-        return 1;
-    }
-    if (inet_pton(AF_INET6, buf, addr) == 1) {
-        *family = AF_INET6;
-        return 1;
-    }
     return 0;
 }
 
@@ -92,33 +69,11 @@ void gw_access_real_ip(gw_conn_t *c)
             h = &r->headers[i];
     if (!h)
         return;
-    /* the list's elements from the right: the last one was added by the trusted proxy
-     * that sent us the request; with real_ip_recursive, skip trusted proxies further */
-    const char *val = h->value;
-    size_t end = h->value_len;
     int fam = 0;
     unsigned char a[16];
-    int found = 0;
-    while (end > 0) {
-        size_t start = end;
-        while (start > 0 && val[start - 1] != ',')
-            start--;
-        size_t s = start, e = end;
-        while (s < e && (val[s] == ' ' || val[s] == '\t'))
-            s++;
-        while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
-            e--;
-        end = start ? start - 1 : 0;
-        if (e == s)
-            continue;
-        if (!parse_addr(val + s, e - s, &fam, a))
-            return; /* garbage: keep the address we have (nginx does the same) */
-        found = 1;
-        if (!d->real_ip_recursive || !trusted(d, fam, a))
-            break;
-    }
-    if (found)
-        set_client(c, fam, a, 0);
+    if (gw_realip_pick(h->value, h->value_len, d->real_ip_from, d->n_real_ip_from,
+                       d->real_ip_recursive == 1, &fam, a))
+        set_client(c, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
 }
 
 int gw_access_proxy_protocol(gw_conn_t *c)
