@@ -118,8 +118,8 @@ GW_DEPLOY_SETTER(gw_conf_set_add_header)
             return gw_conf_bad_value(p, n, 3, "must be \"always\"");
         always = 1;
     }
-    static const char *const own[] = {"content-length", "transfer-encoding", "connection",
-                                      "date", "server"};
+    static const char *const own[] = {"content-length", "transfer-encoding", "connection", "date",
+                                      "server"};
     for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
         if (strcasecmp(n->args[1], own[i]) == 0)
             return gw_conf_bad_value(p, n, 1, "this field is set by tlsgate itself");
@@ -158,8 +158,9 @@ GW_DEPLOY_SETTER(gw_conf_set_error_page)
         end = last - 1;
         const char *c = n->args[last - 1] + 1;
         if (!*c)
-            return gw_conf_bad_value(p, n, last - 1, "\"=\" without a code (the proxied "
-                                                     "response's code) is not supported");
+            return gw_conf_bad_value(p, n, last - 1,
+                                     "\"=\" without a code (the proxied "
+                                     "response's code) is not supported");
         new_code = parse_code(c, 200, 599);
         if (new_code < 0)
             return gw_conf_bad_value(p, n, last - 1, "must be =CODE with CODE 200..599");
@@ -172,8 +173,7 @@ GW_DEPLOY_SETTER(gw_conf_set_error_page)
             return gw_conf_bad_value(p, n, i, "must be between 300 and 599");
         if (uri[0] != '/' && new_code && !(new_code >= 301 && new_code <= 308))
             return gw_conf_bad_value(p, n, end, "a redirect needs =301, 302, 303, 307 or 308");
-        gw_error_page_t *e = gw_conf_xpush(&l->dep.error_pages, &l->dep.n_error_pages,
-                                           sizeof(*e));
+        gw_error_page_t *e = gw_conf_xpush(&l->dep.error_pages, &l->dep.n_error_pages, sizeof(*e));
         e->code = code;
         e->new_code = new_code;
         e->uri = gw_conf_xstrdup(uri);
@@ -262,8 +262,7 @@ GW_DEPLOY_SETTER(gw_conf_set_log_format)
             return free(f), gw_conf_bad_value(p, n, i, "control character in a format");
         strcat(f, n->args[i]);
     }
-    gw_log_format_t *lf = gw_conf_xpush(&s->dep.log_formats, &s->dep.n_log_formats,
-                                        sizeof(*lf));
+    gw_log_format_t *lf = gw_conf_xpush(&s->dep.log_formats, &s->dep.n_log_formats, sizeof(*lf));
     lf->name = gw_conf_xstrdup(name);
     lf->format = f;
     lf->escape = escape;
@@ -279,19 +278,6 @@ GW_DEPLOY_SETTER(gw_conf_set_include)
     (void)base;
     gw_conf_error(p, n->line, n->args[0], "internal error: include not expanded");
     return -1;
-}
-
-GW_DEPLOY_SETTER(gw_conf_set_deploy_flag)
-{
-    (void)sc;
-    const char *a = n->args[1];
-    if (strcasecmp(a, "on") == 0)
-        *FIELD(base, d, int) = 1;
-    else if (strcasecmp(a, "off") == 0)
-        *FIELD(base, d, int) = 0;
-    else
-        return gw_conf_bad_value(p, n, 1, "must be \"on\" or \"off\"");
-    return 0;
 }
 
 GW_DEPLOY_SETTER(gw_conf_set_verify_client)
@@ -335,17 +321,15 @@ void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
         s->n_real_ip_from = h->n_real_ip_from;
     }
     if (!s->real_ip_header)
-        s->real_ip_header = gw_conf_xstrdup(h->real_ip_header ? h->real_ip_header
-                                                              : "x-real-ip");
+        s->real_ip_header = gw_conf_xstrdup(h->real_ip_header ? h->real_ip_header : "x-real-ip");
     if (s->underscores_in_headers == GW_UNSET_INT)
-        s->underscores_in_headers = h->underscores_in_headers == GW_UNSET_INT
-                                        ? 0
-                                        : h->underscores_in_headers;
+        s->underscores_in_headers =
+            h->underscores_in_headers == GW_UNSET_INT ? 0 : h->underscores_in_headers;
     if (s->real_ip_recursive == GW_UNSET_INT)
         s->real_ip_recursive = h->real_ip_recursive == GW_UNSET_INT ? 0 : h->real_ip_recursive;
     if (s->ssl_verify_client == GW_UNSET_INT) {
-        s->ssl_verify_client = h->ssl_verify_client == GW_UNSET_INT ? GW_VERIFY_OFF
-                                                                     : h->ssl_verify_client;
+        s->ssl_verify_client =
+            h->ssl_verify_client == GW_UNSET_INT ? GW_VERIFY_OFF : h->ssl_verify_client;
         s->ssl_verify_line = h->ssl_verify_line;
     }
     if (s->ssl_verify_depth == GW_UNSET_INT)
@@ -398,9 +382,8 @@ void gw_conf_deploy_merge_loc(gw_deploy_loc_t *s, const gw_deploy_loc_t *h)
     INHERIT_INT(proxy_ssl_session_reuse, 1);
     INHERIT_INT(proxy_request_buffering, 1);
     if (s->client_body_buffer_size == GW_UNSET_SIZE)
-        s->client_body_buffer_size = h->client_body_buffer_size == GW_UNSET_SIZE
-                                         ? 16384
-                                         : h->client_body_buffer_size;
+        s->client_body_buffer_size =
+            h->client_body_buffer_size == GW_UNSET_SIZE ? 16384 : h->client_body_buffer_size;
     if (!s->proxy_ssl_protocols)
         s->proxy_ssl_protocols = h->proxy_ssl_protocols;
     INHERIT_STR(proxy_ssl_trusted_certificate);
@@ -483,11 +466,13 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
                 continue;
             /* nginx: "no proxy_ssl_trusted_certificate for proxy_ssl_verify" */
             if (dl->proxy_ssl_verify == 1 && !dl->proxy_ssl_trusted_certificate)
-                gw_errlist_add(p->errs, "%s:%d: proxy_ssl_verify: no "
+                gw_errlist_add(p->errs,
+                               "%s:%d: proxy_ssl_verify: no "
                                "proxy_ssl_trusted_certificate for proxy_ssl_verify",
                                l->file ? l->file : p->file, l->line);
             if (!dl->proxy_ssl_certificate != !dl->proxy_ssl_certificate_key)
-                gw_errlist_add(p->errs, "%s:%d: proxy_ssl_certificate: a certificate needs its "
+                gw_errlist_add(p->errs,
+                               "%s:%d: proxy_ssl_certificate: a certificate needs its "
                                "key (proxy_ssl_certificate_key) and a key its certificate",
                                l->file ? l->file : p->file, l->line);
         }
@@ -495,7 +480,8 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
         /* nginx: "no ssl_client_certificate for ssl_verify_client" */
         if ((v == GW_VERIFY_ON || v == GW_VERIFY_OPTIONAL) && !s->srv.dep.ssl_client_certificate &&
             !s->srv.dep.ssl_trusted_certificate)
-            gw_errlist_add(p->errs, "%s:%d: ssl_verify_client: no ssl_client_certificate or "
+            gw_errlist_add(p->errs,
+                           "%s:%d: ssl_verify_client: no ssl_client_certificate or "
                            "ssl_trusted_certificate for ssl_verify_client",
                            s->file ? s->file : p->file,
                            s->srv.dep.ssl_verify_line ? s->srv.dep.ssl_verify_line : s->line);
@@ -506,8 +492,10 @@ void gw_conf_deploy_validate(gw_conf_parser_t *p)
         const gw_server_t *s = &c->stream.servers[i].server;
         const gw_deploy_loc_t *dl = &s->loc.dep;
         if (dl->proxy_https && dl->proxy_ssl_verify == 1 && !dl->proxy_ssl_trusted_certificate)
-            gw_errlist_add(p->errs, "%s:%d: proxy_ssl_verify: no proxy_ssl_trusted_certificate "
-                           "for proxy_ssl_verify", s->file ? s->file : p->file, s->line);
+            gw_errlist_add(p->errs,
+                           "%s:%d: proxy_ssl_verify: no proxy_ssl_trusted_certificate "
+                           "for proxy_ssl_verify",
+                           s->file ? s->file : p->file, s->line);
     }
 }
 

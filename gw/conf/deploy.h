@@ -60,8 +60,8 @@ typedef struct gw_deploy_loc {
     size_t n_access;
     int access_set;
     /* HTTPS upstreams (proxy_pass https://; tls/upstream_ctx.c, proxy/upstream_tls.c) */
-    int proxy_https;              /* this location's proxy_pass is https:// (not inherited) */
-    int proxy_ssl_verify;         /* default off */
+    int proxy_https;      /* this location's proxy_pass is https:// (not inherited) */
+    int proxy_ssl_verify; /* default off */
     char *proxy_ssl_trusted_certificate;
     int proxy_ssl_verify_depth;   /* default 1 */
     int proxy_ssl_server_name;    /* default off (nginx) */
@@ -71,38 +71,38 @@ typedef struct gw_deploy_loc {
     char *proxy_ssl_ciphers;      /* NULL: OpenSSL's DEFAULT */
     char *proxy_ssl_certificate;  /* client certificate toward the upstream */
     char *proxy_ssl_certificate_key;
-    void *proxy_ssl_ctx;          /* SSL_CTX * of an https location, built with the cycle */
-    int proxy_request_buffering;  /* default on: the whole body before the upstream */
+    void *proxy_ssl_ctx;             /* SSL_CTX * of an https location, built with the cycle */
+    int proxy_request_buffering;     /* default on: the whole body before the upstream */
     int64_t client_body_buffer_size; /* bytes kept in memory, then a temporary file; 16k */
 } gw_deploy_loc_t;
 
 typedef struct gw_deploy_srv {
     gw_cidr_t *real_ip_from; /* set_real_ip_from: trusted proxies */
     size_t n_real_ip_from;
-    char *real_ip_header;    /* lower-cased field name, or "proxy_protocol"; default
-                                "x-real-ip" (nginx) */
-    int real_ip_recursive;   /* real_ip_recursive on|off, default off */
+    char *real_ip_header;       /* lower-cased field name, or "proxy_protocol"; default
+                                   "x-real-ip" (nginx) */
+    int real_ip_recursive;      /* real_ip_recursive on|off, default off */
     int underscores_in_headers; /* default 0: a request field with '_' is dropped */
-    char *access_log_format; /* the access_log's format name; NULL = combined */
+    char *access_log_format;    /* the access_log's format name; NULL = combined */
     int access_log_format_line;
     const char *access_log_format_file; /* borrowed from conf->files */
-    gw_log_format_t *log_formats; /* http level only */
+    gw_log_format_t *log_formats;       /* http level only */
     size_t n_log_formats;
     /* mutual TLS (tls/verify.c) */
-    int ssl_verify_client;        /* enum gw_verify_client, default off */
-    char *ssl_client_certificate; /* CA certificates: verify, and names sent to clients */
+    int ssl_verify_client;         /* enum gw_verify_client, default off */
+    char *ssl_client_certificate;  /* CA certificates: verify, and names sent to clients */
     char *ssl_trusted_certificate; /* CA certificates: verify only (not sent) */
-    int ssl_verify_depth;         /* default 1 */
-    char *ssl_crl;                /* PEM CRLs, checked for the whole chain */
-    int ssl_verify_line;          /* where ssl_verify_client was given, for messages */
-    int stream_proxy_protocol;    /* stream server: `proxy_protocol on` toward the upstream */
+    int ssl_verify_depth;          /* default 1 */
+    char *ssl_crl;                 /* PEM CRLs, checked for the whole chain */
+    int ssl_verify_line;           /* where ssl_verify_client was given, for messages */
+    int stream_proxy_protocol;     /* stream server: `proxy_protocol on` toward the upstream */
 } gw_deploy_srv_t;
 
 /** ssl_verify_client */
 enum gw_verify_client {
     GW_VERIFY_OFF = 0,
-    GW_VERIFY_ON,           /* a valid certificate is required */
-    GW_VERIFY_OPTIONAL,     /* asked for; if sent it must be valid */
+    GW_VERIFY_ON,             /* a valid certificate is required */
+    GW_VERIFY_OPTIONAL,       /* asked for; if sent it must be valid */
     GW_VERIFY_OPTIONAL_NO_CA, /* asked for; its chain is not checked against the CAs */
 };
 

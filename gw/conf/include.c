@@ -31,8 +31,8 @@ static void set_file(gw_conf_node_t *n, const char *f)
 static int expand(gw_conf_parser_t *p, gw_conf_node_t *block, const char *file, int depth);
 
 /* Read, lex and expand one included file into *out (zeroed by the caller). */
-static int load_one(gw_conf_parser_t *p, const char *path, const char *from, int line,
-                    int depth, gw_conf_node_t *out)
+static int load_one(gw_conf_parser_t *p, const char *path, const char *from, int line, int depth,
+                    gw_conf_node_t *out)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -41,8 +41,7 @@ static int load_one(gw_conf_parser_t *p, const char *path, const char *from, int
         return 1;
     }
     if (!S_ISREG(st.st_mode)) {
-        gw_errlist_add(p->errs, "%s:%d: include: \"%s\" is not a regular file", from, line,
-                       path);
+        gw_errlist_add(p->errs, "%s:%d: include: \"%s\" is not a regular file", from, line, path);
         return 1;
     }
     char *buf;
@@ -90,8 +89,10 @@ static int expand(gw_conf_parser_t *p, gw_conf_node_t *block, const char *file, 
             continue;
         }
         if (depth >= GW_CONF_MAX_INCLUDE_DEPTH) {
-            gw_errlist_add(p->errs, "%s:%d: include: more than %d nested includes (does a "
-                           "file include itself?)", nf, inc.line, GW_CONF_MAX_INCLUDE_DEPTH);
+            gw_errlist_add(p->errs,
+                           "%s:%d: include: more than %d nested includes (does a "
+                           "file include itself?)",
+                           nf, inc.line, GW_CONF_MAX_INCLUDE_DEPTH);
             gw_conf_node_free(&inc);
             i--;
             errs++;
@@ -107,8 +108,8 @@ static int expand(gw_conf_parser_t *p, gw_conf_node_t *block, const char *file, 
                     gw_conf_node_t one = {0};
                     errs += load_one(p, g.gl_pathv[k], nf, inc.line, depth, &one);
                     for (size_t m = 0; m < one.n_children; m++) {
-                        gw_conf_node_t *dst = gw_conf_xpush(&got.children, &got.n_children,
-                                                            sizeof(*dst));
+                        gw_conf_node_t *dst =
+                            gw_conf_xpush(&got.children, &got.n_children, sizeof(*dst));
                         *dst = one.children[m];
                     }
                     free(one.children);
@@ -127,10 +128,9 @@ static int expand(gw_conf_parser_t *p, gw_conf_node_t *block, const char *file, 
         /* splice got's children in at i */
         if (got.n_children) {
             size_t tail = block->n_children - i;
-            block->children = gw_conf_xrealloc(
-                block->children, (block->n_children + got.n_children) * sizeof(*n));
-            memmove(block->children + i + got.n_children, block->children + i,
-                    tail * sizeof(*n));
+            block->children = gw_conf_xrealloc(block->children,
+                                               (block->n_children + got.n_children) * sizeof(*n));
+            memmove(block->children + i + got.n_children, block->children + i, tail * sizeof(*n));
             memcpy(block->children + i, got.children, got.n_children * sizeof(*n));
             block->n_children += got.n_children;
             i += got.n_children;

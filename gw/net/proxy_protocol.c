@@ -213,8 +213,7 @@ int gw_pp_read(int fd, gw_pp_t *out, const char **why)
     return 1;
 }
 
-size_t gw_pp_write_v1(char *out, size_t cap, const struct sockaddr *src,
-                      const struct sockaddr *dst)
+size_t gw_pp_write_v1(char *out, size_t cap, const struct sockaddr *src, const struct sockaddr *dst)
 {
     char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
     int n;

@@ -16,9 +16,9 @@
 
 /** A parsed header. */
 typedef struct gw_pp {
-    int version;            /* 1 or 2 */
-    int family;             /* AF_INET or AF_INET6 with addresses; 0 for v1 UNKNOWN, v2
-                               LOCAL, UNSPEC or AF_UNIX: the connection's own addresses stay */
+    int version;                    /* 1 or 2 */
+    int family;                     /* AF_INET or AF_INET6 with addresses; 0 for v1 UNKNOWN, v2
+                                       LOCAL, UNSPEC or AF_UNIX: the connection's own addresses stay */
     unsigned char src[16], dst[16]; /* network order (4 bytes used for AF_INET) */
     int src_port, dst_port;
 } gw_pp_t;

@@ -45,8 +45,10 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
         const char *dir = getenv("TMPDIR");
         b->fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (b->fd < 0) {
-            gw_log(GW_LOG_CRIT, errno, "cannot create a temporary file for the request body "
-                   "of client %s", c->s.peer_text);
+            gw_log(GW_LOG_CRIT, errno,
+                   "cannot create a temporary file for the request body "
+                   "of client %s",
+                   c->s.peer_text);
             return -1;
         }
         gw_log(GW_LOG_INFO, 0, "the request body of client %s is buffered to a temporary file",
@@ -57,8 +59,10 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            gw_log(GW_LOG_CRIT, errno, "cannot write the request body of client %s to a "
-                   "temporary file", c->s.peer_text);
+            gw_log(GW_LOG_CRIT, errno,
+                   "cannot write the request body of client %s to a "
+                   "temporary file",
+                   c->s.peer_text);
             return -1;
         }
         b->total += (uint64_t)w;

@@ -15,13 +15,13 @@
 struct gw_conn;
 
 typedef struct gw_reqbuf {
-    char *mem;             /* the first bytes (mem_cap at most) */
+    char *mem; /* the first bytes (mem_cap at most) */
     size_t mem_len, mem_cap;
-    int fd;                /* the temporary file with the rest, or -1 */
-    uint64_t total;        /* body bytes held */
+    int fd;         /* the temporary file with the rest, or -1 */
+    uint64_t total; /* body bytes held */
     int chunked;
     gw_http_chunked_t dec;
-    uint64_t left;         /* Content-Length bytes still to read */
+    uint64_t left; /* Content-Length bytes still to read */
     int expect_continue, continue_sent;
     int done;
 } gw_reqbuf_t;

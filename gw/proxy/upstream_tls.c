@@ -142,11 +142,10 @@ int gw_upconn_tls_handshake(gw_upconn_t *uc)
     const gw_upstream_server_t *s = &uc->up->conf->servers[uc->peer];
     long vr = SSL_get_verify_result(uc->ssl);
     if (vr != X509_V_OK) {
-        gw_log(GW_LOG_ERROR, 0, "upstream %s: SSL certificate verify error: (%ld:%s)", s->text,
-               vr, X509_verify_cert_error_string(vr));
+        gw_log(GW_LOG_ERROR, 0, "upstream %s: SSL certificate verify error: (%ld:%s)", s->text, vr,
+               X509_verify_cert_error_string(vr));
     } else if (e == SSL_ERROR_SYSCALL) {
-        gw_log(GW_LOG_ERROR, errno, "upstream %s: connection ended in the TLS handshake",
-               s->text);
+        gw_log(GW_LOG_ERROR, errno, "upstream %s: connection ended in the TLS handshake", s->text);
     } else {
         char why[512];
         gw_ssl_reason(why, sizeof(why));

@@ -36,8 +36,8 @@ static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_serve
         gw_errlist_add(errs, "%s:%d: proxy_pass: SSL_CTX_new failed: %s", file, l->line, why);
         return NULL;
     }
-    unsigned bits = d->proxy_ssl_protocols ? d->proxy_ssl_protocols
-                                           : GW_PROTO_TLSV1_2 | GW_PROTO_TLSV1_3;
+    unsigned bits =
+        d->proxy_ssl_protocols ? d->proxy_ssl_protocols : GW_PROTO_TLSV1_2 | GW_PROTO_TLSV1_3;
     static const struct {
         unsigned bit;
         int ver;
@@ -65,8 +65,8 @@ static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_serve
     }
     if (d->proxy_ssl_verify == 1) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        SSL_CTX_set_verify_depth(ctx, d->proxy_ssl_verify_depth >= 0 ? d->proxy_ssl_verify_depth
-                                                                     : 1);
+        SSL_CTX_set_verify_depth(ctx,
+                                 d->proxy_ssl_verify_depth >= 0 ? d->proxy_ssl_verify_depth : 1);
         if (SSL_CTX_load_verify_locations(ctx, d->proxy_ssl_trusted_certificate, NULL) != 1) {
             gw_ssl_reason(why, sizeof(why));
             gw_errlist_add(errs, "%s:%d: proxy_ssl_trusted_certificate: cannot load \"%s\": %s",
@@ -83,8 +83,8 @@ static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_serve
         }
         char where[1024];
         snprintf(where, sizeof(where), "%s:%d", file, l->line);
-        if (!gw_tls_use_key_file(ctx, d->proxy_ssl_certificate_key, s->srv.ssl_password_file,
-                                 where, why, sizeof(why)) ||
+        if (!gw_tls_use_key_file(ctx, d->proxy_ssl_certificate_key, s->srv.ssl_password_file, where,
+                                 why, sizeof(why)) ||
             SSL_CTX_check_private_key(ctx) != 1) {
             if (ERR_peek_error())
                 gw_ssl_reason(why, sizeof(why));
@@ -95,7 +95,8 @@ static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_serve
     }
     if (d->proxy_ssl_session_reuse != 0) {
         /* sessions are kept by proxy/upstream_tls.c, per upstream server */
-        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_set_session_cache_mode(ctx,
+                                       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(ctx, new_session);
     } else {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);

@@ -79,8 +79,7 @@ void gw_tls_verify_switch(SSL *ssl, SSL_CTX *ctx)
 static int ca_error(long r)
 {
     return r == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
-           r == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
-           r == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+           r == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || r == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
            r == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
            r == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE;
 }

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "net/realip.h"
 
 static gw_errlist_t errs;
 static char dir[] = "/tmp/tlsgate-deploy-conf-XXXXXX";
@@ -138,8 +139,10 @@ static void test_include_errors_name_file_and_line(void **state)
     put("m2.conf", "events { }\nhttp {\n include missing.conf; server { listen 8001; } }\n");
     c = load("m2.conf");
     assert_null(c);
-    snprintf(want, sizeof(want), "%s/m2.conf:3: include: cannot open \"%s/missing.conf\": No "
-             "such file or directory", dir, dir);
+    snprintf(want, sizeof(want),
+             "%s/m2.conf:3: include: cannot open \"%s/missing.conf\": No "
+             "such file or directory",
+             dir, dir);
     assert_int_equal(errs.n, 1);
     assert_string_equal(errs.v[0], want);
     /* a syntax error in an included file */
@@ -295,25 +298,59 @@ static void test_cidr(void **state)
     assert_true(gw_cidr_match(&c, AF_INET, a4));
     assert_int_equal(gw_cidr_parse("all", &c), 0);
     assert_true(gw_cidr_match(&c, AF_INET6, a6));
-    const char *bad[] = {"", "1.2.3", "1.2.3.4/", "1.2.3.4/-1", "1.2.3.4/1000", "::1/129",
-                         "1.2.3.4/8x", "x", "1.2.3.4/33"};
+    const char *bad[] = {"",        "1.2.3",      "1.2.3.4/", "1.2.3.4/-1", "1.2.3.4/1000",
+                         "::1/129", "1.2.3.4/8x", "x",        "1.2.3.4/33"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(gw_cidr_parse(bad[i], &c), -1);
+}
+
+static void test_realip_pick(void **state)
+{
+    (void)state;
+    gw_cidr_t t[2];
+    assert_int_equal(gw_cidr_parse("10.0.0.0/8", &t[0]), 0);
+    assert_int_equal(gw_cidr_parse("::1", &t[1]), 0);
+    int fam;
+    unsigned char a[16], want[16];
+    const char *v = "198.51.100.1, 203.0.113.9 ,10.0.0.2";
+    /* not recursive: the last element, trusted or not */
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    inet_pton(AF_INET, "10.0.0.2", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    /* recursive: the last one not trusted */
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "203.0.113.9", want);
+    assert_memory_equal(a, want, 4);
+    /* all trusted: the first */
+    v = "10.1.1.1, [::1], 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "10.1.1.1", want);
+    assert_memory_equal(a, want, 4);
+    v = " , \t2001:db8::7 ,";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(fam, AF_INET6);
+    /* garbage where it looks: nothing (the peer stays) */
+    v = "1.2.3.4, unknown";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 0);
+    assert_int_equal(gw_realip_pick("", 0, t, 2, 1, &fam, a), 0);
+    assert_int_equal(gw_realip_pick(" , ", 3, t, 2, 1, &fam, a), 0);
 }
 
 static void test_log_format(void **state)
 {
     (void)state;
-    gw_conf_t *c = parse_ok(
-        "http { log_format tls '$remote_addr \"$request\" ' '$status $ssl_protocol';\n"
-        "log_format j escape=json '{\"ua\":\"$http_user_agent\"}';\n"
-        "access_log /tmp/a.log tls;\n"
-        "server { listen 8001; }\n"
-        "server { listen 8002; access_log /tmp/b.log j; }\n"
-        "server { listen 8003; access_log /tmp/c.log combined; } }\n");
+    gw_conf_t *c =
+        parse_ok("http { log_format tls '$remote_addr \"$request\" ' '$status $ssl_protocol';\n"
+                 "log_format j escape=json '{\"ua\":\"$http_user_agent\"}';\n"
+                 "access_log /tmp/a.log tls;\n"
+                 "server { listen 8001; }\n"
+                 "server { listen 8002; access_log /tmp/b.log j; }\n"
+                 "server { listen 8003; access_log /tmp/c.log combined; } }\n");
     const gw_deploy_srv_t *h = &c->http.srv.dep;
     assert_int_equal(h->n_log_formats, 2);
-    assert_string_equal(h->log_formats[0].format, "$remote_addr \"$request\" $status $ssl_protocol");
+    assert_string_equal(h->log_formats[0].format,
+                        "$remote_addr \"$request\" $status $ssl_protocol");
     assert_int_equal(h->log_formats[1].escape, GW_LOG_ESCAPE_JSON);
     assert_string_equal(c->http.servers[0].srv.dep.access_log_format, "tls");
     assert_string_equal(c->http.servers[1].srv.dep.access_log_format, "j");
@@ -342,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_access_rules_and_real_ip),
         cmocka_unit_test(test_cidr),
         cmocka_unit_test(test_log_format),
+        cmocka_unit_test(test_realip_pick),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,11 +43,16 @@ static void test_v1(void **state)
     h = "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n";
     for (size_t k = 0; k < strlen(h); k++)
         assert_int_equal(parse(h, k, &pp, &why), 0);
-    const char *bad[] = {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65536\r\n", "PROXY TCP4 1.2.3.4 5.6.7.8 01 2\r\n",
-                         "PROXY TCP4 1.2.3.4 ::1 1 2\r\n", "PROXY TCP4 1.2.3.4 5.6.7.8 1\r\n",
-                         "PROXY TCP4 1.2.3.4 5.6.7.8 1 2 3\r\n", "PROXY TCP4 1.2.3.4  5.6.7.8 1 2\r\n",
-                         "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\rX", "PROXY tcp4 1.2.3.4 5.6.7.8 1 2\r\n",
-                         "PROXX ", "GET / HTTP/1.1\r\n"};
+    const char *bad[] = {"PROXY TCP4 1.2.3.4 5.6.7.8 1 65536\r\n",
+                         "PROXY TCP4 1.2.3.4 5.6.7.8 01 2\r\n",
+                         "PROXY TCP4 1.2.3.4 ::1 1 2\r\n",
+                         "PROXY TCP4 1.2.3.4 5.6.7.8 1\r\n",
+                         "PROXY TCP4 1.2.3.4 5.6.7.8 1 2 3\r\n",
+                         "PROXY TCP4 1.2.3.4  5.6.7.8 1 2\r\n",
+                         "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\rX",
+                         "PROXY tcp4 1.2.3.4 5.6.7.8 1 2\r\n",
+                         "PROXX ",
+                         "GET / HTTP/1.1\r\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         why = NULL;
         assert_int_equal(parse(bad[i], strlen(bad[i]), &pp, &why), -1);
