@@ -280,19 +280,6 @@ GW_DEPLOY_SETTER(gw_conf_set_include)
     return -1;
 }
 
-GW_DEPLOY_SETTER(gw_conf_set_deploy_flag)
-{
-    (void)sc;
-    const char *a = n->args[1];
-    if (strcasecmp(a, "on") == 0)
-        *FIELD(base, d, int) = 1;
-    else if (strcasecmp(a, "off") == 0)
-        *FIELD(base, d, int) = 0;
-    else
-        return gw_conf_bad_value(p, n, 1, "must be \"on\" or \"off\"");
-    return 0;
-}
-
 GW_DEPLOY_SETTER(gw_conf_set_verify_client)
 {
     (void)sc;

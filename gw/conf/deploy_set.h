@@ -19,7 +19,6 @@ GW_DEPLOY_SETTER(gw_conf_set_real_ip_from);
 GW_DEPLOY_SETTER(gw_conf_set_real_ip_header);
 GW_DEPLOY_SETTER(gw_conf_set_log_format);
 GW_DEPLOY_SETTER(gw_conf_set_include);
-GW_DEPLOY_SETTER(gw_conf_set_deploy_flag);
 GW_DEPLOY_SETTER(gw_conf_set_verify_client);
 
 /** Settings initialised "not given" (called by gw_conf_srv_init / gw_conf_loc_init). */
@@ -33,8 +32,8 @@ void gw_conf_deploy_loc_free(gw_deploy_loc_t *l);
 /**
  * A directive of a stream server that only stream servers have (issue #23):
  * `proxy_protocol on|off`, `proxy_ssl on|off` and the `proxy_ssl_*` settings of its
- * TLS toward the upstream (walked in scope in, the server's). Returns 1 when g was one (applied, or an error reported),
- * 0 when it is none of them.
+ * TLS toward the upstream (walked in scope in, the server's). Returns 1 when g was one (applied, or
+ * an error reported), 0 when it is none of them.
  */
 int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_conf_node_t *g,
                           unsigned char *seen_pp, gw_conf_scope_t *in);

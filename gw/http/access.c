@@ -11,6 +11,7 @@
 #include "http/vars.h"
 #include "core/log.h"
 #include "net/proxy_protocol.h"
+#include "net/realip.h"
 
 int gw_access_denied(gw_conn_t *c, const gw_loc_settings_t *l)
 {
@@ -29,37 +30,14 @@ static int trusted(const gw_deploy_srv_t *d, int family, const unsigned char *ad
     return 0;
 }
 
-/* Parse one address of a list element e[0..n) (OWS trimmed by the caller): IPv4, IPv6,
- * or [IPv6]. Returns 1 and fills family/addr, else 0. */
-static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
-{
-    char buf[64];
-    if (n >= 2 && e[0] == '[' && e[n - 1] == ']') {
-        e++;
-        n -= 2;
-    }
-    if (n == 0 || n >= sizeof(buf))
-        return 0;
-    memcpy(buf, e, n);
-    buf[n] = '\0';
-    if (inet_pton(AF_INET, buf, addr) == 1) {
-        *family = AF_INET;
-        return 1;
-    }
-    if (inet_pton(AF_INET6, buf, addr) == 1) {
-        *family = AF_INET6;
-        return 1;
-    }
-    return 0;
-}
-
 static void set_client(gw_conn_t *c, int family, const unsigned char *addr, int port)
 {
-    c->v.family = family;
+    c->v.family = (uint8_t)family;
     memset(c->v.addr, 0, sizeof(c->v.addr));
     memcpy(c->v.addr, addr, family == AF_INET ? 4 : 16);
-    c->v.port = port;
+    c->v.port = (uint16_t)port;
     inet_ntop(family, addr, c->s.peer_text, sizeof(c->s.peer_text));
+    c->v.peer_replaced = 1;
 }
 
 void gw_access_real_ip(gw_conn_t *c)
@@ -70,15 +48,16 @@ void gw_access_real_ip(gw_conn_t *c)
     v->family = v->tcp_family;
     memcpy(v->addr, v->tcp_addr, 16);
     v->port = v->tcp_port;
-    snprintf(c->s.peer_text, sizeof(c->s.peer_text), "%s", v->tcp_text);
+    if (v->peer_replaced) { /* a previous request's real_ip address */
+        inet_ntop(v->tcp_family, v->tcp_addr, c->s.peer_text, sizeof(c->s.peer_text));
+        v->peer_replaced = 0;
+    }
     const gw_deploy_srv_t *d = &c->vs->conf->srv.dep;
     if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->family, v->addr))
         return;
     if (strcmp(d->real_ip_header, "proxy_protocol") == 0) {
-        int fam;
-        unsigned char a[16];
-        if (v->pp_addr[0] && parse_addr(v->pp_addr, strlen(v->pp_addr), &fam, a))
-            set_client(c, fam, a, v->pp_port);
+        if (v->pp_family)
+            set_client(c, v->pp_family, v->pp_addr, v->pp_port);
         return;
     }
     const gw_http_request_t *r = &c->rq->req;
@@ -88,33 +67,11 @@ void gw_access_real_ip(gw_conn_t *c)
             h = &r->headers[i];
     if (!h)
         return;
-    /* the list's elements from the right: the last one was added by the trusted proxy
-     * that sent us the request; with real_ip_recursive, skip trusted proxies further */
-    const char *val = h->value;
-    size_t end = h->value_len;
     int fam = 0;
     unsigned char a[16];
-    int found = 0;
-    while (end > 0) {
-        size_t start = end;
-        while (start > 0 && val[start - 1] != ',')
-            start--;
-        size_t s = start, e = end;
-        while (s < e && (val[s] == ' ' || val[s] == '\t'))
-            s++;
-        while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
-            e--;
-        end = start ? start - 1 : 0;
-        if (e == s)
-            continue;
-        if (!parse_addr(val + s, e - s, &fam, a))
-            return; /* garbage: keep the address we have (nginx does the same) */
-        found = 1;
-        if (!d->real_ip_recursive || !trusted(d, fam, a))
-            break;
-    }
-    if (found)
-        set_client(c, fam, a, 0);
+    if (gw_realip_pick(h->value, h->value_len, d->real_ip_from, d->n_real_ip_from,
+                       d->real_ip_recursive == 1, &fam, a))
+        set_client(c, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
 }
 
 int gw_access_proxy_protocol(gw_conn_t *c)
@@ -133,8 +90,9 @@ int gw_access_proxy_protocol(gw_conn_t *c)
         return -1;
     }
     if (pp.family) {
-        inet_ntop(pp.family, pp.src, c->v.pp_addr, sizeof(c->v.pp_addr));
-        c->v.pp_port = pp.src_port;
+        c->v.pp_family = (uint8_t)pp.family;
+        memcpy(c->v.pp_addr, pp.src, 16);
+        c->v.pp_port = (uint16_t)pp.src_port;
     }
     return 1;
 }

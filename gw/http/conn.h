@@ -68,7 +68,7 @@ typedef struct gw_conn {
 
     struct gw_proxy *proxy;   /* GW_CONN_PROXY: the proxied request (proxy/proxy.c) */
     struct gw_stream *stream; /* GW_CONN_STREAM: the relay (proxy/stream.c) */
-    gw_conn_vars_t v;         /* variables, client address, head copy (http/vars.h) */
+    gw_conn_vars_t v;         /* client addresses, PROXY protocol (http/vars.h) */
     struct gw_h2 *h2;         /* HTTP/2 (http/h2.c) */
 } gw_conn_t;
 

@@ -69,7 +69,7 @@ static void h1_head(gw_req_t *r, int status, const char *content_type, uint64_t 
     gw_sock_out_append(&c->s, head, (size_t)(o - head));
     if (extra)
         gw_sock_out_append(&c->s, extra, strlen(extra));
-    c->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
+    r->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
     gw_headers_emit(c, status); /* add_header: http/headers.c */
     gw_sock_out_append(&c->s, "\r\n", 2);
 }
@@ -99,8 +99,7 @@ static gw_req_t *h1_req_take(gw_conn_t *c)
  * input, nothing left to write) or being freed. */
 static void release_request(gw_conn_t *c)
 {
-    gw_vars_release(c);
-    gw_req_give(c->rq);
+    gw_req_give(c->rq); /* with its variables' head copy (http/vars.h) */
     c->rq = NULL;
     c->head_len = 0;
 }

@@ -459,9 +459,8 @@ void gw_http_handle(gw_req_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
-    if (cn)
-        cn->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
-    if (tc && gw_access_denied(tc, l ? &l->loc : &s->loc)) { /* http/access.c */
+    c->v.loc = l ? &l->loc : &s->loc;           /* add_header, error_page, allow/deny */
+    if (tc && gw_access_denied(tc, c->v.loc)) { /* http/access.c */
         gw_resp_error(c, 403);
         return;
     }

@@ -19,7 +19,7 @@
 
 static const gw_loc_settings_t *settings(const gw_conn_t *c)
 {
-    return c->v.loc ? c->v.loc : &c->vs->conf->loc;
+    return c->rq && c->rq->v.loc ? c->rq->v.loc : &c->vs->conf->loc;
 }
 
 /* nginx adds headers without `always` only to these statuses */
@@ -66,7 +66,8 @@ void gw_headers_emit(gw_conn_t *c, int status)
     }
     if (b.len)
         gw_resp_append(c, b.s, b.len);
-    c->v.head_bytes += b.len;
+    if (c->rq)
+        c->rq->v.head_bytes += b.len;
     gw_vbuf_free(&b);
 }
 
@@ -86,7 +87,7 @@ static const char *page_type(const char *path)
 
 int gw_error_page(gw_conn_t *c, int status)
 {
-    if (c->v.in_error_page)
+    if (!c->rq || c->rq->v.in_error_page)
         return 0;
     const gw_loc_settings_t *l = settings(c);
     const gw_error_page_t *e = NULL;
@@ -95,7 +96,7 @@ int gw_error_page(gw_conn_t *c, int status)
             e = &l->dep.error_pages[i];
     if (!e)
         return 0;
-    c->v.in_error_page = 1;
+    c->rq->v.in_error_page = 1;
     int code = e->new_code ? e->new_code : status;
     if (e->uri[0] != '/') {
         /* a redirect: 302 unless =CODE said which */
@@ -112,7 +113,7 @@ int gw_error_page(gw_conn_t *c, int status)
     const char *root = l->root ? l->root : c->vs->conf->loc.root;
     int n = snprintf(path, sizeof(path), "%s%s", root ? root : "", e->uri);
     if (n < 0 || (size_t)n >= sizeof(path) || strstr(e->uri, "/../"))
-        return c->v.in_error_page = 0, 0;
+        return c->rq->v.in_error_page = 0, 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > ERROR_PAGE_MAX) {
@@ -120,7 +121,7 @@ int gw_error_page(gw_conn_t *c, int status)
                e->uri, status, path);
         if (fd >= 0)
             close(fd);
-        c->v.in_error_page = 0;
+        c->rq->v.in_error_page = 0;
         return 0;
     }
     size_t size = (size_t)st.st_size;
@@ -135,7 +136,7 @@ int gw_error_page(gw_conn_t *c, int status)
     close(fd);
     if (!body || got != size) {
         free(body);
-        c->v.in_error_page = 0;
+        c->rq->v.in_error_page = 0;
         return 0;
     }
     gw_resp_simple(c->rq, code, page_type(path), body, size, NULL);

@@ -76,28 +76,22 @@ int gw_logfmt_write(gw_conn_t *c, int fd)
             t += n;
             continue;
         }
-        const char *s = t + 1;
-        int braced = *s == '{';
-        if (braced)
-            s++;
-        size_t n = 0;
-        while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
-               (s[n] >= '0' && s[n] <= '9') || s[n] == '_')
-            n++;
-        if (n == 0 || (braced && s[n] != '}')) {
+        const char *s;
+        size_t n, ref = gw_vars_ref(t, &s, &n);
+        if (!ref) {
             gw_vbuf_add(&line, "$", 1);
             t++;
             continue;
         }
         val.len = 0;
         if (!gw_vars_eval(c, s, n, &val)) {
-            gw_vbuf_add(&line, t, (size_t)(s + n + braced - t)); /* unknown: literal */
+            gw_vbuf_add(&line, t, ref); /* unknown: literal */
         } else if (val.len == 0 && !json) {
             gw_vbuf_add(&line, "-", 1);
         } else {
             escape_into(&line, val.s ? val.s : "", val.len, json);
         }
-        t = s + n + braced;
+        t += ref;
     }
     gw_vbuf_add(&line, "\n", 1);
     ssize_t w = write(fd, line.s, line.len);

@@ -52,6 +52,8 @@ gw_req_t *gw_req_take(void)
     r->file_fd = -1;
     r->file_off = r->file_left = 0;
     r->request_line[0] = r->log_referer[0] = r->log_ua[0] = '\0';
+    memset(&r->v, 0, sizeof(r->v)); /* http/vars.h: error answers read it before a head
+                                       is parsed (a stale settings pointer crashed) */
     return r;
 }
 
@@ -62,6 +64,7 @@ void gw_req_give(gw_req_t *r)
     if (r->file_fd >= 0)
         close(r->file_fd);
     r->file_fd = -1;
+    gw_vars_release(&r->v);
     if (n_free_rq >= FREE_MAX) {
         free(r);
         return;

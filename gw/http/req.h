@@ -13,6 +13,7 @@
 
 #include "cycle.h"
 #include "http/parser.h"
+#include "http/vars.h"
 
 enum { GW_REQ_HTTP11 = 1, GW_REQ_HTTP2 };
 
@@ -50,13 +51,16 @@ typedef struct gw_req {
     char request_line[512]; /* escaped copies for the access log: the head itself may */
     char log_referer[256];  /* be dropped from the buffer before a body is read */
     char log_ua[256];
+    gw_req_vars_t v; /* the request's variables: settings, head copy, times, upstream
+                                address and status (http/vars.h); zeroed when taken */
 } gw_req_t;
 
-/** Take a request block from the worker's free list (fields reset, file_fd -1); abort()
- * on out of memory, as at start-up. */
+/** Take a request block from the worker's free list (fields reset, v zeroed, file_fd -1);
+ * abort() on out of memory, as at start-up. */
 gw_req_t *gw_req_take(void);
 
-/** Give r back (its file, if any, is closed); NULL is ignored. */
+/** Give r back (its file, if any, is closed, its head copy freed: gw_vars_release); NULL
+ * is ignored. */
 void gw_req_give(gw_req_t *r);
 
 /** Fill r's access-log copies (request line, Referer, User-Agent) from r->req. */

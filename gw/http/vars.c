@@ -77,16 +77,15 @@ void gw_vars_accepted(gw_conn_t *c, const struct sockaddr *peer, socklen_t plen)
         memcpy(v->tcp_addr, &s->sin6_addr, 16);
         v->tcp_port = ntohs(s->sin6_port);
     }
-    snprintf(v->tcp_text, sizeof(v->tcp_text), "%s", c->s.peer_text);
     v->family = v->tcp_family;
     memcpy(v->addr, v->tcp_addr, 16);
     v->port = v->tcp_port;
 }
 
-void gw_vars_release(gw_conn_t *c)
+void gw_vars_release(gw_req_vars_t *rv)
 {
-    free(c->v.head);
-    c->v.head = NULL;
+    free(rv->head);
+    rv->head = NULL;
 }
 
 /* Does the server read variables after the head has left the input buffer? */
@@ -135,13 +134,13 @@ static void copy_head(gw_conn_t *c)
         REBASE(r->headers[i].name);
         REBASE(r->headers[i].value);
     }
-    c->v.head = copy;
+    c->rq->v.head = copy;
 }
 
 void gw_vars_request(gw_conn_t *c)
 {
-    gw_conn_vars_t *v = &c->v;
-    gw_vars_release(c);
+    gw_req_vars_t *v = &c->rq->v;
+    gw_vars_release(v); /* a pipelined request's predecessor's copy */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     v->start_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -301,7 +300,9 @@ static void add_seconds(gw_vbuf_t *b, int64_t us)
 int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
 {
     const gw_http_request_t *r = c->rq ? &c->rq->req : NULL;
-    gw_conn_vars_t *v = &c->v;
+    const gw_conn_vars_t *v = &c->v;
+    static const gw_req_vars_t none;
+    const gw_req_vars_t *rv = c->rq ? &c->rq->v : &none;
 #define VAR(name) (n == sizeof(name) - 1 && memcmp(s, name, n) == 0)
     if (VAR("remote_addr")) {
         add_str(b, c->s.peer_text);
@@ -332,13 +333,13 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     } else if (VAR("body_bytes_sent")) {
         add_fmt(b, "%llu", (unsigned long long)(c->rq ? c->rq->bytes_sent : 0));
     } else if (VAR("bytes_sent")) {
-        add_fmt(b, "%llu", (unsigned long long)((c->rq ? c->rq->bytes_sent : 0) + v->head_bytes));
+        add_fmt(b, "%llu", (unsigned long long)((c->rq ? c->rq->bytes_sent : 0) + rv->head_bytes));
     } else if (VAR("request_time") || VAR("msec") || VAR("time_iso8601") || VAR("time_local")) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
         if (VAR("request_time")) {
-            add_seconds(b, v->start_us ? now - v->start_us : 0);
+            add_seconds(b, rv->start_us ? now - rv->start_us : 0);
         } else if (VAR("msec")) {
             add_seconds(b, now);
         } else {
@@ -402,15 +403,19 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     } else if (VAR("ssl_client_serial")) {
         add_ssl_client(b, c, "serial");
     } else if (VAR("upstream_addr")) {
-        add_str(b, v->upstream_addr);
+        add_str(b, rv->upstream_addr);
     } else if (VAR("upstream_status")) {
-        if (v->upstream_status)
-            add_fmt(b, "%d", v->upstream_status);
+        if (rv->upstream_status)
+            add_fmt(b, "%d", rv->upstream_status);
     } else if (VAR("upstream_response_time")) {
-        if (v->upstream_start_us)
-            add_seconds(b, gw_clock_mono_us() - v->upstream_start_us);
+        if (rv->upstream_start_us)
+            add_seconds(b, gw_clock_mono_us() - rv->upstream_start_us);
     } else if (VAR("proxy_protocol_addr")) {
-        add_str(b, v->pp_addr);
+        if (v->pp_family) {
+            char t[INET6_ADDRSTRLEN];
+            if (inet_ntop(v->pp_family, v->pp_addr, t, sizeof(t)))
+                add_str(b, t);
+        }
     } else if (VAR("proxy_protocol_port")) {
         if (v->pp_port)
             add_fmt(b, "%d", v->pp_port);
@@ -425,13 +430,21 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     return 1;
 }
 
-static size_t name_len(const char *s)
+size_t gw_vars_ref(const char *t, const char **name, size_t *nlen)
 {
+    const char *s = t + 1;
+    int braced = *s == '{';
+    if (braced)
+        s++;
     size_t n = 0;
     while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
            (s[n] >= '0' && s[n] <= '9') || s[n] == '_')
         n++;
-    return n;
+    if (n == 0 || (braced && s[n] != '}'))
+        return 0;
+    *name = s;
+    *nlen = n;
+    return (size_t)(s + n + braced - t);
 }
 
 void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
@@ -444,19 +457,16 @@ void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
             t += n;
             continue;
         }
-        const char *s = t + 1;
-        int braced = *s == '{';
-        if (braced)
-            s++;
-        size_t n = name_len(s);
-        if (n == 0 || (braced && s[n] != '}')) {
+        const char *s;
+        size_t n, ref = gw_vars_ref(t, &s, &n);
+        if (!ref) {
             gw_vbuf_add(out, "$", 1);
             t++;
             continue;
         }
         size_t before = out->len;
         if (!gw_vars_eval(c, s, n, out)) {
-            gw_vbuf_add(out, t, (size_t)(s + n + braced - t));
+            gw_vbuf_add(out, t, ref);
         } else if (header) {
             size_t o = before;
             for (size_t i = before; i < out->len; i++)
@@ -465,13 +475,13 @@ void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
             out->len = o;
             out->s[o] = '\0';
         }
-        t = s + n + braced;
+        t += ref;
     }
 }
 
 void gw_vars_upstream_try(gw_conn_t *c, const char *text)
 {
-    gw_conn_vars_t *v = &c->v;
+    gw_req_vars_t *v = &c->rq->v;
     size_t n = strlen(v->upstream_addr);
     snprintf(v->upstream_addr + n, sizeof(v->upstream_addr) - n, "%s%s", n ? ", " : "", text);
     if (!v->upstream_start_us)

@@ -9,9 +9,10 @@
  * $server_protocol $http_NAME and $pid.
  *
  * Also what a connection keeps for them (gw_conn_vars_t, a member of gw_conn_t): the TCP
- * peer, the real client address (set_real_ip_from / real_ip_header), the request's start,
- * a copy of the request head for variables read after the head left the input buffer, and
- * the upstream's address, status and timing.
+ * peer, the real client address (set_real_ip_from / real_ip_header) and the PROXY protocol
+ * header's; and what a request keeps (gw_req_vars_t, a member of gw_req_t): its settings,
+ * start, a copy of the request head for variables read after the head left the input
+ * buffer, and the upstream's address, status and timing.
  */
 #ifndef GW_HTTP_VARS_H
 #define GW_HTTP_VARS_H
@@ -24,28 +25,32 @@ struct gw_conn;
 struct gw_loc_settings;
 struct gw_req;
 
-/** What a connection keeps for the variables (zeroed with the connection). */
+/** What a connection keeps for the variables and the client address (zeroed with the
+ * connection; addresses in binary, written as text only when asked for: issue #21's
+ * memory per idle connection). */
 typedef struct gw_conn_vars {
-    int tcp_family; /* the TCP peer: AF_INET / AF_INET6 */
-    unsigned char tcp_addr[16];
-    int tcp_port;
-    char tcp_text[64]; /* its address as text (peer_text before real_ip) */
-    int family;        /* the client (after real_ip): allow/deny, $remote_addr */
-    unsigned char addr[16];
-    int port;         /* $remote_port (0: unknown, empty) */
-    uint64_t serial;  /* $connection */
-    char pp_addr[64]; /* $proxy_protocol_addr, "" without PROXY protocol */
-    int pp_port;
-    const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
-                                          error_page), NULL: the server's */
-    int64_t start_us;                  /* wall clock, microseconds: $request_time, $msec */
-    char *head;                        /* copy of the request head (malloc), or NULL */
-    uint64_t head_bytes;               /* bytes of the response head, for $bytes_sent */
-    char upstream_addr[128];           /* "ADDR:PORT[, ADDR:PORT...]" */
-    int upstream_status;
-    int64_t upstream_start_us; /* monotonic: first connect of this request */
-    int in_error_page;         /* an error_page answer is being built */
+    uint64_t serial;                       /* $connection */
+    unsigned char tcp_addr[16];            /* the TCP peer (network order; 4 bytes for IPv4) */
+    unsigned char addr[16];                /* the client after real_ip: allow/deny, $remote_addr */
+    unsigned char pp_addr[16];             /* the PROXY protocol header's client */
+    uint16_t tcp_port, port, pp_port;      /* port: 0 when unknown ($remote_port empty) */
+    uint8_t tcp_family, family, pp_family; /* AF_INET / AF_INET6; pp: 0 = none */
+    uint8_t peer_replaced;                 /* peer_text holds the real_ip address, not the peer's */
 } gw_conn_vars_t;
+
+/** What a request keeps for the variables (gw_req_t.v, http/req.h: given back with the
+ * request block). */
+typedef struct gw_req_vars {
+    const struct gw_loc_settings *loc; /* the settings serving the request (add_header,
+                                          error_page, allow/deny), NULL: the server's */
+    char *head;                        /* copy of the request head (malloc), or NULL */
+    int64_t start_us;                  /* wall clock, microseconds: $request_time */
+    int64_t upstream_start_us;         /* monotonic: first connect of this request */
+    uint64_t head_bytes;               /* bytes of the response head, for $bytes_sent */
+    int upstream_status;
+    int in_error_page;       /* an error_page answer is being built */
+    char upstream_addr[128]; /* "ADDR:PORT[, ADDR:PORT...]" */
+} gw_req_vars_t;
 
 /** Growable output of an expansion; s is NUL-terminated, len bytes. */
 typedef struct gw_vbuf {
@@ -69,8 +74,10 @@ void gw_vars_accepted(struct gw_conn *c, const struct sockaddr *peer, socklen_t 
  */
 void gw_vars_request(struct gw_conn *c);
 
-/** The request's memory (the head copy) is given back; idempotent. */
-void gw_vars_release(struct gw_conn *c);
+/** The request's memory (the head copy) is given back; idempotent. rv must be zeroed when
+ * its request block is taken (http/req.c gw_req_take): error answers read it before a
+ * head is parsed; gw_req_give calls it. */
+void gw_vars_release(gw_req_vars_t *rv);
 
 /**
  * Append the value of variable name[0..nlen) (without '$') to out. Returns 1, or 0 when
@@ -78,6 +85,13 @@ void gw_vars_release(struct gw_conn *c);
  * logs "-" for it: see gw_logfmt_write).
  */
 int gw_vars_eval(struct gw_conn *c, const char *name, size_t nlen, gw_vbuf_t *out);
+
+/**
+ * At t (pointing at a '$'): the variable reference "$name" or "${name}" (name: letters,
+ * digits, '_'). Returns the bytes it takes (0 when t is no reference: a lone '$') and
+ * sets *name and *nlen.
+ */
+size_t gw_vars_ref(const char *t, const char **name, size_t *nlen);
 
 /**
  * Expand the "$name" and "${name}" variables of text into out; unknown names stay

@@ -354,12 +354,12 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsi
         gw_proxy_sb_str(&b, line);
     }
     gw_resp_append(c, b.s, b.n);
-    c->v.head_bytes = b.n;
-    c->v.upstream_status = status;
+    c->rq->v.head_bytes = b.n;
+    c->rq->v.upstream_status = status;
     gw_headers_emit(c, status); /* add_header: http/headers.c */
     const char *last = ka ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
     gw_resp_append(c, last, strlen(last));
-    c->v.head_bytes += strlen(last);
+    c->rq->v.head_bytes += strlen(last);
     free(b.s);
     gw_proxy_consume_uin(p, hl);
     return 0;

@@ -42,26 +42,27 @@ static size_t pp_header(gw_conn_t *c, char *out, size_t cap)
     socklen_t dl = sizeof(dst);
     if (getsockname(c->s.fd, (struct sockaddr *)&dst, &dl) != 0)
         dst.ss_family = AF_UNSPEC;
-    const char *text = c->v.pp_addr[0] ? c->v.pp_addr : c->v.tcp_text;
-    int port = c->v.pp_addr[0] ? c->v.pp_port : c->v.tcp_port;
-    char mapped[80];
-    if (dst.ss_family == AF_INET6 && !strchr(text, ':')) {
-        /* an IPv4 client on an IPv6 socket: name it IPv4-mapped, in the same family */
-        snprintf(mapped, sizeof(mapped), "::ffff:%s", text);
-        text = mapped;
-    }
-    if (strchr(text, ':')) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&src;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET6, text, &a->sin6_addr) != 1)
-            src.ss_family = AF_UNSPEC;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&src;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET, text, &a->sin_addr) != 1)
-            src.ss_family = AF_UNSPEC;
+    const gw_conn_vars_t *v = &c->v;
+    int fam = v->pp_family ? v->pp_family : v->tcp_family;
+    const unsigned char *a = v->pp_family ? v->pp_addr : v->tcp_addr;
+    int port = v->pp_family ? v->pp_port : v->tcp_port;
+    if (fam == AF_INET && dst.ss_family == AF_INET6) {
+        /* an IPv4 client on an IPv6 socket: named IPv4-mapped, in the same family */
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&src;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        s6->sin6_addr.s6_addr[10] = s6->sin6_addr.s6_addr[11] = 0xff;
+        memcpy(&s6->sin6_addr.s6_addr[12], a, 4);
+    } else if (fam == AF_INET6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&src;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        memcpy(&s6->sin6_addr, a, 16);
+    } else if (fam == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&src;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        memcpy(&s4->sin_addr, a, 4);
     }
     return gw_pp_write_v1(out, cap, (struct sockaddr *)&src, (struct sockaddr *)&dst);
 }

@@ -85,7 +85,7 @@ class TLSBackend:
                         if cert else None}
                 outer.seen.append(info)
                 body = json.dumps(info).encode()
-                self.send_response(200)
+                self.send_response(404 if "missing" in self.path else 200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "net/realip.h"
 
 static gw_errlist_t errs;
 static char dir[] = "/tmp/tlsgate-deploy-conf-XXXXXX";
@@ -303,6 +304,39 @@ static void test_cidr(void **state)
         assert_int_equal(gw_cidr_parse(bad[i], &c), -1);
 }
 
+static void test_realip_pick(void **state)
+{
+    (void)state;
+    gw_cidr_t t[2];
+    assert_int_equal(gw_cidr_parse("10.0.0.0/8", &t[0]), 0);
+    assert_int_equal(gw_cidr_parse("::1", &t[1]), 0);
+    int fam;
+    unsigned char a[16], want[16];
+    const char *v = "198.51.100.1, 203.0.113.9 ,10.0.0.2";
+    /* not recursive: the last element, trusted or not */
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    inet_pton(AF_INET, "10.0.0.2", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    /* recursive: the last one not trusted */
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "203.0.113.9", want);
+    assert_memory_equal(a, want, 4);
+    /* all trusted: the first */
+    v = "10.1.1.1, [::1], 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "10.1.1.1", want);
+    assert_memory_equal(a, want, 4);
+    v = " , \t2001:db8::7 ,";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(fam, AF_INET6);
+    /* garbage where it looks: nothing (the peer stays) */
+    v = "1.2.3.4, unknown";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 0);
+    assert_int_equal(gw_realip_pick("", 0, t, 2, 1, &fam, a), 0);
+    assert_int_equal(gw_realip_pick(" , ", 3, t, 2, 1, &fam, a), 0);
+}
+
 static void test_log_format(void **state)
 {
     (void)state;
@@ -345,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_access_rules_and_real_ip),
         cmocka_unit_test(test_cidr),
         cmocka_unit_test(test_log_format),
+        cmocka_unit_test(test_realip_pick),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
