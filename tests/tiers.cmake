@@ -48,6 +48,16 @@ function(tlsgate_test_tiers)
     if(NOT _tier IN_LIST _labels)
       set_property(TEST ${_t} APPEND PROPERTY LABELS ${_tier})
     endif()
+    # ASan/UBSan's Debug build runs the differential loops several times slower: with the
+    # 2-core machine at load 12, diff_p384, diff_p384_portable and diff_x25519 ran out of
+    # their 120 s in CI's ASan phase. Budgets scale with the build.
+    if(TLSGATE_SANITIZE)
+      get_test_property(${_t} TIMEOUT _timeout)
+      if(_timeout)
+        math(EXPR _timeout "${_timeout} * 3")
+        set_tests_properties(${_t} PROPERTIES TIMEOUT ${_timeout})
+      endif()
+    endif()
     if(_t IN_LIST TLSGATE_TSAN_TESTS)
       set_property(TEST ${_t} APPEND PROPERTY LABELS tsan)
       if(TLSGATE_TSAN)
