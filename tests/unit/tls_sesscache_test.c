@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include <string.h>
 #include <sys/wait.h>
@@ -235,14 +235,8 @@ static void zone_registry(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(store_fetch_replace_remove),
-        cmocka_unit_test(bad_input),
-        cmocka_unit_test(expiry),
-        cmocka_unit_test(lru_when_full),
-        cmocka_unit_test(shared_across_fork),
-        cmocka_unit_test(dead_lock_holder),
-        cmocka_unit_test(zone_registry),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(store_fetch_replace_remove), cmocka_unit_test(bad_input),
+                    cmocka_unit_test(expiry), cmocka_unit_test(lru_when_full),
+                    cmocka_unit_test(shared_across_fork), cmocka_unit_test(dead_lock_holder),
+                    cmocka_unit_test(zone_registry));
 }
