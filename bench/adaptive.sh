@@ -117,9 +117,8 @@ cp "$TG_SRC" "$TMP/tlsgate"
 TG=$TMP/tlsgate
 TG_SHA=$(sha256sum "$TG" | cut -c1-12)
 declare -A SPORT=() # MASTER, WORKER, PORT, DIR: bench/lib.sh
-WRK_PID=""
 
-cleanup() { stop_all "$WRK_PID"; }
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -180,13 +179,7 @@ write_conf() { # name case port status-port dir
         local prov
         mapfile -t prov < <(provider_conf "$name")
         tlsgate_main_conf "$d" 4096 "${prov[@]}"
-        echo "http {"
-        echo "    access_log off;"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
+        http_open "$port"
         hs_case_tls "$cs"
         echo "        root $TMP/html;"
         if [[ $name == plain ]]; then echo "        ssl_async off;"; else echo "        ssl_async on;"; fi
@@ -242,20 +235,12 @@ hs_hist() { # status JSON file -> "count sum" of the accept-to-handshake-done hi
 }
 
 # Runs wrk on CLI_CPU for $2 seconds with $3 connections against server $1; output in $4.
-# Bounded in time.
+# Bounded in time (run_client).
 run_wrk() {
-    local name=$1 secs=$2 conns=$3 out=$4 rc=0
-    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$conns" -d "${secs}s" \
-        -H 'Connection: close' --latency -s "$TMP/latency.lua" \
-        "https://127.0.0.1:${PORT[$name]}/0kb.bin" >"$out" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
-    if ((rc != 0)); then
-        cat "$out" >&2
-        ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((secs + 30)) s"
-        die "wrk against $name failed (rc $rc)"
-    fi
+    local name=$1 secs=$2 conns=$3 out=$4
+    run_client "$secs" "$out" wrk -t1 -c "$conns" -d "${secs}s" -H 'Connection: close' --latency \
+        -s "$TMP/latency.lua" "https://127.0.0.1:${PORT[$name]}/0kb.bin" ||
+        { cat "$out" >&2; die "wrk against $name failed"; }
 }
 
 declare -a VERIFY_LINES=()
@@ -294,13 +279,8 @@ measure() { # name case load rep
 
     # wrk
     local reqs rps mean p50 p99 serr n2xx lat
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name case $cs c=$load"; }
-    [[ -n $serr ]] || serr=0
-    [[ -n $n2xx ]] || n2xx=0
+    wrk_parse "$out" "$name case $cs c=$load"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     if ((reqs == 0)); then
         note "WARNING: $name case $cs c=$load run $rep: no handshake completed in ${SECS}s (worker CPU $((c1 - c0)) ticks); wrk said:"
         cat "$out" >&2

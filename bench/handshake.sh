@@ -73,9 +73,8 @@ cpu_roles wrk
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hs.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
 # MASTER, WORKER, PORT, DIR: bench/lib.sh
-WRK_PID=""
 
-cleanup() { stop_all "$WRK_PID"; }
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -121,6 +120,8 @@ launch() { # name port dir case: write the configuration, start the server (star
 
 write_conf() { # name case port dir
     local name=$1 cs=$2 port=$3 d=$4
+    local http=()
+    [[ $name == nginx ]] && mapfile -t http < <(nginx_temp_paths "$d/tmp" | sed 's/^ *//')
     {
         if [[ $name == nginx ]]; then
             echo "daemon off;"
@@ -131,14 +132,7 @@ write_conf() { # name case port dir
         else
             tlsgate_main_conf "$d" 4096
         fi
-        echo "http {"
-        echo "    access_log off;"
-        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
+        http_open "$port" "${http[@]}"
         hs_case_tls "$cs"
         echo "        root $TMP/html;"
         [[ $name == tlsgate && ${BENCH_PROVIDER:-0} == 1 ]] && echo "        ssl_async on;"
@@ -159,19 +153,12 @@ verify() { # name case
     esac
 }
 
-# Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time.
+# Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time
+# (run_client).
 run_wrk() {
-    local name=$1 secs=$2 out=$3 rc=0
-    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$CONNS" -d "${secs}s" \
-        -H 'Connection: close' --latency "https://127.0.0.1:${PORT[$name]}/0kb.bin" >"$out" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
-    if ((rc != 0)); then
-        cat "$out" >&2
-        ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((secs + 30)) s"
-        die "wrk against $name failed (rc $rc)"
-    fi
+    local name=$1 secs=$2 out=$3
+    run_client "$secs" "$out" wrk -t1 -c "$CONNS" -d "${secs}s" -H 'Connection: close' --latency \
+        "https://127.0.0.1:${PORT[$name]}/0kb.bin" || { cat "$out" >&2; die "wrk against $name failed"; }
 }
 
 declare -a ROWS=() VERIFY_LINES=()
@@ -198,15 +185,8 @@ measure() { # name case rep
 
     # parse wrk
     local reqs rps p50 p99 serr n2xx
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
-    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit } END { }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name case $cs"; }
-    [[ -n $serr ]] || serr=0
-    [[ -n $n2xx ]] || n2xx=0
+    wrk_parse "$out" "$name case $cs"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} p50=${WRK[p50]} p99=${WRK[p99]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     local acc="n/a"
     [[ -n $a0 && -n $a1 ]] && acc=$((a1 - a0 - 1)) # minus the status request itself
 

@@ -39,9 +39,8 @@ cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hist.XXXXXX")
-WRK_PID=""
 # shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() { stop_all "$WRK_PID"; }
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 mkdir -p "$TMP/state" "$OUT"
@@ -97,11 +96,8 @@ echo "cases: RSA-2048 TLS 1.2, then ECDSA P-256 TLS 1.3; ${SECS}s each, $CONNS c
 for port in "$P_RSA" "$P_EC"; do
     what="RSA-2048, TLS 1.2 ECDHE-RSA"
     [[ $port == "$P_EC" ]] && what="ECDSA P-256, TLS 1.3"
-    timeout -k 5 $((SECS + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$CONNS" -d "${SECS}s" \
-        -H 'Connection: close' "https://127.0.0.1:$port/0kb.bin" >"$TMP/wrk.txt" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || { cat "$TMP/wrk.txt" >&2; die "wrk failed"; }
-    WRK_PID=""
+    run_client "$SECS" "$TMP/wrk.txt" wrk -t1 -c "$CONNS" -d "${SECS}s" -H 'Connection: close' \
+        "https://127.0.0.1:$port/0kb.bin" || { cat "$TMP/wrk.txt" >&2; die "wrk failed"; }
     echo "$what: $(awk '/^Requests\/sec:/ { print $2 " handshakes/s" }' "$TMP/wrk.txt") ($CONNS connections, ${SECS}s)"
 done
 check_alive tlsgate "$TMP"

@@ -276,6 +276,40 @@ cpu_roles() {
     HZ=$(getconf CLK_TCK)
 }
 
+# run_client SECS OUT CMD...: the client CMD on CLI_CPU, its output (stdout and stderr)
+# in OUT, its pid in CLIENT_PID while it runs (for stop_all "$CLIENT_PID" at exit). Dies
+# when it has not finished SECS + 60 seconds later; else returns its exit status.
+CLIENT_PID=""
+run_client() {
+    local secs=$1 out=$2 rc=0
+    shift 2
+    timeout -k 5 $((secs + 60)) taskset -c "$CLI_CPU" "$@" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    ((rc == 124 || rc == 137)) && die "$1 did not finish within $((secs + 60)) s"
+    return "$rc"
+}
+
+# wrk_parse OUT WHAT: reads wrk's output OUT into WRK[reqs] (requests completed),
+# WRK[rps] (Requests/sec), WRK[p50], WRK[p99] (wrk's text, as 12.34ms; empty without
+# --latency), WRK[serr] (socket errors: connect, read, write, timeout) and WRK[n2xx]
+# (non-2xx/3xx responses), both 0 when wrk names none. Dies, showing OUT, when there is no
+# request count or rate (WHAT names the run).
+declare -A WRK=()
+wrk_parse() {
+    local out=$1
+    WRK[reqs]=$(awk '/ requests in / { print $1; exit }' "$out")
+    WRK[rps]=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
+    WRK[p50]=$(awk '$1 == "50%" { print $2; exit }' "$out")
+    WRK[p99]=$(awk '$1 == "99%" { print $2; exit }' "$out")
+    WRK[serr]=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
+    WRK[n2xx]=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
+    [[ -n ${WRK[serr]} ]] || WRK[serr]=0
+    [[ -n ${WRK[n2xx]} ]] || WRK[n2xx]=0
+    [[ -n ${WRK[reqs]} && -n ${WRK[rps]} ]] || { cat "$out" >&2; die "cannot parse wrk output for $2"; }
+}
+
 # stop_all [PID...]: what a script's cleanup() does at exit: SIGTERM to the client
 # processes PID (empty ones skipped) and waits for them, stops every server start_server
 # started (stop_server), removes $TMP.
@@ -361,6 +395,18 @@ tlsgate_main_conf() {
     echo "events { worker_connections $conns; }"
 }
 
+# http_open PORT [LINE...]: the opening of a bench server's http block, which the caller
+# goes on with (certificates, root, ...) and closes: access log, session cache and
+# tickets off, the LINEs (http level, indented here), then `server {` on 127.0.0.1:PORT
+# ssl with server_name localhost.
+http_open() {
+    local port=$1
+    shift
+    printf '%s\n' "http {" "    access_log off;" "    ssl_session_cache off;" "    ssl_session_tickets off;"
+    (($# > 0)) && printf '    %s\n' "$@"
+    printf '%s\n' "    server {" "        listen 127.0.0.1:$port ssl;" "        server_name localhost;"
+}
+
 # server_conf NAME CASE PORT DIR: writes the configuration of server NAME (nginx, tlsgate,
 # tlsgate-prov[-b], haproxy, haproxy-prov, amnginx-engine, amnginx-prov) for handshake case
 # CASE on 127.0.0.1:PORT: DIR/haproxy.cfg (HAProxy) or DIR/server.conf (the others). One
@@ -412,6 +458,10 @@ server_conf() {
             "ssl_engine { use_engine qatengine; default_algorithms ALL; qat_engine { qat_offload_mode async; qat_notify_mode poll; qat_poll_mode heuristic; } }")
     fi
     [[ $name == amnginx-prov ]] && main+=("env OPENSSL_CONF;")
+    local http=()
+    [[ $name == nginx ]] && mapfile -t http < <(nginx_temp_paths "$d/tmp" | sed 's/^ *//')
+    [[ $name == amnginx* ]] && http+=("client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;")
+    [[ $cs == k ]] && http+=("keepalive_requests 1000000;")
     {
         printf '%s\n' "${main[@]}"
         if [[ $name == tlsgate-prov* ]]; then
@@ -419,16 +469,7 @@ server_conf() {
         else
             tlsgate_main_conf "$d" 8192
         fi
-        echo "http {"
-        echo "    access_log off;"
-        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
-        [[ $name == amnginx* ]] && echo "    client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        [[ $cs == k ]] && echo "    keepalive_requests 1000000;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
+        http_open "$port" "${http[@]}"
         echo "        ssl_certificate $TMP/certs/$cert.crt;"
         echo "        ssl_certificate_key $TMP/certs/$cert.key;"
         echo "        ssl_protocols $(case_proto "$cs");"

@@ -129,7 +129,6 @@ chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
 # MASTER, WORKER, PORT, DIR: bench/lib.sh
 START_SETTLE=0.3 # the provider's threads
 PRINT_LOG_LINES=30
-CLIENT_PID=""
 
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() { stop_all "$CLIENT_PID"; }
@@ -221,18 +220,6 @@ verify() { # name case [suite]: protocol, cipher, key and HTTP 200 are the case'
     verify_probe "$(server_title "$name") case $cs" "$want_p" "$want_c" "$want_k"
 }
 
-# run_client secs out cmd...: the client on CLI_CPU, bounded in time; returns its status
-run_client() {
-    local secs=$1 out=$2 rc=0
-    shift 2
-    timeout -k 5 $((secs + 60)) taskset -c "$CLI_CPU" "$@" >"$out" 2>&1 &
-    CLIENT_PID=$!
-    wait "$CLIENT_PID" || rc=$?
-    CLIENT_PID=""
-    ((rc == 124 || rc == 137)) && die "$1 did not finish within $((secs + 60)) s"
-    return "$rc"
-}
-
 declare -a ROWS=() # part|key|server|conns|rep|rate|cpu_per|spct|conn_ms|p50|p99|cpct|errors|note
 emit() { # the row, to ROWS and BENCH_TSV
     ROWS+=("$1")
@@ -273,13 +260,8 @@ wrk_run() {
     fi
     ((rc == 0)) || { cat "$out" >&2 2>/dev/null; die "wrk against $name ($key, c=$conns) failed (rc $rc)"; }
     local reqs rps p50 p99 serr n2xx row
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
-    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name ($key)"; }
+    wrk_parse "$out" "$name ($key)"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} p50=${WRK[p50]} p99=${WRK[p99]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     row=$(awk -v pt="$pt" -v key="$key" -v name="$name" -v conns="$conns" -v rep="$rep" -v reqs="$reqs" \
         -v rps="$rps" -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
         -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" -v errs=$((${serr:-0} + ${n2xx:-0})) 'BEGIN {

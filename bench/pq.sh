@@ -51,14 +51,8 @@ launch() { # name port dir (start_server): TLS on PORT, the plain status page on
     START_ALSO_LISTEN=$P_ST
     {
         tlsgate_main_conf "$d" 8192 "ssl_provider tlsgate;" 'ssl_propquery "?provider=tlsgate";'
+        http_open "$P_TLS"
         cat <<CONF
-http {
-    access_log off;
-    ssl_session_cache off;
-    ssl_session_tickets off;
-    server {
-        listen 127.0.0.1:$P_TLS ssl;
-        server_name localhost;
         ssl_certificate $TMP/certs/ecdsa.crt;
         ssl_certificate_key $TMP/certs/ecdsa.key;
         ssl_protocols TLSv1.3;

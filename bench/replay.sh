@@ -151,7 +151,6 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-replay.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
 declare -A SPORT=() # MASTER, WORKER, PORT, DIR: bench/lib.sh
 START_SETTLE=0.3 # the provider's threads
-CLIENT_PID=""
 
 cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
@@ -354,13 +353,9 @@ measure_wrk() { # name case rep
     local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" c0 c1 rc=0 reqs serr path=/0kb.bin
     [[ $name == haproxy* ]] && path=/
     c0=$(cpu_ticks "${WORKER[$name]}")
-    timeout -k 5 $((WRK_SECS + 30)) taskset -c "$CLI_CPU" wrk -t1 -c50 -d "${WRK_SECS}s" \
-        -H 'Connection: close' "https://127.0.0.1:${PORT[$name]}$path" >"$out" 2>&1 &
-    CLIENT_PID=$!
-    wait "$CLIENT_PID" || rc=$?
-    CLIENT_PID=""
+    run_client "$WRK_SECS" "$out" wrk -t1 -c50 -d "${WRK_SECS}s" -H 'Connection: close' \
+        "https://127.0.0.1:${PORT[$name]}$path" || rc=$?
     c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo "$c0")
-    ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((WRK_SECS + 30)) s"
     if ((rc != 0)) || ! alive "$name"; then
         cat "$out" >&2
         note "wrk against $name case $cs failed (rc $rc) ${WHY}"

@@ -74,13 +74,8 @@ start() { # case -> P_TLS, TG_PID, WPID
     P_TLS=$(free_port)
     {
         tlsgate_main_conf "$W" 8192 ${PROV_MAIN:+"$PROV_MAIN"}
+        http_open "$P_TLS"
         cat <<C
-http {
-    access_log off;
-    ssl_session_cache off;
-    ssl_session_tickets off;
-    server {
-        listen 127.0.0.1:$P_TLS ssl;
         ssl_certificate $W/certs/$cert.crt;
         ssl_certificate_key $W/certs/$cert.key;
         ssl_protocols $(case_proto "$cs");
