@@ -116,16 +116,9 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-adaptive.XXXXXX")
 cp "$TG_SRC" "$TMP/tlsgate"
 TG=$TMP/tlsgate
 TG_SHA=$(sha256sum "$TG" | cut -c1-12)
-declare -A SPORT=() ELOG=() # MASTER, WORKER, PORT: bench/lib.sh
-WRK_PID=""
+declare -A SPORT=() # MASTER, WORKER, PORT, DIR: bench/lib.sh
 
-cleanup() {
-    set +e
-    [[ -n $WRK_PID ]] && kill -TERM "$WRK_PID" 2>/dev/null && wait "$WRK_PID" 2>/dev/null
-    local n
-    for n in "${CONFIGS[@]}"; do stop_server "$n"; done
-    rm -rf "$TMP"
-}
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -154,15 +147,6 @@ cpu_busy() {
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-case_tls() { # case -> the server's ssl_* lines
-    case $1 in
-    a) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.2;\n        ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;\n' \
-        "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" ;;
-    b) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.3;\n' \
-        "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" ;;
-    esac
-}
-
 case_title() {
     case $1 in
     a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048 (X25519)" ;;
@@ -189,31 +173,14 @@ launch() { # name port dir case: a status port too, the configuration, tlsgate (
     TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
 }
 
-serve() { # name case
-    local d="$TMP/$1-$2"
-    mkdir -p "$d/state"
-    ELOG[$1]=$d
-    start_server "$1" "$d" launch "$2"
-}
-
 write_conf() { # name case port status-port dir
     local name=$1 cs=$2 port=$3 sport=$4 d=$5
     {
-        echo "worker_processes 1;"
-        echo "worker_cpu_affinity 01;"
-        provider_conf "$name"
-        echo "error_log $d/error.log;"
-        echo "pid $d/tlsgate.pid;"
-        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
-        echo "events { worker_connections 4096; }"
-        echo "http {"
-        echo "    access_log off;"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
-        case_tls "$cs"
+        local prov
+        mapfile -t prov < <(provider_conf "$name")
+        tlsgate_main_conf "$d" 4096 "${prov[@]}"
+        http_open "$port"
+        hs_case_tls "$cs"
         echo "        root $TMP/html;"
         if [[ $name == plain ]]; then echo "        ssl_async off;"; else echo "        ssl_async on;"; fi
         echo "    }"
@@ -226,43 +193,14 @@ write_conf() { # name case port status-port dir
     } >"$d/tlsgate.conf"
 }
 
-check_affinity() { # name: every thread of the worker on SRV_CPU (the provider's timer too)
-    local name=$1 w=${WORKER[$1]} t aff
-    for t in /proc/"$w"/task/*; do
-        t=${t##*/}
-        aff=$(taskset -pc "$t" 2>/dev/null | sed 's/.*: *//') || continue
-        [[ -z $aff || $aff == "$SRV_CPU" ]] && continue
-        note "WARNING: $name worker $w thread $t runs on CPUs '$aff' despite worker_cpu_affinity 01; pinning it with taskset"
-        taskset -pc "$SRV_CPU" "$t" >/dev/null || true
-    done
-}
-
 # verify protocol, cipher, server key and that /0kb.bin is served; prints one line
 verify() { # name case
-    local name=$1 cs=$2 port=${PORT[$1]} out proto cipher key temp status want_p want_c want_k
-    out=$(printf 'GET /0kb.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
-        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost -ign_eof 2>&1 || true)
-    proto=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
-    cipher=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
-    [[ -n $proto ]] || proto=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
-    temp=$(awk -F': ' '/^Server Temp Key:/ { print $2; exit }' <<<"$out")
-    key=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
-        openssl x509 -noout -text 2>/dev/null |
-        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
-             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
-    status=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+    local name=$1 cs=$2
+    tls_probe "${PORT[$name]}" /0kb.bin
     case $cs in
-    a) want_p=TLSv1.2 want_c=ECDHE-RSA-AES256-GCM-SHA384 want_k=RSA-2048 ;;
-    b) want_p=TLSv1.3 want_c='TLS_*' want_k=EC-prime256v1 ;;
+    a) verify_probe "$name case $cs" TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384 RSA-2048 ;;
+    b) verify_probe "$name case $cs" TLSv1.3 'TLS_*' EC-prime256v1 ;;
     esac
-    local line="verify $name case $cs: $proto $cipher, server cert $key, temp key ${temp:-?}, GET /0kb.bin: ${status:-no response}"
-    echo "$line"
-    VERIFY_LINES+=("$line")
-    # shellcheck disable=SC2053
-    if [[ $proto != "$want_p" || $cipher != $want_c || $key != "$want_k" || $status != 200 ]]; then
-        echo "$out" | head -n 60 >&2
-        die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
-    fi
 }
 
 to_us() { # wrk time like 12.34ms / 850.00us / 1.20s / 1.00m -> µs
@@ -297,20 +235,12 @@ hs_hist() { # status JSON file -> "count sum" of the accept-to-handshake-done hi
 }
 
 # Runs wrk on CLI_CPU for $2 seconds with $3 connections against server $1; output in $4.
-# Bounded in time.
+# Bounded in time (run_client).
 run_wrk() {
-    local name=$1 secs=$2 conns=$3 out=$4 rc=0
-    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$conns" -d "${secs}s" \
-        -H 'Connection: close' --latency -s "$TMP/latency.lua" \
-        "https://127.0.0.1:${PORT[$name]}/0kb.bin" >"$out" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
-    if ((rc != 0)); then
-        cat "$out" >&2
-        ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((secs + 30)) s"
-        die "wrk against $name failed (rc $rc)"
-    fi
+    local name=$1 secs=$2 conns=$3 out=$4
+    run_client "$secs" "$out" wrk -t1 -c "$conns" -d "${secs}s" -H 'Connection: close' --latency \
+        -s "$TMP/latency.lua" "https://127.0.0.1:${PORT[$name]}/0kb.bin" ||
+        { cat "$out" >&2; die "wrk against $name failed"; }
 }
 
 declare -a VERIFY_LINES=()
@@ -323,10 +253,10 @@ measure() { # name case load rep
     local name=$1 cs=$2 load=$3 rep=$4 tag="$1-$2-c$3-$4"
     local out="$TMP/wrk-$tag.txt" s0="$TMP/status0-$tag.json" s1="$TMP/status1-$tag.json"
     local c0 c1 k0 k1 t0 t1
-    check_alive "$name" "${ELOG[$name]}"
+    check_alive "$name" "${DIR[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$load" "$TMP/warmup-$tag.txt"
-        check_alive "$name" "${ELOG[$name]}"
+        check_alive "$name" "${DIR[$name]}"
     fi
     sleep 0.3 # the worker copies the provider's counters to the status page every 100 ms
     fetch_status "$name" "$s0"
@@ -341,25 +271,20 @@ measure() { # name case load rep
     k1=$(children_ticks)
     b01=$(cpu_busy "$SRV_CPU")
     b11=$(cpu_busy "$CLI_CPU")
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name" "${ELOG[$name]}"
-    check_affinity "$name"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${DIR[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${DIR[$name]}"
+    pin_worker "$name"
     sleep 0.3
     fetch_status "$name" "$s1"
 
     # wrk
     local reqs rps mean p50 p99 serr n2xx lat
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name case $cs c=$load"; }
-    [[ -n $serr ]] || serr=0
-    [[ -n $n2xx ]] || n2xx=0
+    wrk_parse "$out" "$name case $cs c=$load"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     if ((reqs == 0)); then
         note "WARNING: $name case $cs c=$load run $rep: no handshake completed in ${SECS}s (worker CPU $((c1 - c0)) ticks); wrk said:"
         cat "$out" >&2
-        print_log "${ELOG[$name]}/error.log"
+        print_log "${DIR[$name]}/error.log"
         if [[ ${RETRYING:-0} == 0 ]]; then
             note "retrying this run once"
             RETRYING=1 measure "$@"
@@ -460,7 +385,7 @@ for cs in $CASES; do
     echo "== case $cs: $(case_title "$cs") =="
     for name in "${CONFIGS[@]}"; do serve "$name" "$cs"; done
     for name in "${CONFIGS[@]}"; do
-        check_affinity "$name"
+        pin_worker "$name"
         verify "$name" "$cs"
     done
     for load in $LOADS; do
@@ -703,10 +628,4 @@ report() {
 echo
 REPORT=$(report)
 echo "$REPORT"
-if [[ $SAVE == 1 ]]; then
-    mkdir -p "$ROOT/bench/results"
-    f="$ROOT/bench/results/adaptive-$(date +%Y%m%d-%H%M%S).md"
-    echo "$REPORT" >"$f"
-    echo
-    echo "saved: ${f#"$ROOT"/}"
-fi
+if [[ $SAVE == 1 ]]; then save_report adaptive "$REPORT"; fi

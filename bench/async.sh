@@ -14,51 +14,42 @@
 #   BENCH_TLS (1.3|1.2, default 1.3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 BUILD_DIR=${BUILD_DIR:-build}
-BIN=${TLSGATE_BIN:-$BUILD_DIR/tlsgate}
+BIN=$(TLSGATE_BIN=${TLSGATE_BIN:-$BUILD_DIR/tlsgate} tlsgate_bin)
 SECS=${BENCH_SECONDS:-5}
 CONNS=${BENCH_CONNS:-200}
 DELAY=${BENCH_DELAY_US:-1000}
 NOTIFY=${BENCH_NOTIFY:-callback}
 TLSV=${BENCH_TLS:-1.3}
 for t in wrk openssl taskset curl; do
-    command -v "$t" >/dev/null || { echo "bench/async.sh: $t is missing (scripts/deps.sh bench)" >&2; exit 1; }
+    command -v "$t" >/dev/null || die "$t is missing (scripts/deps.sh bench)"
 done
-[ -x "$BIN" ] || { echo "bench/async.sh: $BIN not built (make build)" >&2; exit 1; }
 [ -f "$BUILD_DIR/fakeaccel.so" ] || cmake --build "$BUILD_DIR" --target fakeaccel >/dev/null
 BUILD_ABS=$(cd "$BUILD_DIR" && pwd) # BUILD_DIR may be relative or absolute
 TMP=$(mktemp -d)
-MASTER=""
-cleanup() {
-    [ -n "$MASTER" ] && kill "$MASTER" 2>/dev/null && sleep 0.5
-    rm -rf "$TMP"
-}
+cleanup() { stop_all; }
 trap cleanup EXIT INT TERM
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/rsa.key" -out "$TMP/rsa.crt" -days 2 \
-    -subj /CN=bench.test 2>/dev/null
-mkdir -p "$TMP/html" && : > "$TMP/html/0kb.bin"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+make_certs "$TMP/certs" rsa
+make_docroot "$TMP/html"
 CLK=$(getconf CLK_TCK)
 if [ "$TLSV" = 1.2 ]; then PROTO="ssl_protocols TLSv1.2; ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;"
 else PROTO="ssl_protocols TLSv1.3;"; fi
 
-run() { # run on|off -> prints a table row
-    local mode=$1
-    cat > "$TMP/t.conf" <<CONF
-ssl_provider fakeaccel { path $BUILD_ABS; delay_us $DELAY; notify $NOTIFY; }
-ssl_propquery "?provider=fakeaccel";
-worker_processes 1;
-worker_cpu_affinity 01;
-error_log $TMP/error.log;
-pid $TMP/t.pid;
-user root;
-events { worker_connections 4096; }
+launch() { # name port dir mode (start_server): tlsgate with ssl_async MODE on PORT
+    local d=$3 mode=$4
+    P_TLS=$2
+    {
+        tlsgate_main_conf "$d" 4096 "ssl_provider fakeaccel { path $BUILD_ABS; delay_us $DELAY; notify $NOTIFY; }" \
+            'ssl_propquery "?provider=fakeaccel";'
+        cat <<CONF
 http {
     access_log off;
     server {
-        listen 127.0.0.1:$PORT ssl;
-        ssl_certificate $TMP/rsa.crt;
-        ssl_certificate_key $TMP/rsa.key;
+        listen 127.0.0.1:$P_TLS ssl;
+        ssl_certificate $TMP/certs/rsa.crt;
+        ssl_certificate_key $TMP/certs/rsa.key;
         $PROTO
         ssl_session_cache off;
         ssl_session_tickets off;
@@ -69,18 +60,21 @@ http {
     }
 }
 CONF
-    "$BIN" -c "$TMP/t.conf" 2>>"$TMP/error.log" &
-    MASTER=$!
-    for _ in $(seq 50); do curl -sk -o /dev/null "https://127.0.0.1:$PORT/0kb.bin" && break; sleep 0.1; done
-    local worker
-    worker=$(pgrep -P "$MASTER" | head -1)
-    taskset -c 1 wrk -t1 -c"$CONNS" -d1 -H 'Connection: close' "https://127.0.0.1:$PORT/0kb.bin" >/dev/null
+    } >"$d/t.conf"
+    "$BIN" -c "$d/t.conf" >>"$d/stdout.log" 2>&1 &
+}
+
+run() { # run on|off -> prints a table row
+    local mode=$1
+    start_server tlsgate "$TMP" launch "$mode"
+    local worker=${WORKER[tlsgate]}
+    taskset -c 1 wrk -t1 -c"$CONNS" -d1 -H 'Connection: close' "https://127.0.0.1:$P_TLS/0kb.bin" >/dev/null
     local t0 t1
-    t0=$(awk '{print $14+$15}' "/proc/$worker/stat")
+    t0=$(cpu_ticks "$worker")
     local out
     out=$(taskset -c 1 wrk -t1 -c"$CONNS" -d"$SECS" -H 'Connection: close' --latency \
-        "https://127.0.0.1:$PORT/0kb.bin")
-    t1=$(awk '{print $14+$15}' "/proc/$worker/stat")
+        "https://127.0.0.1:$P_TLS/0kb.bin")
+    t1=$(cpu_ticks "$worker")
     local reqs rps p50 p99 errs
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
@@ -90,12 +84,11 @@ CONF
     local us
     us=$(awk -v d=$((t1 - t0)) -v c="$CLK" -v n="$reqs" 'BEGIN { printf "%.0f", d * 1e6 / c / n }')
     local resumed
-    resumed=$(curl -sk "https://127.0.0.1:$PORT/status" | sed -n 's/.*resumed: \([0-9]*\) drained.*/\1/p')
+    resumed=$(curl -sk "https://127.0.0.1:$P_TLS/status" | sed -n 's/.*resumed: \([0-9]*\) drained.*/\1/p')
     printf '| ssl_async %s | %s | %s | %s | %s | %s | %s |\n' "$mode" "$rps" "$us" "$p50" "$p99" \
         "${resumed:-?}" "${errs:-0}"
-    kill "$MASTER"
-    wait "$MASTER" 2>/dev/null || true
-    MASTER=""
+    stop_server tlsgate
+    cat "$TMP/error.log" >>"$TMP/errors.log" # start_server empties error.log
 }
 
 echo "tlsgate, fake accelerator at ${DELAY} us (notify $NOTIFY), TLS $TLSV RSA-2048, one worker on CPU 0, wrk -c$CONNS on CPU 1, ${SECS}s"
@@ -107,4 +100,4 @@ run on
 echo
 echo "With ssl_async off the worker sleeps through every accelerator operation, so it cannot"
 echo "pass 1/latency = $((1000000 / DELAY)) handshakes/s."
-if grep -E '\[(crit|alert|emerg)\]' "$TMP/error.log"; then exit 1; fi
+if grep -E '\[(crit|alert|emerg)\]' "$TMP/errors.log"; then exit 1; fi

@@ -72,16 +72,9 @@ cpu_roles wrk
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hs.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A ELOG=() # MASTER, WORKER, PORT: bench/lib.sh
-WRK_PID=""
+# MASTER, WORKER, PORT, DIR: bench/lib.sh
 
-cleanup() {
-    set +e
-    [[ -n $WRK_PID ]] && kill -TERM "$WRK_PID" 2>/dev/null && wait "$WRK_PID" 2>/dev/null
-    stop_server nginx
-    stop_server tlsgate
-    rm -rf "$TMP"
-}
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -108,15 +101,6 @@ accepts() { # port -> stub_status "accepts", or "" if unavailable
 # nginx -V lists the compiled-in temp paths; point every one of them into TMP so that the
 # bench instance never touches /var/lib/nginx. Only for modules that are compiled in.
 
-case_tls() { # case -> the server's ssl_* lines
-    case $1 in
-    a) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.2;\n        ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;\n' \
-        "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" ;;
-    b) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.3;\n' \
-        "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" ;;
-    esac
-}
-
 case_title() {
     case $1 in
     a) echo "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384, RSA-2048" ;;
@@ -134,39 +118,22 @@ launch() { # name port dir case: write the configuration, start the server (star
     fi
 }
 
-serve() { # name case
-    local d="$TMP/$1-$2"
-    mkdir -p "$d/tmp" "$d/state"
-    ELOG[$1]=$d
-    start_server "$1" "$d" launch "$2"
-}
-
 write_conf() { # name case port dir
     local name=$1 cs=$2 port=$3 d=$4
+    local http=()
+    [[ $name == nginx ]] && mapfile -t http < <(nginx_temp_paths "$d/tmp" | sed 's/^ *//')
     {
         if [[ $name == nginx ]]; then
             echo "daemon off;"
             echo "master_process on;"
         fi
-        echo "worker_processes 1;"
-        echo "worker_cpu_affinity 01;"
         if [[ $name == tlsgate && ${BENCH_PROVIDER:-0} == 1 ]]; then
-            echo "ssl_provider tlsgate;"
-            echo "ssl_propquery \"?provider=tlsgate\";"
+            tlsgate_main_conf "$d" 4096 "ssl_provider tlsgate;" "ssl_propquery \"?provider=tlsgate\";"
+        else
+            tlsgate_main_conf "$d" 4096
         fi
-        echo "error_log $d/error.log;"
-        echo "pid $d/$name.pid;"
-        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
-        echo "events { worker_connections 4096; }"
-        echo "http {"
-        echo "    access_log off;"
-        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
-        case_tls "$cs"
+        http_open "$port" "${http[@]}"
+        hs_case_tls "$cs"
         echo "        root $TMP/html;"
         [[ $name == tlsgate && ${BENCH_PROVIDER:-0} == 1 ]] && echo "        ssl_async on;"
         echo "        location = /status { stub_status; }"
@@ -175,64 +142,23 @@ write_conf() { # name case port dir
     } >"$d/$name.conf"
 }
 
-check_affinity() { # name
-    local name=$1 w=${WORKER[$1]} aff
-    aff=$(taskset -pc "$w" 2>/dev/null | sed 's/.*: *//')
-    if [[ $aff != "$SRV_CPU" ]]; then
-        note "WARNING: $name worker $w runs on CPUs '$aff' despite worker_cpu_affinity 01; pinning it with taskset"
-        taskset -pc "$SRV_CPU" "$w" >/dev/null
-    fi
-}
-
 # verify protocol, cipher, server key and that /0kb.bin is served; prints one line
 verify() { # name case
-    local name=$1 cs=$2 port=${PORT[$1]} out proto cipher key temp tickets status want_p want_c want_k
-    out=$(printf 'GET /0kb.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
-        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost -ign_eof 2>&1 || true)
-    proto=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
-    cipher=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
-    [[ -n $proto ]] || proto=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
-    temp=$(awk -F': ' '/^Server Temp Key:/ { print $2; exit }' <<<"$out")
-    key=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
-        openssl x509 -noout -text 2>/dev/null |
-        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
-             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
-    # TLSv1.3: one "Post-Handshake New Session Ticket arrived" per ticket; TLSv1.2: the
-    # session summary shows a ticket lifetime hint when the server sent a ticket
-    if [[ $proto == TLSv1.3 ]]; then
-        tickets=$(grep -c 'Post-Handshake New Session Ticket arrived' <<<"$out" || true)
-    else
-        tickets=$(grep -c 'TLS session ticket lifetime hint' <<<"$out" || true)
-    fi
-    status=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+    local name=$1 cs=$2
+    tls_probe "${PORT[$name]}" /0kb.bin
+    TICKETS[$cs-$name]=${PROBE[tickets]}
     case $cs in
-    a) want_p=TLSv1.2 want_c=ECDHE-RSA-AES256-GCM-SHA384 want_k=RSA-2048 ;;
-    b) want_p=TLSv1.3 want_c='TLS_*' want_k=EC-prime256v1 ;;
+    a) verify_probe "$name case $cs" TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384 RSA-2048 "session tickets sent: ${PROBE[tickets]}" ;;
+    b) verify_probe "$name case $cs" TLSv1.3 'TLS_*' EC-prime256v1 "session tickets sent: ${PROBE[tickets]}" ;;
     esac
-    local line="verify $name case $cs: $proto $cipher, server cert $key, temp key ${temp:-?}, session tickets sent: $tickets, GET /0kb.bin: ${status:-no response}"
-    echo "$line"
-    VERIFY_LINES+=("$line")
-    TICKETS[$cs-$name]=$tickets
-    # shellcheck disable=SC2053
-    if [[ $proto != "$want_p" || $cipher != $want_c || $key != "$want_k" || $status != 200 ]]; then
-        echo "$out" | head -n 60 >&2
-        die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
-    fi
 }
 
-# Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time.
+# Runs wrk on CLI_CPU for $2 seconds against server $1; output in $3. Bounded in time
+# (run_client).
 run_wrk() {
-    local name=$1 secs=$2 out=$3 rc=0
-    timeout -k 5 $((secs + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$CONNS" -d "${secs}s" \
-        -H 'Connection: close' --latency "https://127.0.0.1:${PORT[$name]}/0kb.bin" >"$out" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
-    if ((rc != 0)); then
-        cat "$out" >&2
-        ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((secs + 30)) s"
-        die "wrk against $name failed (rc $rc)"
-    fi
+    local name=$1 secs=$2 out=$3
+    run_client "$secs" "$out" wrk -t1 -c "$CONNS" -d "${secs}s" -H 'Connection: close' --latency \
+        "https://127.0.0.1:${PORT[$name]}/0kb.bin" || { cat "$out" >&2; die "wrk against $name failed"; }
 }
 
 declare -a ROWS=() VERIFY_LINES=()
@@ -241,10 +167,10 @@ declare -A SUM_CPU=() SUM_HS=() SUM_RPS=() N_RUNS=()
 
 measure() { # name case rep
     local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" a0 a1 c0 c1 k0 k1 t0 t1
-    check_alive "$name" "${ELOG[$name]}"
+    check_alive "$name" "${DIR[$name]}"
     if ((WARMUP > 0)); then
         run_wrk "$name" "$WARMUP" "$TMP/warmup-$name-$cs-$rep.txt"
-        check_alive "$name" "${ELOG[$name]}"
+        check_alive "$name" "${DIR[$name]}"
     fi
     a0=$(accepts "${PORT[$name]}")
     c0=$(cpu_ticks "${WORKER[$name]}")
@@ -253,21 +179,14 @@ measure() { # name case rep
     run_wrk "$name" "$SECS" "$out"
     t1=$(now_ns)
     k1=$(children_ticks)
-    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${ELOG[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
-    check_alive "$name" "${ELOG[$name]}"
+    c1=$(cpu_ticks "${WORKER[$name]}") || { check_alive "$name" "${DIR[$name]}"; die "cannot read /proc/${WORKER[$name]}/stat"; }
+    check_alive "$name" "${DIR[$name]}"
     a1=$(accepts "${PORT[$name]}")
 
     # parse wrk
     local reqs rps p50 p99 serr n2xx
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
-    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit } END { }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name case $cs"; }
-    [[ -n $serr ]] || serr=0
-    [[ -n $n2xx ]] || n2xx=0
+    wrk_parse "$out" "$name case $cs"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} p50=${WRK[p50]} p99=${WRK[p99]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     local acc="n/a"
     [[ -n $a0 && -n $a1 ]] && acc=$((a1 - a0 - 1)) # minus the status request itself
 
@@ -308,7 +227,7 @@ for cs in $CASES; do
     serve nginx "$cs"
     serve tlsgate "$cs"
     for name in nginx tlsgate; do
-        check_affinity "$name"
+        pin_worker "$name"
         verify "$name" "$cs"
     done
     for ((rep = 1; rep <= REPEAT; rep++)); do
@@ -369,10 +288,4 @@ report() {
 echo
 REPORT=$(report)
 echo "$REPORT"
-if [[ $SAVE == 1 ]]; then
-    mkdir -p "$ROOT/bench/results"
-    f="$ROOT/bench/results/handshake-$(date +%Y%m%d-%H%M%S).md"
-    echo "$REPORT" >"$f"
-    echo
-    echo "saved: ${f#"$ROOT"/}"
-fi
+if [[ $SAVE == 1 ]]; then save_report handshake "$REPORT"; fi

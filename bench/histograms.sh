@@ -23,93 +23,42 @@
 #   BENCH_OUT (bench/out), BENCH_NO_INSTALL=1 (never call apt-get)
 set -euo pipefail
 
-die() { echo "histograms.sh: error: $*" >&2; exit 1; }
-note() { echo "histograms.sh: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECS=${BENCH_SECONDS:-3}
 CONNS=${BENCH_CONNS:-32}
 OUT=${BENCH_OUT:-$ROOT/bench/out}
 if ! [[ $SECS =~ ^[0-9]+$ ]] || ((SECS == 0)); then die "BENCH_SECONDS must be a positive integer"; fi
 if ! [[ $CONNS =~ ^[0-9]+$ ]] || ((CONNS == 0)); then die "BENCH_CONNS must be a positive integer"; fi
 
-# --- tools -------------------------------------------------------------------------------
-missing=()
-command -v wrk >/dev/null 2>&1 || missing+=(wrk)
-command -v gnuplot >/dev/null 2>&1 || missing+=(gnuplot-nox)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v taskset >/dev/null 2>&1 || missing+=(util-linux)
-if ((${#missing[@]})); then
-    [[ ${BENCH_NO_INSTALL:-0} == 1 ]] && die "missing packages: ${missing[*]} (BENCH_NO_INSTALL=1)"
-    command -v apt-get >/dev/null 2>&1 || die "missing packages: ${missing[*]} and no apt-get"
-    sudo=()
-    [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    note "installing: ${missing[*]}"
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install failed"
-fi
-
-TG=${TLSGATE_BIN:-build/tlsgate}
-if [[ $TG != /* ]]; then
-    if [[ -e $TG ]]; then TG=$PWD/$TG; else TG=$ROOT/$TG; fi
-fi
-[[ -x $TG ]] || die "tlsgate binary not found: $TG (make build, or set TLSGATE_BIN)"
-
-SRV_CPU=0
-CLI_CPU=1
-if (($(nproc) < 2)); then
-    note "warning: one CPU: server and wrk share it, the histograms show the contention"
-    CLI_CPU=0
-fi
+install_missing wrk:wrk gnuplot:gnuplot-nox python3:python3 openssl:openssl curl:curl \
+    taskset:util-linux pgrep:procps
+TG=$(tlsgate_bin)
+cpu_roles wrk
 
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-hist.XXXXXX")
-MASTER=""
-WRK_PID=""
 # shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-    set +e
-    [[ -n $WRK_PID ]] && kill -TERM "$WRK_PID" 2>/dev/null && wait "$WRK_PID" 2>/dev/null
-    if [[ -n $MASTER ]] && kill -0 "$MASTER" 2>/dev/null; then
-        kill -TERM "$MASTER"
-        for _ in $(seq 50); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$MASTER" 2>/dev/null && { pkill -KILL -P "$MASTER"; kill -KILL "$MASTER"; }
-        wait "$MASTER" 2>/dev/null
-    fi
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+cleanup() { stop_all "$CLIENT_PID"; }
+trap_cleanup
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-mkdir -p "$TMP/html" "$TMP/state" "$OUT"
+mkdir -p "$TMP/state" "$OUT"
 CHARTS=(handshake_us async_pause_us queue_wait_us batch_us batch_fill)
 for c in "${CHARTS[@]}"; do rm -f "$OUT/$c.png"; done # no stale chart from an earlier run
-: >"$TMP/html/0kb.bin"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$TMP/rsa.key" -out "$TMP/rsa.crt" 2>/dev/null || die "cannot create the RSA certificate"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$TMP/ecdsa.key" -out "$TMP/ecdsa.crt" 2>/dev/null || die "cannot create the ECDSA certificate"
+make_docroot "$TMP/html"
+make_certs "$TMP/certs"
 
-P_RSA=$(free_port)
-P_EC=$(free_port)
-P_ST=$(free_port)
-cat >"$TMP/tlsgate.conf" <<EOF
-worker_processes 1;
-worker_cpu_affinity 01;
-ssl_provider tlsgate;
-ssl_propquery "?provider=tlsgate";
-error_log $TMP/error.log;
-pid $TMP/tlsgate.pid;
-user root;
-events { worker_connections 4096; }
+launch() { # name port dir (start_server): RSA server on PORT, ECDSA and plain status on two more
+    local port=$2 d=$3
+    P_RSA=$port
+    P_EC=$(free_port "$port")
+    P_ST=$(free_port "$port $P_EC")
+    # shellcheck disable=SC2034 # read by start_server (lib.sh)
+    START_ALSO_LISTEN="$P_EC $P_ST"
+    {
+        tlsgate_main_conf "$d" 4096 "ssl_provider tlsgate;" 'ssl_propquery "?provider=tlsgate";'
+        cat <<EOF
 http {
     access_log off;
     ssl_session_cache off;
@@ -117,16 +66,16 @@ http {
     root $TMP/html;
     server {
         listen 127.0.0.1:$P_RSA ssl;
-        ssl_certificate $TMP/rsa.crt;
-        ssl_certificate_key $TMP/rsa.key;
+        ssl_certificate $TMP/certs/rsa.crt;
+        ssl_certificate_key $TMP/certs/rsa.key;
         ssl_protocols TLSv1.2;
         ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;
         ssl_async on;
     }
     server {
         listen 127.0.0.1:$P_EC ssl;
-        ssl_certificate $TMP/ecdsa.crt;
-        ssl_certificate_key $TMP/ecdsa.key;
+        ssl_certificate $TMP/certs/ecdsa.crt;
+        ssl_certificate_key $TMP/certs/ecdsa.key;
         ssl_protocols TLSv1.3;
         ssl_async on;
     }
@@ -136,14 +85,10 @@ http {
     }
 }
 EOF
-
-TLSGATE_STATE_DIR="$TMP/state" "$TG" -c "$TMP/tlsgate.conf" >"$TMP/stdout.log" 2>&1 &
-MASTER=$!
-for _ in $(seq 100); do
-    kill -0 "$MASTER" 2>/dev/null || { cat "$TMP/stdout.log" "$TMP/error.log" >&2 2>/dev/null; die "tlsgate exited at start"; }
-    curl -sf "http://127.0.0.1:$P_ST/status" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+    } >"$d/tlsgate.conf"
+    TLSGATE_STATE_DIR="$d/state" "$TG" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 &
+}
+start_server tlsgate "$TMP" launch
 curl -sf "http://127.0.0.1:$P_ST/status" >/dev/null || die "tlsgate does not answer on 127.0.0.1:$P_ST"
 
 echo "$("$TG" -v 2>&1 | head -n 1); worker on CPU $SRV_CPU, wrk on CPU $CLI_CPU"
@@ -151,14 +96,11 @@ echo "cases: RSA-2048 TLS 1.2, then ECDSA P-256 TLS 1.3; ${SECS}s each, $CONNS c
 for port in "$P_RSA" "$P_EC"; do
     what="RSA-2048, TLS 1.2 ECDHE-RSA"
     [[ $port == "$P_EC" ]] && what="ECDSA P-256, TLS 1.3"
-    timeout -k 5 $((SECS + 30)) taskset -c "$CLI_CPU" wrk -t1 -c "$CONNS" -d "${SECS}s" \
-        -H 'Connection: close' "https://127.0.0.1:$port/0kb.bin" >"$TMP/wrk.txt" 2>&1 &
-    WRK_PID=$!
-    wait "$WRK_PID" || { cat "$TMP/wrk.txt" >&2; die "wrk failed"; }
-    WRK_PID=""
+    run_client "$SECS" "$TMP/wrk.txt" wrk -t1 -c "$CONNS" -d "${SECS}s" -H 'Connection: close' \
+        "https://127.0.0.1:$port/0kb.bin" || { cat "$TMP/wrk.txt" >&2; die "wrk failed"; }
     echo "$what: $(awk '/^Requests\/sec:/ { print $2 " handshakes/s" }' "$TMP/wrk.txt") ($CONNS connections, ${SECS}s)"
 done
-kill -0 "$MASTER" 2>/dev/null || die "tlsgate died under load"
+check_alive tlsgate "$TMP"
 sleep 0.3 # the worker copies the provider's counters at most every 100 ms
 curl -sf "http://127.0.0.1:$P_ST/status" -o "$OUT/status.json" || die "cannot read /status"
 

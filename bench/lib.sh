@@ -4,8 +4,10 @@
 #
 # Messages: die, note (prefixed with the script's name). Packages: install_missing.
 # Paths: abspath, tlsgate_bin. Ports: free_port, listening. Servers: start_server,
-# stop_server (their state in the associative arrays MASTER, WORKER, PORT). Measures:
-# cpu_ticks, children_ticks, now_ns, to_ms. Logs: print_log. nginx: nginx_temp_paths.
+# stop_server, serve, pin_worker, check_alive (their state in the associative arrays
+# MASTER, WORKER, PORT, DIR); configurations: tlsgate_main_conf, server_conf. Checks of
+# what a server negotiates: tls_probe, verify_probe. Measures: cpu_ticks, children_ticks,
+# now_ns, to_ms. Logs: print_log. nginx: nginx_temp_paths.
 # Every server listens on 127.0.0.1 on a port that free_port picked outside the ephemeral
 # range (so no client's source port takes it meanwhile).
 
@@ -143,7 +145,9 @@ nginx_temp_paths() {
     grep -q -- '--without-http_scgi_module' <<<"$v" || echo "    scgi_temp_path $dir/scgi;"
 }
 
-declare -A MASTER=() WORKER=() PORT=()
+# SPORT[NAME]: a second port of a server, where a script has one (HAProxy's stats socket,
+# tlsgate's plain status server); server_conf reads it.
+declare -A MASTER=() WORKER=() PORT=() DIR=() SPORT=()
 
 # start_server NAME DIR LAUNCH [ARGS...]: starts one server and waits until it listens.
 # Up to 5 attempts (a port taken meanwhile): each picks PORT with free_port, empties
@@ -272,6 +276,53 @@ cpu_roles() {
     HZ=$(getconf CLK_TCK)
 }
 
+# run_client SECS OUT CMD...: the client CMD on CLI_CPU, its output (stdout and stderr)
+# in OUT, its pid in CLIENT_PID while it runs (for stop_all "$CLIENT_PID" at exit). Dies
+# when it has not finished SECS + 60 seconds later; else returns its exit status.
+CLIENT_PID=""
+run_client() {
+    local secs=$1 out=$2 rc=0
+    shift 2
+    timeout -k 5 $((secs + 60)) taskset -c "$CLI_CPU" "$@" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || rc=$?
+    CLIENT_PID=""
+    ((rc == 124 || rc == 137)) && die "$1 did not finish within $((secs + 60)) s"
+    return "$rc"
+}
+
+# wrk_parse OUT WHAT: reads wrk's output OUT into WRK[reqs] (requests completed),
+# WRK[rps] (Requests/sec), WRK[p50], WRK[p99] (wrk's text, as 12.34ms; empty without
+# --latency), WRK[serr] (socket errors: connect, read, write, timeout) and WRK[n2xx]
+# (non-2xx/3xx responses), both 0 when wrk names none. Dies, showing OUT, when there is no
+# request count or rate (WHAT names the run).
+declare -A WRK=()
+wrk_parse() {
+    local out=$1
+    WRK[reqs]=$(awk '/ requests in / { print $1; exit }' "$out")
+    WRK[rps]=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
+    WRK[p50]=$(awk '$1 == "50%" { print $2; exit }' "$out")
+    WRK[p99]=$(awk '$1 == "99%" { print $2; exit }' "$out")
+    WRK[serr]=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
+    WRK[n2xx]=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
+    [[ -n ${WRK[serr]} ]] || WRK[serr]=0
+    [[ -n ${WRK[n2xx]} ]] || WRK[n2xx]=0
+    [[ -n ${WRK[reqs]} && -n ${WRK[rps]} ]] || { cat "$out" >&2; die "cannot parse wrk output for $2"; }
+}
+
+# stop_all [PID...]: what a script's cleanup() does at exit: SIGTERM to the client
+# processes PID (empty ones skipped) and waits for them, stops every server start_server
+# started (stop_server), removes $TMP.
+stop_all() {
+    set +e
+    local p s
+    for p in "$@"; do
+        [[ -n $p ]] && kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+    done
+    for s in "${!MASTER[@]}"; do stop_server "$s"; done
+    rm -rf "$TMP"
+}
+
 # trap_cleanup: the script's cleanup() runs on exit; SIGINT / SIGTERM exit 130 / 143.
 trap_cleanup() {
     trap cleanup EXIT
@@ -299,4 +350,205 @@ check_alive() {
         print_log "$d/error.log" "$d/stdout.log"
         die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
     fi
+}
+
+# pin_worker NAME: every thread of NAME's worker on SRV_CPU (worker_cpu_affinity pins the
+# worker, but threads started before it, such as the provider's timer thread, keep the
+# old mask); notes the threads it moved with the CPUs they were on.
+pin_worker() {
+    local name=$1 w=${WORKER[$1]} t aff moved=""
+    for t in /proc/"$w"/task/*; do
+        t=${t##*/}
+        aff=$(taskset -pc "$t" 2>/dev/null | sed 's/.*: *//') || continue
+        [[ -z $aff || $aff == "$SRV_CPU" ]] && continue
+        taskset -pc "$SRV_CPU" "$t" >/dev/null 2>&1 || continue
+        moved="$moved $t($aff)"
+    done
+    [[ -n $moved ]] && note "$name: pinned threads of worker $w to CPU $SRV_CPU:$moved"
+    return 0
+}
+
+# serve NAME CASE: starts NAME for CASE in its own directory DIR[NAME]=$TMP/NAME-CASE (with
+# tmp/ and state/ in it) through the script's `launch NAME PORT DIR CASE` (start_server),
+# then pins its worker (pin_worker).
+serve() {
+    local d="$TMP/$1-$2"
+    mkdir -p "$d/tmp" "$d/state"
+    DIR[$1]=$d
+    start_server "$1" "$d" launch "$2"
+    pin_worker "$1"
+}
+
+# tlsgate_main_conf DIR [WORKER_CONNECTIONS [LINE...]]: the main context of a bench
+# tlsgate (or nginx) configuration: one worker pinned to CPU 0, the LINEs (ssl_provider,
+# ...), error_log DIR/error.log, pid DIR/server.pid, user root (the workers stay root:
+# tlsgate refuses that unless told), events with WORKER_CONNECTIONS (8192).
+tlsgate_main_conf() {
+    local d=$1 conns=${2:-8192}
+    shift $(($# < 2 ? $# : 2))
+    echo "worker_processes 1;"
+    echo "worker_cpu_affinity 01;"
+    (($# > 0)) && printf '%s\n' "$@"
+    echo "error_log $d/error.log;"
+    echo "pid $d/server.pid;"
+    echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
+    echo "events { worker_connections $conns; }"
+}
+
+# http_open PORT [LINE...]: the opening of a bench server's http block, which the caller
+# goes on with (certificates, root, ...) and closes: access log, session cache and
+# tickets off, the LINEs (http level, indented here), then `server {` on 127.0.0.1:PORT
+# ssl with server_name localhost.
+http_open() {
+    local port=$1
+    shift
+    printf '%s\n' "http {" "    access_log off;" "    ssl_session_cache off;" "    ssl_session_tickets off;"
+    (($# > 0)) && printf '    %s\n' "$@"
+    printf '%s\n' "    server {" "        listen 127.0.0.1:$port ssl;" "        server_name localhost;"
+}
+
+# server_conf NAME CASE PORT DIR: writes the configuration of server NAME (nginx, tlsgate,
+# tlsgate-prov[-b], haproxy, haproxy-prov, amnginx-engine, amnginx-prov) for handshake case
+# CASE on 127.0.0.1:PORT: DIR/haproxy.cfg (HAProxy) or DIR/server.conf (the others). One
+# worker or thread, no session cache, no tickets, access log off; the certificate
+# $TMP/certs/CERT.{crt,key,pem}, protocol and cipher come from the script's case_cert,
+# case_proto and case_cipher. HAProxy answers `200 ok` itself and has a stats socket when
+# SPORT[NAME] is set; the others serve $TMP/html and /status (stub_status). The provider
+# ($PROV) for the *-prov servers; the amnginx anchors from $ANCHORS. Case k: keep-alive.
+server_conf() {
+    local name=$1 cs=$2 port=$3 d=$4 cert
+    cert=$(case_cert "$cs")
+    if [[ $name == haproxy* ]]; then
+        local proto tls
+        proto=$(case_proto "$cs")
+        tls="ssl-min-ver $proto ssl-max-ver $proto no-tls-tickets"
+        [[ -n $(case_cipher "$cs") ]] && tls="$tls ciphers $(case_cipher "$cs")"
+        {
+            echo "global"
+            echo "    nbthread 1"
+            echo "    maxconn 8192"
+            echo "    tune.ssl.cachesize 0"
+            [[ -n ${SPORT[$name]:-} ]] && echo "    stats socket ipv4@127.0.0.1:${SPORT[$name]} level operator"
+            if [[ $name == haproxy-prov ]]; then
+                echo "    ssl-provider-path $(dirname "$PROV")"
+                echo "    ssl-provider $(basename "$PROV" .so)"
+                echo "    ssl-provider default"
+                echo "    ssl-propquery ?provider=tlsgate"
+                echo "    ssl-mode-async"
+            fi
+            echo "defaults"
+            echo "    mode http"
+            echo "    timeout connect 5s"
+            echo "    timeout client 10s"
+            echo "    timeout server 10s"
+            echo "frontend fe_tls"
+            echo "    bind 127.0.0.1:$port ssl crt $TMP/certs/$cert.pem $tls"
+            echo "    http-request return status 200 content-type text/plain string ok"
+        } >"$d/haproxy.cfg"
+        return
+    fi
+    local main=()
+    if [[ $name == nginx || $name == amnginx* ]]; then
+        main+=("daemon off;" "master_process on;")
+    fi
+    # the anchors, configured as the kit's handshakes.sh configures them
+    if [[ $name == amnginx-engine ]]; then
+        main+=("load_module $ANCHORS/amnginx/modules/ngx_ssl_engine_qat_module.so;"
+            "env OPENSSL_ENGINES;"
+            "ssl_engine { use_engine qatengine; default_algorithms ALL; qat_engine { qat_offload_mode async; qat_notify_mode poll; qat_poll_mode heuristic; } }")
+    fi
+    [[ $name == amnginx-prov ]] && main+=("env OPENSSL_CONF;")
+    local http=()
+    [[ $name == nginx ]] && mapfile -t http < <(nginx_temp_paths "$d/tmp" | sed 's/^ *//')
+    [[ $name == amnginx* ]] && http+=("client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;")
+    [[ $cs == k ]] && http+=("keepalive_requests 1000000;")
+    {
+        printf '%s\n' "${main[@]}"
+        if [[ $name == tlsgate-prov* ]]; then
+            tlsgate_main_conf "$d" 8192 "ssl_provider tlsgate;" "ssl_propquery \"?provider=tlsgate\";"
+        else
+            tlsgate_main_conf "$d" 8192
+        fi
+        http_open "$port" "${http[@]}"
+        echo "        ssl_certificate $TMP/certs/$cert.crt;"
+        echo "        ssl_certificate_key $TMP/certs/$cert.key;"
+        echo "        ssl_protocols $(case_proto "$cs");"
+        [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
+        echo "        root $TMP/html;"
+        [[ $name == tlsgate-prov* ]] && echo "        ssl_async on;"
+        [[ $name == amnginx* ]] && echo "        ssl_asynch on;"
+        echo "        location = /status { stub_status; }"
+        echo "    }"
+        echo "}"
+    } >"$d/server.conf"
+}
+
+# tls_probe PORT PATH [S_CLIENT_OPTION...]: one `GET PATH` through openssl s_client (SNI
+# localhost, 15 s at most). Sets PROBE[proto] (TLSv1.2, TLSv1.3), PROBE[cipher],
+# PROBE[key] (RSA-2048, EC-prime256v1: the server certificate's key), PROBE[temp] (the
+# server's ephemeral key), PROBE[tickets] (session tickets the server sent), PROBE[status]
+# (the HTTP status; empty without an answer); PROBE_OUT is s_client's output.
+declare -A PROBE=()
+tls_probe() {
+    local port=$1 path=$2 out
+    shift 2
+    out=$(printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$path" |
+        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost "$@" -ign_eof 2>&1 || true)
+    PROBE_OUT=$out
+    PROBE[proto]=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
+    [[ -n ${PROBE[proto]} ]] || PROBE[proto]=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
+    PROBE[cipher]=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
+    PROBE[temp]=$(awk -F': ' '/^Server Temp Key:/ { print $2; exit }' <<<"$out")
+    PROBE[key]=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
+        openssl x509 -noout -text 2>/dev/null |
+        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
+             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
+    # TLSv1.3: one "Post-Handshake New Session Ticket arrived" per ticket; TLSv1.2: the
+    # session summary shows a ticket lifetime hint when the server sent a ticket
+    if [[ ${PROBE[proto]} == TLSv1.3 ]]; then
+        PROBE[tickets]=$(grep -c 'Post-Handshake New Session Ticket arrived' <<<"$out" || true)
+    else
+        PROBE[tickets]=$(grep -c 'TLS session ticket lifetime hint' <<<"$out" || true)
+    fi
+    PROBE[status]=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+}
+
+# verify_probe WHAT PROTO CIPHER-GLOB KEY [MORE]: after tls_probe, prints (and adds to the
+# array VERIFY_LINES) "verify WHAT: protocol cipher, server cert key, temp key, MORE, GET:
+# status", and dies with s_client's output unless protocol, cipher, key are the ones
+# wanted and the status is 200 (a server that does not run the case it claims).
+verify_probe() {
+    local what=$1 want_p=$2 want_c=$3 want_k=$4 more=${5:+, $5} line
+    line="verify $what: ${PROBE[proto]} ${PROBE[cipher]}, server cert ${PROBE[key]}, temp key ${PROBE[temp]:-?}$more, GET: ${PROBE[status]:-no response}"
+    echo "$line"
+    VERIFY_LINES+=("$line")
+    # shellcheck disable=SC2053 # the cipher is a glob (TLS_*)
+    if [[ ${PROBE[proto]} != "$want_p" || ${PROBE[cipher]} != $want_c || ${PROBE[key]} != "$want_k" ||
+        ${PROBE[status]} != 200 ]]; then
+        echo "$PROBE_OUT" | head -n 60 >&2
+        die "$what is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
+    fi
+}
+
+# hs_case_tls CASE: the ssl_* lines of the two handshake cases of bench/handshake.sh and
+# bench/adaptive.sh: a = TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384 with $TMP/certs/rsa.*
+# (RSA-2048), b = TLSv1.3 with $TMP/certs/ecdsa.* (P-256).
+hs_case_tls() {
+    case $1 in
+    a) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.2;\n        ssl_ciphers ECDHE-RSA-AES256-GCM-SHA384;\n' \
+        "$TMP/certs/rsa.crt" "$TMP/certs/rsa.key" ;;
+    b) printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n        ssl_protocols TLSv1.3;\n' \
+        "$TMP/certs/ecdsa.crt" "$TMP/certs/ecdsa.key" ;;
+    esac
+}
+
+# save_report NAME TEXT: writes TEXT to bench/results/NAME-YYYYmmdd-HHMMSS.md (BENCH_SAVE=1
+# in the scripts) and says where.
+save_report() {
+    local f
+    mkdir -p "$ROOT/bench/results"
+    f="$ROOT/bench/results/$1-$(date +%Y%m%d-%H%M%S).md"
+    echo "$2" >"$f"
+    echo
+    echo "saved: ${f#"$ROOT"/}"
 }

@@ -126,19 +126,12 @@ cpu_roles client
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-matrix.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A DIR=() # MASTER, WORKER, PORT: bench/lib.sh
+# MASTER, WORKER, PORT, DIR: bench/lib.sh
 START_SETTLE=0.3 # the provider's threads
 PRINT_LOG_LINES=30
-CLIENT_PID=""
 
 # shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
-    set +e
-    [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
-    local s
-    for s in "${!MASTER[@]}"; do stop_server "$s"; done
-    rm -rf "$TMP"
-}
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -189,7 +182,7 @@ server_path() { case $1 in haproxy*) echo / ;; *) echo /0kb.bin ;; esac }
 
 launch() { # name port dir case: write the configuration, start the server (start_server)
     local name=$1 port=$2 d=$3 cs=$4
-    write_conf "$name" "$cs" "$port" "$d"
+    server_conf "$name" "$cs" "$port" "$d"
     case $name in
     nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
     tlsgate*) TLSGATE_STATE_DIR="$d/state" "$TG" -p "$d" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
@@ -197,87 +190,6 @@ launch() { # name port dir case: write the configuration, start the server (star
         (exec taskset -c "$SRV_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>&1 </dev/null) &
         ;;
     esac
-}
-
-serve() { # name case: started, then pinned
-    local d="$TMP/$1-$2"
-    mkdir -p "$d/tmp" "$d/state"
-    DIR[$1]=$d
-    start_server "$1" "$d" launch "$2"
-    pin "$1"
-}
-
-write_conf() { # name case port dir
-    local name=$1 cs=$2 port=$3 d=$4 cert
-    cert=$(case_cert "$cs")
-    if [[ $name == haproxy* ]]; then
-        local proto tls
-        proto=$(case_proto "$cs")
-        tls="ssl-min-ver $proto ssl-max-ver $proto no-tls-tickets"
-        [[ -n $(case_cipher "$cs") ]] && tls="$tls ciphers $(case_cipher "$cs")"
-        {
-            echo "global"
-            echo "    nbthread 1"
-            echo "    maxconn 8192"
-            echo "    tune.ssl.cachesize 0"
-            if [[ $name == haproxy-prov ]]; then
-                echo "    ssl-provider-path $(dirname "$PROV")"
-                echo "    ssl-provider $(basename "$PROV" .so)"
-                echo "    ssl-provider default"
-                echo "    ssl-propquery ?provider=tlsgate"
-                echo "    ssl-mode-async"
-            fi
-            echo "defaults"
-            echo "    mode http"
-            echo "    timeout connect 5s"
-            echo "    timeout client 10s"
-            echo "    timeout server 10s"
-            echo "frontend fe_tls"
-            echo "    bind 127.0.0.1:$port ssl crt $TMP/certs/$cert.pem $tls"
-            echo "    http-request return status 200 content-type text/plain string ok"
-        } >"$d/haproxy.cfg"
-        return
-    fi
-    {
-        if [[ $name == nginx ]]; then
-            echo "daemon off;"
-            echo "master_process on;"
-        fi
-        echo "worker_processes 1;"
-        echo "worker_cpu_affinity 01;"
-        if [[ $name == tlsgate-prov ]]; then
-            echo "ssl_provider tlsgate;"
-            echo "ssl_propquery \"?provider=tlsgate\";"
-        fi
-        echo "error_log $d/error.log;"
-        echo "pid $d/server.pid;"
-        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
-        echo "events { worker_connections 8192; }"
-        echo "http {"
-        echo "    access_log off;"
-        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        [[ $cs == k ]] && echo "    keepalive_requests 1000000;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
-        echo "        ssl_certificate $TMP/certs/$cert.crt;"
-        echo "        ssl_certificate_key $TMP/certs/$cert.key;"
-        echo "        ssl_protocols $(case_proto "$cs");"
-        [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
-        echo "        root $TMP/html;"
-        [[ $name == tlsgate-prov ]] && echo "        ssl_async on;"
-        echo "    }"
-        echo "}"
-    } >"$d/server.conf"
-}
-
-pin() { # every thread of the worker on SRV_CPU (the provider's timer thread too)
-    local w=${WORKER[$1]} t
-    for t in /proc/"$w"/task/*; do
-        taskset -pc "$SRV_CPU" "${t##*/}" >/dev/null 2>&1 || true
-    done
 }
 
 declare -A DEAD=()
@@ -300,41 +212,12 @@ alive() { # name: 0 if the same worker is still there; else 1 with WHY set
 
 declare -a VERIFY_LINES=()
 verify() { # name case [suite]: protocol, cipher, key and HTTP 200 are the case's
-    local name=$1 cs=$2 suite=${3:-} port=${PORT[$1]} out proto cipher key status want_p want_c want_k opts=()
+    local name=$1 cs=$2 suite=${3:-} want_p want_c want_k opts=()
     [[ -n $suite ]] && opts=(-ciphersuites "$suite")
-    out=$(printf 'GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' "$(server_path "$name")" |
-        timeout 15 openssl s_client -connect "127.0.0.1:$port" -servername localhost "${opts[@]}" -ign_eof 2>&1 || true)
-    proto=$(awk '/^ *Protocol *:/ { print $3; exit }' <<<"$out")
-    cipher=$(awk '/^New, / { sub(/.*Cipher is /, ""); print; exit }' <<<"$out")
-    [[ -n $proto ]] || proto=$(awk '/^New, / { sub(/,$/, "", $2); print $2; exit }' <<<"$out")
-    key=$(sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' <<<"$out" |
-        openssl x509 -noout -text 2>/dev/null |
-        awk '/Public Key Algorithm:/ { alg = $NF } /Public-Key:/ { bits = $2 } /ASN1 OID:/ { oid = $NF }
-             END { if (alg == "rsaEncryption") print "RSA-" substr(bits, 2); else if (alg == "id-ecPublicKey") print "EC-" oid; else print alg }')
-    status=$(awk '/^HTTP\/1\.[01] / { print $2; exit }' <<<"$out")
+    tls_probe "${PORT[$name]}" "$(server_path "$name")" "${opts[@]}"
     read -r want_p want_c want_k <<<"$(case_want "$cs")"
     [[ -n $suite ]] && want_c=$suite
-    local line
-    line="verify $(server_title "$name") case $cs: $proto $cipher, server cert $key, GET: ${status:-no response}"
-    echo "$line"
-    VERIFY_LINES+=("$line")
-    # shellcheck disable=SC2053
-    if [[ $proto != "$want_p" || $cipher != $want_c || $key != "$want_k" || $status != 200 ]]; then
-        echo "$out" | head -n 40 >&2
-        die "$name case $cs is not what it claims (want $want_p $want_c $want_k and HTTP 200)"
-    fi
-}
-
-# run_client secs out cmd...: the client on CLI_CPU, bounded in time; returns its status
-run_client() {
-    local secs=$1 out=$2 rc=0
-    shift 2
-    timeout -k 5 $((secs + 60)) taskset -c "$CLI_CPU" "$@" >"$out" 2>&1 &
-    CLIENT_PID=$!
-    wait "$CLIENT_PID" || rc=$?
-    CLIENT_PID=""
-    ((rc == 124 || rc == 137)) && die "$1 did not finish within $((secs + 60)) s"
-    return "$rc"
+    verify_probe "$(server_title "$name") case $cs" "$want_p" "$want_c" "$want_k"
 }
 
 declare -a ROWS=() # part|key|server|conns|rep|rate|cpu_per|spct|conn_ms|p50|p99|cpct|errors|note
@@ -377,13 +260,8 @@ wrk_run() {
     fi
     ((rc == 0)) || { cat "$out" >&2 2>/dev/null; die "wrk against $name ($key, c=$conns) failed (rc $rc)"; }
     local reqs rps p50 p99 serr n2xx row
-    reqs=$(awk '/ requests in / { print $1; exit }' "$out")
-    rps=$(awk '/^Requests\/sec:/ { print $2; exit }' "$out")
-    p50=$(awk '$1 == "50%" { print $2; exit }' "$out")
-    p99=$(awk '$1 == "99%" { print $2; exit }' "$out")
-    serr=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10; exit }' "$out")
-    n2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF; exit }' "$out")
-    [[ -n $reqs && -n $rps ]] || { cat "$out" >&2; die "cannot parse wrk output for $name ($key)"; }
+    wrk_parse "$out" "$name ($key)"
+    reqs=${WRK[reqs]} rps=${WRK[rps]} p50=${WRK[p50]} p99=${WRK[p99]} serr=${WRK[serr]} n2xx=${WRK[n2xx]}
     row=$(awk -v pt="$pt" -v key="$key" -v name="$name" -v conns="$conns" -v rep="$rep" -v reqs="$reqs" \
         -v rps="$rps" -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
         -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" -v errs=$((${serr:-0} + ${n2xx:-0})) 'BEGIN {

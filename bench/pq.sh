@@ -25,58 +25,49 @@
 # gives, per load, the median us/hs per group and the ratio to X25519's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=$(readlink -f "${TLSGATE_BIN:-build/tlsgate}")
-DIR=$(dirname "$BIN")
-REPLAY=$DIR/tlsgate_replay
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+BIN=$(tlsgate_bin)
+BDIR=$(dirname "$BIN")
+REPLAY=$BDIR/tlsgate_replay
 SECS=${BENCH_SECONDS:-5}
 ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNS:-256}
 LOADS=${BENCH_LOADS:-sat single}
 GROUPS_=${BENCH_GROUPS:-X25519 X25519MLKEM768}
-for f in "$BIN" "$REPLAY" "$DIR/tlsgate.so"; do [[ -e $f ]] || { echo "pq.sh: missing $f" >&2; exit 1; }; done
+for f in "$REPLAY" "$BDIR/tlsgate.so"; do [[ -e $f ]] || die "missing $f"; done
 HZ=$(getconf CLK_TCK)
 TMP=$(mktemp -d)
-MASTER=
-cleanup() { [[ -n $MASTER ]] && kill "$MASTER" 2>/dev/null; sleep 0.3; rm -rf "$TMP"; }
+cleanup() { stop_all; }
 trap cleanup EXIT
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/ec.key" \
-    -out "$TMP/ec.crt" -subj /CN=localhost -days 2 >/dev/null 2>&1
-mkdir -p "$TMP/html" && : >"$TMP/html/0kb.bin"
-PORT=
-for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 40000))
-    ss -ltn | grep -q ":$p\b" || { PORT=$p; break; }
-done
-SPORT=$((PORT + 1))
-cat >"$TMP/tlsgate.conf" <<CONF
-worker_processes 1;
-worker_cpu_affinity 01;
-ssl_provider tlsgate;
-ssl_propquery "?provider=tlsgate";
-error_log $TMP/error.log;
-pid $TMP/server.pid;
-user root;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    ssl_session_cache off;
-    ssl_session_tickets off;
-    server {
-        listen 127.0.0.1:$PORT ssl;
-        server_name localhost;
-        ssl_certificate $TMP/ec.crt;
-        ssl_certificate_key $TMP/ec.key;
+make_certs "$TMP/certs" ecdsa
+make_docroot "$TMP/html"
+launch() { # name port dir (start_server): TLS on PORT, the plain status page on P_ST
+    local d=$3
+    P_TLS=$2
+    P_ST=$(free_port "$P_TLS")
+    # shellcheck disable=SC2034 # read by start_server (lib.sh)
+    START_ALSO_LISTEN=$P_ST
+    {
+        tlsgate_main_conf "$d" 8192 "ssl_provider tlsgate;" 'ssl_propquery "?provider=tlsgate";'
+        http_open "$P_TLS"
+        cat <<CONF
+        ssl_certificate $TMP/certs/ecdsa.crt;
+        ssl_certificate_key $TMP/certs/ecdsa.key;
         ssl_protocols TLSv1.3;
         root $TMP/html;
         ssl_async on;
     }
     server {
-        listen 127.0.0.1:$SPORT;
+        listen 127.0.0.1:$P_ST;
         location = /status { status; }
     }
 }
 CONF
+    } >"$d/tlsgate.conf"
+    "$BIN" -c "$d/tlsgate.conf" >>"$d/stdout.log" 2>&1 & # runs in the foreground
+}
 cat >"$TMP/openssl.cnf" <<CNF
 openssl_conf = openssl_init
 [openssl_init]
@@ -85,19 +76,13 @@ providers = provider_sect
 tlsgate = tlsgate_sect
 default = default_sect
 [tlsgate_sect]
-module = $DIR/tlsgate.so
+module = $BDIR/tlsgate.so
 activate = 1
 [default_sect]
 activate = 1
 CNF
-"$BIN" -c "$TMP/tlsgate.conf" >>"$TMP/stdout.log" 2>&1 &  # runs in the foreground
-MASTER=$!
-for _ in $(seq 50); do [[ -s $TMP/server.pid ]] && break; sleep 0.1; done
-WORKER=
-for _ in $(seq 50); do WORKER=$(pgrep -P "$MASTER" | head -1) && [[ -n $WORKER ]] && break; sleep 0.1; done
-[[ -n $WORKER ]] || { echo "pq.sh: no worker" >&2; exit 1; }
+start_server tlsgate "$TMP" launch
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 kv() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2}'; }
 
 echo "# bench/pq.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -110,10 +95,10 @@ for load in $LOADS; do
     for r in $(seq "$ROUNDS"); do
         for g in $GROUPS_; do
             # a short warm-up (pools, batch policy)
-            OPENSSL_CONF=$TMP/openssl.cnf timeout 30 taskset -c 1 "$REPLAY" -k -c "$c" -d 1 -g "$g" "127.0.0.1:$PORT" >/dev/null
-            t0=$(cpu_ticks "$WORKER")
-            out=$(OPENSSL_CONF=$TMP/openssl.cnf timeout $((SECS + 30)) taskset -c 1 "$REPLAY" -k -c "$c" -d "$SECS" -g "$g" "127.0.0.1:$PORT")
-            t1=$(cpu_ticks "$WORKER")
+            OPENSSL_CONF=$TMP/openssl.cnf timeout 30 taskset -c 1 "$REPLAY" -k -c "$c" -d 1 -g "$g" "127.0.0.1:$P_TLS" >/dev/null
+            t0=$(cpu_ticks "${WORKER[tlsgate]}")
+            out=$(OPENSSL_CONF=$TMP/openssl.cnf timeout $((SECS + 30)) taskset -c 1 "$REPLAY" -k -c "$c" -d "$SECS" -g "$g" "127.0.0.1:$P_TLS")
+            t1=$(cpu_ticks "${WORKER[tlsgate]}")
             hs=$(kv "$out" handshakes)
             us=$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$hs" 'BEGIN {printf "%.1f", (n > 0) ? d / hz * 1e6 / n : 0}')
             printf "%-7s %-15s %5d %9s %12s %8.2f %8.2f %s\n" "$load" "$g" "$r" "$(kv "$out" hs_per_s)" "$us" \
@@ -134,7 +119,7 @@ for load in $LOADS; do
     done
 done
 # what the provider did with the ML-KEM encapsulations and the X25519 halves over all runs
-curl -s "http://127.0.0.1:$SPORT/status" | python3 -c '
+curl -s "http://127.0.0.1:$P_ST/status" | python3 -c '
 import json, sys
 js = json.load(sys.stdin)
 print("# handshakes by group:", {k: v for k, v in js["handshakes"]["by_group"].items() if v})

@@ -149,17 +149,10 @@ cpu_roles generator
 # --- state and cleanup -------------------------------------------------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tlsgate-replay.XXXXXX")
 chmod 755 "$TMP" # nginx's worker runs as nobody and must read html/
-declare -A SPORT=() DIR=() # MASTER, WORKER, PORT: bench/lib.sh
+declare -A SPORT=() # MASTER, WORKER, PORT, DIR: bench/lib.sh
 START_SETTLE=0.3 # the provider's threads
-CLIENT_PID=""
 
-cleanup() {
-    set +e
-    [[ -n $CLIENT_PID ]] && kill -TERM "$CLIENT_PID" 2>/dev/null && wait "$CLIENT_PID" 2>/dev/null
-    local s
-    for s in nginx tlsgate tlsgate-prov tlsgate-b tlsgate-prov-b haproxy haproxy-prov amnginx-engine amnginx-prov; do stop_server "$s"; done
-    rm -rf "$TMP"
-}
+cleanup() { stop_all "$CLIENT_PID"; }
 trap_cleanup
 
 # --- files -------------------------------------------------------------------------------
@@ -263,7 +256,7 @@ server_title() {
 launch() { # name port dir case: write the configuration, start the server (start_server)
     local name=$1 port=$2 d=$3 cs=$4
     [[ $name == haproxy* ]] && SPORT[$name]=$(free_port "$port")
-    write_conf "$name" "$cs" "$port" "$d"
+    server_conf "$name" "$cs" "$port" "$d"
     case $name in
     nginx) "$NGINX" -p "$d" -e "$d/error.log" -c "$d/server.conf" >>"$d/stdout.log" 2>&1 & ;;
     amnginx-engine)
@@ -292,105 +285,7 @@ launch() { # name port dir case: write the configuration, start the server (star
     esac
 }
 
-serve() { # name case: started, then pinned
-    local d="$TMP/$1-$2"
-    mkdir -p "$d/tmp" "$d/state"
-    DIR[$1]=$d
-    start_server "$1" "$d" launch "$2"
-    pin "$1"
-}
-
-write_conf() { # name case port dir
-    local name=$1 cs=$2 port=$3 d=$4 cert
-    cert=$(case_cert "$cs")
-    if [[ $name == haproxy* ]]; then
-        local proto tls
-        proto=$(case_proto "$cs")
-        tls="ssl-min-ver $proto ssl-max-ver $proto no-tls-tickets"
-        [[ -n $(case_cipher "$cs") ]] && tls="$tls ciphers $(case_cipher "$cs")"
-        {
-            echo "global"
-            echo "    nbthread 1"
-            echo "    maxconn 8192"
-            echo "    tune.ssl.cachesize 0"
-            echo "    stats socket ipv4@127.0.0.1:${SPORT[$name]} level operator"
-            if [[ $name == haproxy-prov ]]; then
-                echo "    ssl-provider-path $(dirname "$PROV")"
-                echo "    ssl-provider $(basename "$PROV" .so)"
-                echo "    ssl-provider default"
-                echo "    ssl-propquery ?provider=tlsgate"
-                echo "    ssl-mode-async"
-            fi
-            echo "defaults"
-            echo "    mode http"
-            echo "    timeout connect 5s"
-            echo "    timeout client 10s"
-            echo "    timeout server 10s"
-            echo "frontend fe_tls"
-            echo "    bind 127.0.0.1:$port ssl crt $TMP/certs/$cert.pem $tls"
-            echo "    http-request return status 200 content-type text/plain string ok"
-        } >"$d/haproxy.cfg"
-        return
-    fi
-    {
-        if [[ $name == nginx || $name == amnginx* ]]; then
-            echo "daemon off;"
-            echo "master_process on;"
-        fi
-        # the anchors, configured as the kit's handshakes.sh configures them
-        if [[ $name == amnginx-engine ]]; then
-            echo "load_module $ANCHORS/amnginx/modules/ngx_ssl_engine_qat_module.so;"
-            echo "env OPENSSL_ENGINES;"
-            echo "ssl_engine { use_engine qatengine; default_algorithms ALL; qat_engine { qat_offload_mode async; qat_notify_mode poll; qat_poll_mode heuristic; } }"
-        fi
-        [[ $name == amnginx-prov ]] && echo "env OPENSSL_CONF;"
-        echo "worker_processes 1;"
-        echo "worker_cpu_affinity 01;"
-        if [[ $name == tlsgate-prov* ]]; then
-            echo "ssl_provider tlsgate;"
-            echo "ssl_propquery \"?provider=tlsgate\";"
-        fi
-        echo "error_log $d/error.log;"
-        echo "pid $d/server.pid;"
-        echo "user root;  # run as root: workers stay root deliberately (tlsgate refuses otherwise)"
-        echo "events { worker_connections 8192; }"
-        echo "http {"
-        echo "    access_log off;"
-        [[ $name == nginx ]] && nginx_temp_paths "$d/tmp"
-        [[ $name == amnginx* ]] && echo "    client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy; fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;"
-        echo "    ssl_session_cache off;"
-        echo "    ssl_session_tickets off;"
-        echo "    server {"
-        echo "        listen 127.0.0.1:$port ssl;"
-        echo "        server_name localhost;"
-        echo "        ssl_certificate $TMP/certs/$cert.crt;"
-        echo "        ssl_certificate_key $TMP/certs/$cert.key;"
-        echo "        ssl_protocols $(case_proto "$cs");"
-        [[ -n $(case_cipher "$cs") ]] && echo "        ssl_ciphers $(case_cipher "$cs");"
-        echo "        root $TMP/html;"
-        [[ $name == tlsgate-prov* ]] && echo "        ssl_async on;"
-        [[ $name == amnginx* ]] && echo "        ssl_asynch on;"
-        echo "        location = /status { stub_status; }"
-        echo "    }"
-        echo "}"
-    } >"$d/server.conf"
-}
-
 # Every thread of the worker on SRV_CPU (the provider's timer thread too).
-pin() { # name
-    local name=$1 w=${WORKER[$1]} t aff moved=""
-    for t in /proc/"$w"/task/*; do
-        t=${t##*/}
-        aff=$(taskset -pc "$t" 2>/dev/null | sed 's/.*: *//')
-        if [[ $aff != "$SRV_CPU" ]]; then
-            taskset -pc "$SRV_CPU" "$t" >/dev/null
-            moved="$moved $t($aff)"
-        fi
-    done
-    [[ -n $moved ]] && note "$name: pinned threads of worker $w to CPU $SRV_CPU:$moved"
-    return 0
-}
-
 # alive name: 0 if the same worker is still there; else 1, with WHY set (and the log shown)
 declare -A DEAD=()
 WHY=""
@@ -458,13 +353,9 @@ measure_wrk() { # name case rep
     local name=$1 cs=$2 rep=$3 out="$TMP/wrk-$1-$2-$3.txt" c0 c1 rc=0 reqs serr path=/0kb.bin
     [[ $name == haproxy* ]] && path=/
     c0=$(cpu_ticks "${WORKER[$name]}")
-    timeout -k 5 $((WRK_SECS + 30)) taskset -c "$CLI_CPU" wrk -t1 -c50 -d "${WRK_SECS}s" \
-        -H 'Connection: close' "https://127.0.0.1:${PORT[$name]}$path" >"$out" 2>&1 &
-    CLIENT_PID=$!
-    wait "$CLIENT_PID" || rc=$?
-    CLIENT_PID=""
+    run_client "$WRK_SECS" "$out" wrk -t1 -c50 -d "${WRK_SECS}s" -H 'Connection: close' \
+        "https://127.0.0.1:${PORT[$name]}$path" || rc=$?
     c1=$(cpu_ticks "${WORKER[$name]}" 2>/dev/null || echo "$c0")
-    ((rc == 124 || rc == 137)) && die "wrk against $name did not finish within $((WRK_SECS + 30)) s"
     if ((rc != 0)) || ! alive "$name"; then
         cat "$out" >&2
         note "wrk against $name case $cs failed (rc $rc) ${WHY}"
@@ -749,10 +640,4 @@ if [[ -n $TSV ]]; then
         done
     } >>"$TSV"
 fi
-if [[ $SAVE == 1 ]]; then
-    mkdir -p "$ROOT/bench/results"
-    f="$ROOT/bench/results/replay-$(date +%Y%m%d-%H%M%S).md"
-    echo "$REPORT" >"$f"
-    echo
-    echo "saved: ${f#"$ROOT"/}"
-fi
+if [[ $SAVE == 1 ]]; then save_report replay "$REPORT"; fi

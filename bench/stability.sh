@@ -24,6 +24,8 @@
 # On a shared machine wrap it in `flock /tmp/tlsgate-bench.lock`. CTest: bench_stability
 # (label bench, not part of the quick CI: `ctest -L bench -R stability`).
 set -uo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BUILD=$(cd "${1:-build}" && pwd) || exit 2
 TG=$BUILD/tlsgate
@@ -45,23 +47,16 @@ PROV_SRV='ssl_async on;'
 
 W=$(mktemp -d /tmp/tlsgate-stab.XXXXXX)
 chmod 755 "$W"
-MASTER=""
+TG_PID=""
 cleanup() {
-    if [[ -n $MASTER ]]; then
-        kill -TERM "$MASTER" 2>/dev/null
-        for _ in $(seq 1 50); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$MASTER" 2>/dev/null
-        wait "$MASTER" 2>/dev/null
-    fi
-    [[ -n ${KEEP:-} ]] && echo "stability.sh: kept $W" >&2 || rm -rf "$W"
+    [[ -n $TG_PID ]] && stop
+    [[ -n ${KEEP:-} ]] && note "kept $W" || rm -rf "$W"
 }
 trap cleanup EXIT
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -keyout "$W/rsa.key" \
-    -out "$W/rsa.crt" 2>/dev/null || exit 2
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$W/ecdsa.key" -out "$W/ecdsa.crt" 2>/dev/null || exit 2
-mkdir -p "$W/html" "$W/state"
-: >"$W/html/0kb.bin"
+(make_certs "$W/certs") || exit 2
+mkdir -p "$W/state"
+make_docroot "$W/html"
+SRV_CPU=0
 
 case_cert() { case $1 in c) echo ecdsa ;; *) echo rsa ;; esac; }
 case_proto() { case $1 in a | b) echo TLSv1.2 ;; *) echo TLSv1.3 ;; esac; }
@@ -73,28 +68,16 @@ case_client() {
     *) echo "-V 1.3 -g X25519" ;;
     esac
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-start() { # case -> PORT, MASTER
+start() { # case -> P_TLS, TG_PID, WPID
     local cs=$1 cert
     cert=$(case_cert "$cs")
-    PORT=$(free_port)
-    cat >"$W/tg.conf" <<C
-worker_processes 1;
-worker_cpu_affinity 01;
-$PROV_MAIN
-error_log $W/error.log;
-pid $W/tg.pid;
-user root;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    ssl_session_cache off;
-    ssl_session_tickets off;
-    server {
-        listen 127.0.0.1:$PORT ssl;
-        ssl_certificate $W/$cert.crt;
-        ssl_certificate_key $W/$cert.key;
+    P_TLS=$(free_port)
+    {
+        tlsgate_main_conf "$W" 8192 ${PROV_MAIN:+"$PROV_MAIN"}
+        http_open "$P_TLS"
+        cat <<C
+        ssl_certificate $W/certs/$cert.crt;
+        ssl_certificate_key $W/certs/$cert.key;
         ssl_protocols $(case_proto "$cs");
         $([[ -n $(case_cipher "$cs") ]] && echo "ssl_ciphers $(case_cipher "$cs");")
         root $W/html;
@@ -103,21 +86,23 @@ http {
     }
 }
 C
+    } >"$W/tg.conf"
     env "${XENV[@]}" TLSGATE_STATE_DIR="$W/state" "$TG" -p "$W" -c "$W/tg.conf" >"$W/out.log" 2>&1 &
-    MASTER=$!
+    TG_PID=$!
     for _ in $(seq 1 100); do
-        openssl s_client -connect "127.0.0.1:$PORT" </dev/null >/dev/null 2>&1 && break
+        openssl s_client -connect "127.0.0.1:$P_TLS" </dev/null >/dev/null 2>&1 && break
         sleep 0.1
     done
-    WPID=$(pgrep -P "$MASTER")
-    for t in /proc/"$WPID"/task/*; do taskset -pc 0 "${t##*/}" >/dev/null; done
+    WPID=$(pgrep -P "$TG_PID")
+    WORKER[tlsgate]=$WPID
+    pin_worker tlsgate
 }
 stop() {
-    kill -TERM "$MASTER" 2>/dev/null
-    for _ in $(seq 1 50); do kill -0 "$MASTER" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$MASTER" 2>/dev/null
-    wait "$MASTER" 2>/dev/null
-    MASTER=""
+    kill -TERM "$TG_PID" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$TG_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$TG_PID" 2>/dev/null
+    wait "$TG_PID" 2>/dev/null
+    TG_PID=""
 }
 # on-CPU and runqueue-wait ns of the worker's main thread (/proc/PID/task/PID/schedstat)
 sched() { local a b c; read -r a b c <"/proc/$WPID/task/$WPID/schedstat" 2>/dev/null && echo "$a $b $(date +%s%N)"; }
@@ -125,7 +110,7 @@ flood() { # case secs -> "hs_per_s p50_us p99_us hs_per_available_s runqueue_pct
     local s0 s1 out
     s0=$(sched)
     # shellcheck disable=SC2046
-    out=$(taskset -c 1 "$REPLAY" $(case_client "$1") -k -c "$CONNS" -d "$2" "127.0.0.1:$PORT" 2>/dev/null | tail -n 1)
+    out=$(taskset -c 1 "$REPLAY" $(case_client "$1") -k -c "$CONNS" -d "$2" "127.0.0.1:$P_TLS" 2>/dev/null | tail -n 1)
     s1=$(sched)
     echo "$out $s0 $s1" | tr ' ' '\n' | awk -F= 'NF == 2 { v[$1] = $2; next } { t[++n] = $1 }
         END { rq = (t[5] - t[2]) / 1e9; wall = (t[6] - t[3]) / 1e9; av = wall - rq
@@ -134,7 +119,7 @@ flood() { # case secs -> "hs_per_s p50_us p99_us hs_per_available_s runqueue_pct
 }
 status() {
     printf 'GET /status HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' |
-        timeout 10 openssl s_client -quiet -connect "127.0.0.1:$PORT" 2>/dev/null | sed -n '/^{/,$p'
+        timeout 10 openssl s_client -quiet -connect "127.0.0.1:$P_TLS" 2>/dev/null | sed -n '/^{/,$p'
 }
 
 fail=0

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conf/conf.h"
+#include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "conf/conf.h"
 
 #define SEP "\n--globals--\n"
 

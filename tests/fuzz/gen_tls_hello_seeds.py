@@ -9,25 +9,16 @@ Usage: python3 tests/fuzz/gen_tls_hello_seeds.py   (adds files named by their SH
 """
 import hashlib
 import os
-import ssl
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integ"))
+import replay_hello  # noqa: E402  (a real ClientHello from Python's ssl)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "tls_hello")
 
 
 def hello(sni, tls12):
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if tls12:
-        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_alpn_protocols(["http/1.1"])
-    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, out, server_hostname=sni)
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return out.read()
+    return replay_hello.client_hello_obj(sni, tls12, alpn=["http/1.1"])[3]
 
 
 def rerecord(data, size):

@@ -12,17 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 #include "http/parser.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const gw_http_limits_t limit_sets[] = {
     {8192, 8192, 65536, GW_HTTP_MAX_HEADERS},
@@ -42,15 +34,6 @@ static int is_ws(char c)
 }
 
 /* A copy of data[0..n) in a buffer of exactly n bytes, so ASan sees any read past n. */
-static char *dup_exact(const uint8_t *data, size_t n)
-{
-    char *p = malloc(n ? n : 1);
-    CHECK(p);
-    if (n)
-        memcpy(p, data, n);
-    return p;
-}
-
 static void check_request(const gw_http_request_t *r, const char *buf, size_t head,
                           const gw_http_limits_t *lim)
 {
@@ -153,7 +136,7 @@ static struct chunk_out chunk_run(const char *in, size_t n, uint32_t seed, uint6
             if (want < piece)
                 piece = want;
         }
-        char *tmp = dup_exact((const uint8_t *)in + pos, piece);
+        char *tmp = fuzz_dup_exact((const uint8_t *)in + pos, piece);
         size_t len = piece, consumed = 0;
         int r = gw_http_chunked_decode(&d, tmp, &len, &consumed, max_body);
         CHECK(r == 0 || r == 1 || r == -400 || r == -413);
@@ -198,7 +181,7 @@ static void check_chunked(const char *in, size_t n, uint32_t seed)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static gw_http_request_t req;
-    char *buf = dup_exact(data, size);
+    char *buf = fuzz_dup_exact(data, size);
     uint32_t seed = size ? data[0] * 31u + data[size - 1] : 5;
 
     for (size_t l = 0; l < sizeof(limit_sets) / sizeof(limit_sets[0]); l++) {
@@ -217,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
             if (cuts[c] >= size)
                 continue;
-            char *pre = dup_exact(data, cuts[c]);
+            char *pre = fuzz_dup_exact(data, cuts[c]);
             int rp = gw_http_parse_request(pre, cuts[c], lim, &req);
             CHECK(rp == 0 || rp == r);
             if (r > 0 && cuts[c] < (size_t)r)

@@ -6,23 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 #include "proxy/response.h"
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* an exact-size heap copy: ASan sees any read past the end */
-    char *buf = malloc(size ? size : 1);
-    if (!buf)
-        return 0;
-    memcpy(buf, data, size);
+    char *buf = fuzz_dup_exact(data, size); /* ASan sees any read past the end */
     int status = 0, minor = 0, has_cl = 0, chunked = 0, conn_close = 0;
     unsigned long long cl = 0;
     int r =

@@ -9,16 +9,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "fuzz.h"
+
 #include "net/proxy_protocol.h"
-
-/* checked in the replay build too (CHECK() is compiled out with NDEBUG) */
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

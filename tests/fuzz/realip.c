@@ -9,15 +9,9 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include "fuzz.h"
+
 #include "net/realip.h"
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,22 +1,21 @@
 // fuzz-sources: gw/tls/sni.c
 /* Fuzz target: the server_name extension body parser (attacker-controlled ClientHello). */
-#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tls/sni.h"
+#include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tls/sni.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const unsigned char *name = NULL;
     size_t len = 0;
     int r = gw_tls_parse_sni(data, size, &name, &len);
-    assert(r >= -1 && r <= 1);
+    CHECK(r >= -1 && r <= 1);
     if (r == 1) {
         /* the name lies wholly inside the input */
-        assert(name >= data && len > 0 && (size_t)(name - data) + len <= size);
+        CHECK(name >= data && len > 0 && (size_t)(name - data) + len <= size);
     }
     return 0;
 }

@@ -26,12 +26,12 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "fuzz.h"
+
 #include "core/log.h"
 #include "cycle.h"
 #include "http/conn.h"
 #include "tls/tls.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static gw_cycle_t *cycle;
 static char dir[64];

@@ -20,6 +20,9 @@ second one without answering (a keep-alive connection closed as a request is sen
 
 EchoServer: a TCP echo server that also answers "half" by echoing then closing its side
 after the client's half-close.
+
+ThreadedServer: what they share (and the tests' own small servers): the listening socket,
+the accept thread, one thread a connection, close(), `with`.
 """
 import hashlib
 import json
@@ -80,21 +83,32 @@ class _Conn:
             n -= k
 
 
-class Backend:
-    def __init__(self, kill_second=False):
-        self.kill_second = kill_second
+class ThreadedServer:
+    """A TCP server on 127.0.0.1 at a port the kernel picks (self.port): an accept thread
+    hands each connection to self._serve(sock) in a thread of its own, counts them (conns)
+    and keeps them, so that close() ends the connections too. A context manager:
+    `with Backend() as b:` closes it at the end of the block. A subclass sets its own
+    attributes before calling __init__ (the accept thread starts in it)."""
+
+    backlog = 128
+
+    def __init__(self):
         self.lock = threading.Lock()
         self.conns = 0
-        self.requests = []
-        self.aborted = []  # paths of responses whose write failed (client went away)
+        self.socks = []
+        self.stop = False
         self.ls = socket.socket()
         self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(128)
+        self.ls.listen(self.backlog)
         self.port = self.ls.getsockname()[1]
-        self.stop = False
-        self.socks = []
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def close(self):
         self.stop = True
@@ -120,6 +134,17 @@ class Backend:
                 self.conns += 1
                 self.socks.append(s)
             threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        raise NotImplementedError
+
+
+class Backend(ThreadedServer):
+    def __init__(self, kill_second=False):
+        self.kill_second = kill_second
+        self.requests = []
+        self.aborted = []  # paths of responses whose write failed (client went away)
+        super().__init__()
 
     def _serve(self, s):
         c = _Conn(s)
@@ -253,33 +278,11 @@ class Backend:
             sent += k
 
 
-class EchoServer:
+class EchoServer(ThreadedServer):
     """TCP echo; after the client's half-close it sends "bye" and closes its side; on
     "quit" it sends "bye" and closes first."""
 
-    def __init__(self):
-        self.ls = socket.socket()
-        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
-        self.conns = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self):
-        try:
-            self.ls.close()
-        except OSError:
-            pass
-
-    def _accept(self):
-        while True:
-            try:
-                s, _ = self.ls.accept()
-            except OSError:
-                return
-            self.conns += 1
-            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+    backlog = 64
 
     def _serve(self, s):
         try:

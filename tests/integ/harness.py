@@ -57,7 +57,15 @@ def binary():
 
 
 _state = {"bin": None, "certs": None, "certdir": None, "test": None, "known": {},
-          "xfail": [], "xpass": []}
+          "xfail": [], "xpass": [], "shared_dirs": []}
+
+
+def shared_dir(prefix):
+    """A new temporary directory for what a test file's tests share (a PKI), removed when
+    main() ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _state["shared_dirs"].append(d)
+    return d
 
 
 # ---------------------------------------------------------------- processes
@@ -103,9 +111,8 @@ def wait_until(pred, timeout, interval=0.05, what="condition"):
         time.sleep(interval)
 
 
-def children(pid):
-    """Pids of the live children of pid (from /proc), zombies excluded."""
-    out = []
+def _live_procs():
+    """(pid, ppid, pgid) of every live process (from /proc/PID/stat), zombies excluded."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -114,28 +121,20 @@ def children(pid):
                 st = f.read()
         except OSError:
             continue
+        # after "(comm) ": state, ppid, pgrp
         rest = st[st.rfind(")") + 2:].split()
-        # rest[0] = state, rest[1] = ppid
-        if int(rest[1]) == pid and rest[0] != "Z":
-            out.append(int(d))
-    return sorted(out)
+        if rest[0] != "Z":
+            yield int(d), int(rest[1]), int(rest[2])
+
+
+def children(pid):
+    """Pids of the live children of pid (from /proc), zombies excluded."""
+    return sorted(p for p, ppid, _ in _live_procs() if ppid == pid)
 
 
 def children_in_group(pgid):
     """Live processes of process group pgid (the server's session)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        rest = st[st.rfind(")") + 2:].split()
-        if int(rest[2]) == pgid and rest[0] != "Z":
-            out.append(int(d))
-    return out
+    return [p for p, _, g in _live_procs() if g == pgid]
 
 
 def pid_alive(pid):
@@ -297,19 +296,21 @@ class Env:
         """Write main-context lines (error_log, pid, events) + `http { http }`; return path."""
         return self.write(name, self.main_conf(main) + "http {\n%s\n}\n" % http)
 
+    def server(self, port, *lines, name="a.test", certs=("a_rsa",), root=True, listen="ssl"):
+        """A `server { }` block for http { }: listen 127.0.0.1:port ssl (or the parameters
+        in listen), server_name name, the certificates (env.tls(*certs)), `root env.html`
+        (root=PATH: that one, False: none), then lines (empty ones left out)."""
+        body = ["listen 127.0.0.1:%d %s;" % (port, listen), "server_name %s;" % name, self.tls(*certs)]
+        if root:
+            body.append("root %s;" % (self.html if root is True else root))
+        body += [ln for ln in lines if ln]
+        return "\n    server {\n        %s\n    }" % "\n        ".join(body)
+
     def simple_conf(self, port, locations="", server_extra="", http_extra="", main="",
                     certs=("a_rsa",), name="tlsgate.conf"):
         """One server a.test on 127.0.0.1:port with root env.html."""
-        return self.conf("""
-    %s
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        %s
-        %s
-    }""" % (http_extra, port, self.tls(*certs), self.html, server_extra, locations),
+        return self.conf("\n    %s%s" % (http_extra, self.server(port, server_extra, locations,
+                                                                 certs=certs)),
                          main=main, name=name)
 
     def start(self, conf, args=(), env=None, cwd=None, port=None, log=None, pidfile=None,
@@ -410,11 +411,12 @@ def first_line(e):
 # ---------------------------------------------------------------- raw HTTP over TLS
 
 
-def recv_all(sock, timeout=5, limit=1 << 22):
-    """Read until EOF (returns data, True) or until timeout (data, False)."""
+def recv_all(sock, timeout=5, limit=1 << 22, until=None):
+    """Read until EOF (returns data, True) or until timeout, `limit` bytes or until(data)
+    is true (data, False)."""
     data = b""
     end = time.monotonic() + timeout
-    while len(data) < limit:
+    while len(data) < limit and not (until and until(data)):
         left = end - time.monotonic()
         if left <= 0:
             return data, False
@@ -433,6 +435,19 @@ def recv_all(sock, timeout=5, limit=1 << 22):
             return data, True
         data += chunk
     return data, False
+
+
+def recv_until(sock, want, timeout=5):
+    """Read until `want` has arrived: at least that many bytes (an int) or data that ends
+    with it (bytes); or until EOF or timeout. Returns the data read; the socket keeps its
+    timeout."""
+    before = sock.gettimeout()
+    try:
+        if isinstance(want, int):
+            return recv_all(sock, timeout, until=lambda d: len(d) >= want)[0]
+        return recv_all(sock, timeout, until=lambda d: d.endswith(want))[0]
+    finally:
+        sock.settimeout(before)
 
 
 class Response:
@@ -469,6 +484,19 @@ def read_response(sock, buf=b"", timeout=5, head_request=False):
     while len(buf) < n:
         buf += more()
     return Response(status, headers, buf[:n], head.decode("latin-1")), buf[n:]
+
+
+def request(path, method="GET", host="a.test", extra="", body=b""):
+    """The bytes of an HTTP/1.1 request: extra = more header lines, each ending in CRLF."""
+    return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method, path, host, extra)).encode() + body
+
+
+def exchange(env, port, raw, timeout=10):
+    """Send raw on a new TLS connection to port (SNI a.test); the first Response."""
+    with env.tls_socket(port, timeout=timeout) as s:
+        s.sendall(raw)
+        r, _ = read_response(s, timeout=timeout)
+        return r
 
 
 def closed_by_peer(sock, timeout=3):
@@ -676,8 +704,9 @@ def main(ns):
                     shutil.rmtree(env.dir, ignore_errors=True)
     finally:
         signal.alarm(0)
-        if _state["certdir"]:
-            shutil.rmtree(_state["certdir"], ignore_errors=True)
+        for d in [_state["certdir"]] + _state["shared_dirs"]:
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
     print("%d test(s), %d failed, %.1fs%s" % (len(tests), len(failed), time.monotonic() - t0,
                                               (": " + ", ".join(failed)) if failed else ""))
     sys.exit(1 if failed else 0)

@@ -1,5 +1,5 @@
 # Operations (issue #12): OCSP stapling from files, `tlsgate -V`, the Debian package and
-# the man pages. Registered like integ.cmake's tests.
+# the man pages. Registered with integ.cmake's tlsgate_integ_test.
 find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
   return()
@@ -8,13 +8,7 @@ endif()
 add_executable(ocsp_resp ${CMAKE_SOURCE_DIR}/tests/integ/ocsp_resp.c)
 target_link_libraries(ocsp_resp PRIVATE OpenSSL::Crypto)
 foreach(_integ stapling version sdnotify)
-  add_test(NAME integ_${_integ}
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
-                   $<TARGET_FILE:tlsgate>)
-  set_tests_properties(integ_${_integ} PROPERTIES
-                       TIMEOUT 120
-                       LABELS integ
-                       ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;OCSP_RESP=$<TARGET_FILE:ocsp_resp>")
+  tlsgate_integ_test(${_integ} ENV OCSP_RESP=$<TARGET_FILE:ocsp_resp>)
 endforeach()
 
 # bench_soak_smoke: bench/soak.sh for 8 s (reloads every 2 s, 4 connections per wrk):

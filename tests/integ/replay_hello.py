@@ -29,8 +29,12 @@ import time
 LINGER_RST = struct.pack("ii", 1, 0)
 
 
-def client_hello(sni="a.test", tls12=False, alpn=None):
-    """The bytes of one real ClientHello (TLS 1.2+1.3 offer; tls12: TLS 1.2 only)."""
+def client_hello_obj(sni="a.test", tls12=False, alpn=None, ciphers=None):
+    """A real client (Python's ssl, OpenSSL; no certificate check) over memory BIOs that has
+    written its ClientHello: (sslobj, inbio, outbio, the ClientHello's bytes). TLS 1.2+1.3
+    offer; tls12: TLS 1.2 only; alpn: the protocols offered (a list), none by default;
+    ciphers: the TLS 1.2 cipher list offered (OpenSSL's syntax), the default by default.
+    Also used by test_hostile.py and tests/fuzz/gen_tls_hello_seeds.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -38,13 +42,20 @@ def client_hello(sni="a.test", tls12=False, alpn=None):
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     if alpn:
         ctx.set_alpn_protocols(alpn)
+    if ciphers:
+        ctx.set_ciphers(ciphers)
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
     obj = ctx.wrap_bio(inc, out, server_hostname=sni)
     try:
         obj.do_handshake()
     except ssl.SSLWantReadError:
         pass
-    data = out.read()
+    return obj, inc, out, out.read()
+
+
+def client_hello(sni="a.test", tls12=False, alpn=None):
+    """The bytes of one real ClientHello (TLS 1.2+1.3 offer; tls12: TLS 1.2 only)."""
+    data = client_hello_obj(sni, tls12, alpn)[3]
     if not data or data[0] != 0x16:
         raise RuntimeError("no ClientHello produced: %r" % data[:16])
     return data

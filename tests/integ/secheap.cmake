@@ -7,10 +7,5 @@ target_link_libraries(secheap_probe PRIVATE OpenSSL::SSL OpenSSL::Crypto)
 if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
-add_test(NAME integ_secheap
-         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_secheap.py
-                 $<TARGET_FILE:tlsgate>)
-set_tests_properties(integ_secheap PROPERTIES
-                     TIMEOUT 120
-                     LABELS integ
-                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;SECHEAP_PROBE=$<TARGET_FILE:secheap_probe>;FAKEACCEL_DIR=${CMAKE_BINARY_DIR}")
+tlsgate_integ_test(secheap ENV SECHEAP_PROBE=$<TARGET_FILE:secheap_probe>
+                   FAKEACCEL_DIR=${CMAKE_BINARY_DIR})

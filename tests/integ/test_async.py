@@ -71,17 +71,8 @@ def accel_main(delay_us=DELAY_US, notify="callback", fail_every=None, extra="", 
 
 def tls_server(env, port, extra="", certs=("a_rsa",)):
     """A TLS server block for a.test with session resumption off."""
-    return """
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        ssl_session_tickets off;
-        ssl_session_cache off;
-        %s
-        location = /status { stub_status; }
-    }""" % (port, env.tls(*certs), env.html, extra)
+    return env.server(port, "ssl_session_tickets off;", "ssl_session_cache off;", extra,
+                      "location = /status { stub_status; }", certs=certs)
 
 
 def status_server(sport):

@@ -178,16 +178,9 @@ def test_record_cipher_counters(env):
     where the library and a VAES CPU are present: /status and /metrics count them."""
     env.write("html/big.bin", BIG)
     port = env.port()
-    conf = env.conf("""
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        location = /status { status; }
-        location = /metrics { metrics; }
-    }""" % (port, env.tls("a_rsa"), env.html),
-                    main='ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\n')
+    conf = env.simple_conf(port, "location = /status { status; }\n"
+                                 "location = /metrics { metrics; }",
+                           main='ssl_provider tlsgate;\nssl_propquery "?provider=tlsgate";\n')
     env.start(conf, port=port)
     base = "https://a.test:%d" % port
     for suite in ("TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256"):

@@ -334,8 +334,7 @@ def test_session_resumable(env):
 def test_proxy_close_notify(env):
     """A proxied request with the close_notify right behind it (a TLS half-close): the
     upstream's response still arrives, then the server's close_notify."""
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = env.port()
         conf = env.conf("""
     upstream app { server 127.0.0.1:%d; }
@@ -359,8 +358,6 @@ def test_proxy_close_notify(env):
                 assert answered and end == "fin", (name, path, answered, end)
         with open(env.log, errors="replace") as f:
             assert "closed the connection while its request was proxied" not in f.read()
-    finally:
-        b.close()
 
 
 def test_stream_close_notify(env):

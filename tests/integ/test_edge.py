@@ -25,23 +25,9 @@ HELLO = b"hello\n"
 def serve(env, server_extra="", http_extra=""):
     env.write("html/hello.txt", HELLO)
     port = env.port()
-    conf = env.conf("""
-    %s
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        %s
-        %s
-    }
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name b.test;
-        %s
-        location = /a { return 200 "b-server"; }
-    }""" % (http_extra, port, env.tls("a_rsa"), env.html, server_extra, LOCATIONS, port,
-            env.tls("b_rsa")))
+    conf = env.conf(http_extra + env.server(port, server_extra, LOCATIONS) +
+                    env.server(port, 'location = /a { return 200 "b-server"; }', name="b.test",
+                               certs=("b_rsa",), root=False))
     env.start(conf, port=port)
     return port
 

@@ -123,12 +123,7 @@ def test_migration_config(env):
         ctx.verify_mode = ssl.CERT_NONE
         with ctx.wrap_socket(raw, server_hostname="a.test") as s:
             s.sendall(b"select 1")
-            got = b""
-            while not got.endswith(b"select 1"):
-                d = s.recv(100)
-                if not d:
-                    break
-                got += d
+            got = H.recv_until(s, b"select 1")
         assert got == b"PROXY TCP4 198.51.100.4 127.0.0.1 5555 %d\r\nselect 1" % sport, got
     finally:
         be.close()

@@ -30,15 +30,8 @@ import harness as H  # noqa: E402
 import backends as be  # noqa: E402
 
 
-def req(path, method="GET", host="a.test", extra="", body=b""):
-    return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method, path, host, extra)).encode() + body
-
-
-def one(env, port, raw, timeout=10):
-    with env.tls_socket(port, timeout=timeout) as s:
-        s.sendall(raw)
-        r, _ = H.read_response(s, timeout=timeout)
-        return r
+req = H.request
+one = H.exchange
 
 
 def start(env, http, main=""):
@@ -84,8 +77,7 @@ def test_include_glob_and_errors(env):
 def test_add_header_always_and_404(env):
     port = env.port()
     env.write("html/index.html", "hello\n")
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         s = start(env, """
         upstream app { server 127.0.0.1:%d; }
         server { listen 127.0.0.1:%d ssl; server_name a.test; %s root %s;
@@ -125,8 +117,6 @@ def test_add_header_always_and_404(env):
             sk.sendall(req("/", "HEAD"))
             r, _ = H.read_response(sk, head_request=True)
         assert r.headers["x-plain"] == "plain" and r.body == b"", r
-    finally:
-        b.close()
 
 
 def test_error_page(env):
@@ -272,8 +262,7 @@ def test_real_ip_and_log_variables(env):
 
 
 def test_underscores_in_headers(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, port2 = env.port(), env.port()
         start(env, """
         upstream app { server 127.0.0.1:%d; }
@@ -290,8 +279,6 @@ def test_underscores_in_headers(env):
         assert seen["x-bar"] == ["2"], seen
         seen = json.loads(one(env, port2, req("/echo", extra=extra)).body)["headers"]
         assert seen.get("x_foo") == ["1"] and seen.get("content_length") == ["41"], seen
-    finally:
-        b.close()
 
 
 if __name__ == "__main__":

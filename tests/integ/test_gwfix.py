@@ -17,12 +17,12 @@ import os
 import re
 import signal
 import socket
-import ssl
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+import replay_hello  # noqa: E402
 from test_resume import client_ctx, connect  # noqa: E402
 from test_resume_redis import with_redis, two_gateways  # noqa: E402
 
@@ -120,18 +120,7 @@ def test_sni_acknowledged(env):
 
 def client_hello(ciphers):
     """The bytes of a TLS 1.2 ClientHello offering only `ciphers` (from Python's ssl)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_ciphers(ciphers)
-    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, out, server_hostname="a.test")
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return out.read()
+    return replay_hello.client_hello_obj("a.test", tls12=True, ciphers=ciphers)[3]
 
 
 def test_failed_handshake_alert_then_fin(env):

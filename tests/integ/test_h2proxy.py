@@ -47,8 +47,7 @@ def curl(env, port, path, *args):
 
 
 def test_answers_all_framings(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, _ = serve(env, b)
         for path, n in (("/big?n=%d", 3000000), ("/chunked?n=%d", 1000003),
                         ("/eof?n=%d", 500001), ("/big?n=%d", 0)):
@@ -61,13 +60,10 @@ def test_answers_all_framings(env):
         assert ver == "2 204" and body == b"", ver
         ver, body = curl(env, port, "/big?n=1000", "-I")
         assert ver == "2 200" and b"content-length: 1000" in body.lower(), body
-    finally:
-        b.close()
 
 
 def test_request_bodies(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, _ = serve(env, b)
         data = os.urandom(5 * 1024 * 1024 + 7)
         env.write("up.bin", data)
@@ -87,16 +83,13 @@ def test_request_bodies(env):
         # the upstream reads the body only after 1.5 s: the client waits under its window
         ver, body = curl(env, port, "/stallbody/echo", "--data-binary", "@" + env.path("up.bin"))
         assert json.loads(body)["body_len"] == len(data)
-    finally:
-        b.close()
 
 
 def test_response_flow_control(env):
     """A client that gives no window: at most its 65,535 bytes arrive, the upstream is not
     read ahead without bound; once it opens its window the whole answer arrives intact."""
     raw.need()
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, srv = serve(env, b)
         c = raw.Raw(env, port)
         n = 8 * 1024 * 1024
@@ -116,26 +109,20 @@ def test_response_flow_control(env):
                     body += f.data
         assert body == be.pattern_bytes(n), len(body)
         c.close()
-    finally:
-        b.close()
 
 
 def test_many_streams(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, _ = serve(env, b)
         p = h.run(["h2load", "-n", "1000", "-c", "4", "-m", "16",
                    "https://127.0.0.1:%d/echo" % port], timeout=60)
         assert "1000 succeeded" in p.stdout and "1000 2xx" in p.stdout, p.stdout
         assert b.conns < 1000, b.conns  # pooled upstream connections were reused
-    finally:
-        b.close()
 
 
 def test_client_resets_proxied_stream(env):
     raw.need()
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, srv = serve(env, b)
         c = raw.Raw(env, port)
         c.send(c.headers(1, path="/drip?n=%d" % (64 << 20)))
@@ -147,19 +134,14 @@ def test_client_resets_proxied_stream(env):
                       f.stream_id == 3)
         assert raw.answer_status(fr, 3) == 200
         c.close()
-    finally:
-        b.close()
 
 
 def test_slow_upstream_not_send_timeout(env):
     """A stream waiting for its upstream is timed by proxy_read_timeout, not send_timeout."""
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port, srv = serve(env, b, "send_timeout 1s;")
         ver, body = curl(env, port, "/slow?ms=2500")
         assert (ver, body) == ("2 200", b"slow"), (ver, body)
-    finally:
-        b.close()
 
 
 def test_upstream_down(env):

@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+import replay_hello  # noqa: E402
 
 KNOWN_FAILURES = {}
 
@@ -311,18 +312,7 @@ def test_slowloris(env):
 
 def python_client_hello(sni, tls12=False):
     """A real ClientHello from Python's ssl (OpenSSL): (sslobj, inbio, outbio, bytes)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    if tls12:
-        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, out, server_hostname=sni)
-    try:
-        obj.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return obj, inc, out, out.read()
+    return replay_hello.client_hello_obj(sni, tls12)
 
 
 def records(data):

@@ -433,16 +433,9 @@ def test_big_page_over_tls(env):
     async job (ssl_async on) arrive whole."""
     env.write("html/index.html", "hello\n")
     port = env.port()
-    conf = env.conf("""
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        ssl_async on;
-        location = /metrics { metrics; }
-        location = /status { status; }
-    }""" % (port, env.tls("a_rsa", "a_ec"), env.html), main=MAIN_PROV)
+    conf = env.simple_conf(port, "location = /metrics { metrics; }\n"
+                                 "location = /status { status; }",
+                           server_extra="ssl_async on;", certs=("a_rsa", "a_ec"), main=MAIN_PROV)
     srv = env.start(conf, port=port)
     srv.wait_workers(2)
     for path in ("/metrics", "/status"):

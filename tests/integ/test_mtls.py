@@ -17,7 +17,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
@@ -34,7 +33,7 @@ def pki(env):
     """CA, intermediate and client certificates in a directory shared by the tests."""
     if _pki:
         return _pki
-    d = tempfile.mkdtemp(prefix="tlsgate-integ-mtls-pki-")
+    d = H.shared_dir("tlsgate-integ-mtls-pki-")
     ext = os.path.join(d, "ext.cnf")
     with open(ext, "w") as f:
         f.write("[ca]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
@@ -202,8 +201,7 @@ def test_ca_names_sent(env):
 def test_client_vars_upstream(env):
     p = pki(env)
     port = env.port()
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         env.start(env.conf("""
             upstream app { server 127.0.0.1:%d; }
             server { listen 127.0.0.1:%d ssl; server_name a.test; %s
@@ -220,8 +218,6 @@ def test_client_vars_upstream(env):
         seen = json.loads(body)["headers"]
         # an empty value is not passed (nginx)
         assert seen["x-client-verify"] == ["NONE"] and "x-client-dn" not in seen, seen
-    finally:
-        b.close()
 
 
 def test_config_errors(env):
@@ -242,9 +238,4 @@ def test_config_errors(env):
 
 
 if __name__ == "__main__":
-    try:
-        H.main(globals())
-    finally:
-        if _pki:
-            import shutil
-            shutil.rmtree(_pki["dir"], ignore_errors=True)
+    H.main(globals())

@@ -36,16 +36,8 @@ MAIN_NO_ADAPTIVE = ('ssl_provider tlsgate { adaptive off; }\n'
 
 
 def server_block(env, port, extra):
-    return """
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        root %s;
-        ssl_session_tickets off;
-        ssl_session_cache off;
-        %s
-    }""" % (port, env.tls("a_rsa", "a_ec"), env.html, extra)
+    return env.server(port, "ssl_session_tickets off;", "ssl_session_cache off;", extra,
+                      certs=("a_rsa", "a_ec"))
 
 
 def start(env, extra, stats, main=MAIN):

@@ -26,18 +26,9 @@ BIG = 100 * 1024 * 1024
 def proxy_conf(env, upstream_block="", locations="", http_extra="", server_extra="",
                max_body="0", start_env=None):
     port = env.port()
-    conf = env.conf("""
-    %s
-    %s
-    server {
-        listen 127.0.0.1:%d ssl;
-        server_name a.test;
-        %s
-        client_max_body_size %s;
-        %s
-        %s
-    }""" % (http_extra, upstream_block, port, env.tls("a_rsa"), max_body, server_extra,
-            locations))
+    conf = env.conf(http_extra + "\n" + upstream_block +
+                    env.server(port, "client_max_body_size %s;" % max_body, server_extra,
+                               locations, root=False))
     env.start(conf, port=port, env=start_env)
     return port
 
@@ -56,15 +47,8 @@ def simple(env, backend, extra="", keepalive=8, http_extra="", server_extra="", 
                       start_env=start_env)
 
 
-def req(path, method="GET", host="a.test", extra="", body=b""):
-    return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method, path, host, extra)).encode() + body
-
-
-def one(env, port, raw, timeout=10):
-    with env.tls_socket(port, timeout=timeout) as s:
-        s.sendall(raw)
-        r, _ = h.read_response(s, timeout=timeout)
-        return r
+req = h.request
+one = h.exchange
 
 
 def dead_port():
@@ -79,8 +63,7 @@ def dead_port():
 
 
 def test_headers_both_ways(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         r = one(env, port, req("/echo/x?q=1", extra="X-Forwarded-For: 10.0.0.1\r\n"
                                "Connection: keep-alive, X-Private\r\nX-Private: p\r\n"
@@ -102,13 +85,10 @@ def test_headers_both_ways(env):
         assert r.headers.get("x-backend") == "yes", r.headers
         assert "x-hop" not in r.headers and "keep-alive" not in r.headers, r.headers
         assert r.headers["connection"] == "keep-alive", r.headers
-    finally:
-        b.close()
 
 
 def test_proxy_set_header_and_uri(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = proxy_conf(env, "", """
         location /api/ {
             proxy_pass http://127.0.0.1:%d/v2/;
@@ -126,13 +106,10 @@ def test_proxy_set_header_and_uri(env):
         assert hd["x-who"] == ["127.0.0.1 via https"], hd
         # no upstream block: no keep-alive to the upstream (nginx)
         assert hd.get("connection") == ["close"], hd
-    finally:
-        b.close()
 
 
 def test_keepalive_reuse(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b, keepalive=8)
         with env.tls_socket(port) as s:
             rest = b""
@@ -163,13 +140,10 @@ def test_keepalive_reuse(env):
             t.join(30)
         assert not errors, errors
         assert b.conns <= 9, "320 concurrent requests used %d upstream connections" % b.conns
-    finally:
-        b.close()
 
 
 def test_pipelined_in_order(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         with env.tls_socket(port) as s:
             s.sendall(b"".join(req("/slow?ms=%d&i=%d" % (200 - 40 * i, i)) if i < 3 else
@@ -180,8 +154,6 @@ def test_pipelined_in_order(env):
                 r, rest = h.read_response(s, rest)
                 bodies.append(r.body)
             assert bodies == [b"slow"] * 3 + [b"ok /p3", b"ok /p4", b"ok /p5"], bodies
-    finally:
-        b.close()
 
 
 # ------------------------------------------------------------------------------ bodies
@@ -203,8 +175,7 @@ def _stream_upload(s, n, chunked):
 
 
 def test_big_bodies_both_ways(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         with env.tls_socket(port, timeout=60) as s:
             # 100 MB up, Content-Length
@@ -228,8 +199,6 @@ def test_big_bodies_both_ways(env):
                 hsh.update(d)
                 got += len(d)
             assert hsh.hexdigest() == be.pattern_sha(BIG)
-    finally:
-        b.close()
 
 
 def _rss_kb(pid):
@@ -244,8 +213,7 @@ def test_backpressure_both_ways(env):
     """A stalled reader on either side stops the other side: the worker's memory does not
     grow with the body (48 MB pending each way, at most a few buffers held)."""
     N = 48 * 1024 * 1024  # far above what the kernel's socket buffers hold
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         # under ASan, freed memory sits in a quarantine (256 MB by default): OpenSSL frees
         # its record buffer after every write (SSL_MODE_RELEASE_BUFFERS), so keep the
         # quarantine small or RSS measures it instead of our buffers
@@ -287,13 +255,10 @@ def test_backpressure_both_ways(env):
                                                                      down_rss - base))
         for what, rss in (("upload", up_rss), ("download", down_rss)):
             assert rss - base < 16 * 1024, "%s: worker RSS grew by %d KiB" % (what, rss - base)
-    finally:
-        b.close()
 
 
 def test_chunked_upload_and_download(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         # streamed as it comes (buffered, the default, is tests/integ/test_reqbuf.py)
         port = simple(env, b, extra="proxy_request_buffering off;")
         n = 3 * 1024 * 1024 + 17
@@ -326,15 +291,12 @@ def test_chunked_upload_and_download(env):
         head, body = data.split(b"\r\n\r\n", 1)
         assert eof and body == be.pattern_bytes(70000), (head, len(body))
         assert b"Connection: close" in head, head
-    finally:
-        b.close()
 
 
 def test_large_head_then_body(env):
     """A head that grew the client buffer past the upstream buffer (large header buffers),
     then a body arriving in big reads: forwarded intact."""
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b, server_extra="large_client_header_buffers 4 256k;")
         n = 3 * 1024 * 1024
         with env.tls_socket(port, timeout=30) as s:
@@ -344,13 +306,10 @@ def test_large_head_then_body(env):
         seen = json.loads(r.body)
         assert seen["body_len"] == n and seen["body_sha"] == be.pattern_sha(n), seen
         assert len(seen["headers"]["x-big"][0]) == 200000
-    finally:
-        b.close()
 
 
 def test_client_max_body_size(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b, max_body="1k")
         r = one(env, port, req("/echo", "POST", extra="Content-Length: 2000\r\n"))
         assert r.status == 413, r
@@ -359,13 +318,10 @@ def test_client_max_body_size(env):
                       b"400\r\n" + b"x" * 1024 + b"\r\n1\r\nx\r\n0\r\n\r\n")
             r, _ = h.read_response(s)
             assert r.status == 413, r
-    finally:
-        b.close()
 
 
 def test_expect_continue(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         with env.tls_socket(port) as s:
             s.sendall(req("/echo", "POST", extra="Content-Length: 5\r\nExpect: 100-continue\r\n"))
@@ -375,8 +331,6 @@ def test_expect_continue(env):
             r, rest = h.read_response(s, rest)
             seen = json.loads(r.body)
             assert seen["body_len"] == 5 and "expect" not in seen["headers"], seen
-    finally:
-        b.close()
 
 
 # ------------------------------------------------------------------------------ failures
@@ -390,19 +344,15 @@ def test_upstream_down_502(env):
 
 
 def test_upstream_garbage_502(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         for path in ("/garbage", "/head-garbage", "/reset"):
             r = one(env, port, req(path, "POST", extra="Content-Length: 0\r\n"))
             assert r.status == 502, (path, r)
-    finally:
-        b.close()
 
 
 def test_upstream_slow_504(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b, "proxy_read_timeout 300ms;")
         t0 = time.monotonic()
         r = one(env, port, req("/slow?ms=1500"))
@@ -413,8 +363,6 @@ def test_upstream_slow_504(env):
         time.sleep(0.1)
         assert sum(1 for q in b.requests if q["target"].startswith("/slow")) == 1
         assert one(env, port, req("/slow?ms=10")).status == 200
-    finally:
-        b.close()
 
 
 def test_send_timeout_504(env):
@@ -466,8 +414,7 @@ def test_connect_timeout_504(env):
 
 
 def test_keepalive_closed_as_sent_retry(env):
-    b = be.Backend(kill_second=True)
-    try:
+    with be.Backend(kill_second=True) as b:
         port = simple(env, b)
         assert one(env, port, req("/a")).status == 200
         # the pooled connection is closed by the backend on reading the next request:
@@ -480,13 +427,10 @@ def test_keepalive_closed_as_sent_retry(env):
         r = one(env, port, req("/d", "POST", extra="Content-Length: 1\r\n", body=b"x"))
         assert r.status == 502, r
         assert [q["target"] for q in b.requests].count("/d") == 0, b.requests
-    finally:
-        b.close()
 
 
 def test_client_abort_cancels_upstream(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         s = env.tls_socket(port)
         s.sendall(req("/drip?n=%d" % (64 * 1024 * 200)))
@@ -495,13 +439,10 @@ def test_client_abort_cancels_upstream(env):
         # the upstream connection is closed: the backend's writes fail soon
         assert be.wait_for(lambda: "/drip" in b.aborted, 5), "upstream request not cancelled"
         assert one(env, port, req("/after")).status == 200
-    finally:
-        b.close()
 
 
 def test_client_abort_mid_upload(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b, extra="proxy_request_buffering off;")  # streamed upload
         s = env.tls_socket(port)
         s.sendall(req("/echo", "PUT", extra="Content-Length: 10000000\r\n") + b"x" * 100000)
@@ -513,8 +454,6 @@ def test_client_abort_mid_upload(env):
         assert r.status == 200 and r.body == b"ok /after", r
         assert b.conns == 2, "a connection with half a body was reused (%d)" % b.conns
         assert [q["target"] for q in b.requests] == ["/after"], b.requests
-    finally:
-        b.close()
 
 
 def test_round_robin_health_backup(env):
@@ -563,8 +502,7 @@ SMUGGLING = [
 
 
 def test_smuggling_400_and_close(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = simple(env, b)
         for name, fields in SMUGGLING:
             with env.tls_socket(port) as s:
@@ -579,8 +517,6 @@ def test_smuggling_400_and_close(env):
         r = one(env, port, req("/echo", "POST", extra="Content-Length: 3\r\n", body=b"abc"))
         hd = json.loads(r.body)["headers"]
         assert hd["content-length"] == ["3"] and "transfer-encoding" not in hd, hd
-    finally:
-        b.close()
 
 
 # ------------------------------------------------------------------------------ config

@@ -15,7 +15,6 @@ import socket
 import ssl
 import struct
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,8 +67,7 @@ def test_http_v2_v1_real_ip(env):
     port, pport = env.port(), env.port()
     env.write("html/index.html", "hello\n")
     log = env.path("access.log")
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         env.start(env.conf("""
             log_format pp '$proxy_protocol_addr|$proxy_protocol_port|$remote_addr|$status';
             upstream app { server 127.0.0.1:%d; }
@@ -105,8 +103,6 @@ def test_http_v2_v1_real_ip(env):
         assert lines[3] == "-|-|127.0.0.1|200", lines
         # no set_real_ip_from on the plain server: $remote_addr stays the peer
         assert lines[4] == "198.51.100.9|1234|127.0.0.1|200", lines
-    finally:
-        b.close()
 
 
 def closed_quickly(port, payload, timeout=3):
@@ -158,24 +154,12 @@ def test_malformed_and_deadline(env):
     assert tls_after(port, v1("1.2.3.4", 1)).startswith(b"HTTP/1.1 200")
 
 
-class FirstLine:
+class FirstLine(be.ThreadedServer):
     """A TCP backend that records everything a connection sends and echoes it back."""
 
     def __init__(self):
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(16)
-        self.port = self.ls.getsockname()[1]
         self.got = []
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, c):
         buf = b""
@@ -188,13 +172,9 @@ class FirstLine:
                 c.sendall(d)
         self.got.append(buf)
 
-    def close(self):
-        self.ls.close()
-
 
 def test_stream_proxy_protocol(env):
-    b = FirstLine()
-    try:
+    with FirstLine() as b:
         port, pport = env.port(), env.port()
         env.start(env.write("tlsgate.conf", env.main_conf() + """
             stream {
@@ -214,26 +194,14 @@ def test_stream_proxy_protocol(env):
             s.sendall(b"ping")
             # the echo may come back in more than one record (the header, then the data)
             want = b"PROXY TCP4 127.0.0.1 127.0.0.1 %d %d\r\nping" % (cport, port)
-            got = b""
-            while len(got) < len(want):
-                d = s.recv(100)
-                if not d:
-                    break
-                got += d
+            got = H.recv_until(s, len(want))
             assert got == want, got
         # a PROXY header in, the client it names out; its bytes are not relayed as data
         raw = socket.create_connection(("127.0.0.1", pport), timeout=5)
         raw.sendall(v2("192.0.2.33", 6000, "192.0.2.1", 443) + b"data")
-        got = b""
-        while not got.endswith(b"data"):
-            d = raw.recv(100)
-            if not d:
-                break
-            got += d
+        got = H.recv_until(raw, b"data")
         raw.close()
         assert got == b"PROXY TCP4 192.0.2.33 127.0.0.1 6000 %d\r\ndata" % pport, got
-    finally:
-        b.close()
 
 
 if __name__ == "__main__":

@@ -62,8 +62,7 @@ def start(env, b, extra_loc=""):
 
 
 def test_chunked_upload_gets_content_length(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = start(env, b)
         body = os.urandom(3000)
         r = post(env, port, "/buf/echo", body)
@@ -88,13 +87,10 @@ def test_chunked_upload_gets_content_length(env):
         # an empty chunked body: Content-Length: 0
         r = post(env, port, "/buf/echo", b"")
         assert json.loads(r.body)["headers"]["content-length"] == ["0"]
-    finally:
-        b.close()
 
 
 def test_bad_chunk_refused_before_upstream(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = start(env, b)
         n0 = len(b.requests)
         r = post(env, port, "/buf/echo", None, raw=b"5\r\nhello\r\nzz\r\n")
@@ -109,13 +105,10 @@ def test_bad_chunk_refused_before_upstream(env):
         post(env, port, "/stream/echo", None, raw=b"5\r\nhello\r\nzz\r\n")
         time.sleep(0.3)
         assert b.conns == 1
-    finally:
-        b.close()
 
 
 def test_expect_continue_and_retry(env):
-    b = be.Backend()
-    try:
+    with be.Backend() as b:
         port = start(env, b)
         with env.tls_socket(port, timeout=10) as s:
             s.sendall(b"POST /buf/echo HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n"
@@ -130,8 +123,6 @@ def test_expect_continue_and_retry(env):
         for i in range(2):
             r = post(env, port, "/two/echo", b"x" * 100)
             assert r.status == 200 and json.loads(r.body)["body_len"] == 100, r
-    finally:
-        b.close()
 
 
 if __name__ == "__main__":

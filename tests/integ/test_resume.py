@@ -218,6 +218,17 @@ def test_tickets_auto_keys_workers_and_reload(env):
         assert reused, "TLS %s ticket not accepted after a reload" % version
 
 
+def sleep_to_period_end(period, lead):
+    """Sleep until `lead` seconds before the end of the current `period`-second epoch of
+    the clock (int(time) // period), or of the next one when that moment has passed."""
+    import time
+    now = time.time()
+    late = (int(now) // period) * period + period - lead
+    if late < now:
+        late += period
+    time.sleep(late - now)
+
+
 def test_auto_keys_rotate(env):
     """Automatic keys with a 3 s period: a ticket made late in period e is accepted in
     e + 1 by both workers (its key only decrypts there), and all workers agree."""
@@ -225,11 +236,7 @@ def test_auto_keys_rotate(env):
     period = 3
     srv, port, sport = start(env, "none", "ssl_session_timeout %ds;" % period)
     ctx = client_ctx("1.3")
-    now = time.time()
-    late = (int(now) // period) * period + period - 1.0
-    if late < now:
-        late += period
-    time.sleep(late - now)
+    sleep_to_period_end(period, 1.0)
     _, sess = connect(ctx, port)
     e = int(time.time()) // period
     time.sleep(max(0, (e + 1) * period + 0.2 - time.time()))

@@ -26,7 +26,7 @@ import http.client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
-from test_resume import client_ctx, connect  # noqa: E402
+from test_resume import client_ctx, connect, sleep_to_period_end  # noqa: E402
 
 
 class Redis:
@@ -220,11 +220,7 @@ def test_redis_ticket_keys_fleet_and_rotation(env, redis):
     # a ticket made late in epoch e is still accepted (by the other gateway) in e + 1,
     # where its key only decrypts
     ctx = client_ctx("1.3")
-    now = time.time()
-    late = (int(now) // period) * period + period - 1.2
-    if late < now:
-        late += period
-    time.sleep(late - now)
+    sleep_to_period_end(period, 1.2)
     _, sess = connect(ctx, ports[0][0])
     e = int(time.time()) // period
     time.sleep((e + 1) * period + 0.3 - time.time())

@@ -29,24 +29,8 @@ http {
     env.start(conf, port=http_port)
 
 
-def recv_until(s, want, timeout=5):
-    data = b""
-    end = time.monotonic() + timeout
-    while len(data) < want and time.monotonic() < end:
-        s.settimeout(max(0.01, end - time.monotonic()))
-        try:
-            d = s.recv(65536)
-        except (socket.timeout, TimeoutError):
-            break
-        if not d:
-            break
-        data += d
-    return data
-
-
 def test_tls_echo(env):
-    e = be.EchoServer()
-    try:
+    with be.EchoServer() as e:
         port = env.port()
         start(env, """
     upstream echo { server 127.0.0.1:%d; }
@@ -57,33 +41,27 @@ def test_tls_echo(env):
             for size in (1, 1000, 300000):
                 msg = os.urandom(size)
                 s.sendall(msg)
-                assert recv_until(s, size) == msg, size
+                assert h.recv_until(s, size) == msg, size
         assert e.conns == 1
-    finally:
-        e.close()
 
 
 def test_upstream_closes_first_tls(env):
     """The upstream's EOF reaches a TLS client as close_notify after the last bytes."""
-    e = be.EchoServer()
-    try:
+    with be.EchoServer() as e:
         port = env.port()
         start(env, """
     server { listen 127.0.0.1:%d ssl; %s proxy_pass 127.0.0.1:%d; }
 """ % (port, env.tls("a_rsa"), e.port))
         with env.tls_socket(port) as s:
             s.sendall(b"hello")
-            assert recv_until(s, 5) == b"hello"
+            assert h.recv_until(s, 5) == b"hello"
             s.sendall(b"quit")
             data, eof = h.recv_all(s, 5)
             assert data == b"bye" and eof, (data, eof)
-    finally:
-        e.close()
 
 
 def test_plain_half_close(env):
-    e = be.EchoServer()
-    try:
+    with be.EchoServer() as e:
         port = env.port()
         start(env, """
     server { listen 127.0.0.1:%d; proxy_pass 127.0.0.1:%d; }
@@ -95,8 +73,6 @@ def test_plain_half_close(env):
         data, eof = h.recv_all(s, 5)
         s.close()
         assert eof and data == b"x" * 100000 + b"bye", (len(data), data[-10:], eof)
-    finally:
-        e.close()
 
 
 def test_upstream_down_and_next_server(env):
@@ -116,7 +92,7 @@ def test_upstream_down_and_next_server(env):
         for _ in range(3):
             with env.tls_socket(port) as s:
                 s.sendall(b"ping")
-                assert recv_until(s, 4) == b"ping"
+                assert h.recv_until(s, 4) == b"ping"
         with env.tls_socket(port2) as s:
             assert h.closed_by_peer(s), "a dead upstream must close the client"
     finally:
@@ -124,21 +100,18 @@ def test_upstream_down_and_next_server(env):
 
 
 def test_proxy_timeout(env):
-    e = be.EchoServer()
-    try:
+    with be.EchoServer() as e:
         port = env.port()
         start(env, """
     server { listen 127.0.0.1:%d ssl; %s proxy_pass 127.0.0.1:%d; proxy_timeout 400ms; }
 """ % (port, env.tls("a_rsa"), e.port))
         with env.tls_socket(port) as s:
             s.sendall(b"a")
-            assert recv_until(s, 1) == b"a"
+            assert h.recv_until(s, 1) == b"a"
             t0 = time.monotonic()
             assert h.closed_by_peer(s, 5)
             dt = time.monotonic() - t0
             assert 0.3 <= dt <= 2.0, dt
-    finally:
-        e.close()
 
 
 def test_config_errors(env):

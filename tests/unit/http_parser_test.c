@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "http/parser.h"
 
@@ -981,40 +981,21 @@ static void test_token_eq(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get),
-        cmocka_unit_test(test_higher_minor_version_is_1_1),
-        cmocka_unit_test(test_head_post),
-        cmocka_unit_test(test_methods),
-        cmocka_unit_test(test_query),
-        cmocka_unit_test(test_absolute_form),
-        cmocka_unit_test(test_asterisk_form),
-        cmocka_unit_test(test_keep_alive),
-        cmocka_unit_test(test_expect),
-        cmocka_unit_test(test_interpreted_fields),
-        cmocka_unit_test(test_ows_and_values),
-        cmocka_unit_test(test_line_endings),
-        cmocka_unit_test(test_pipelined),
-        cmocka_unit_test(test_incremental),
-        cmocka_unit_test(test_bad_requests),
-        cmocka_unit_test(test_content_length_ok),
-        cmocka_unit_test(test_transfer_encoding_ok),
-        cmocka_unit_test(test_host_forms),
-        cmocka_unit_test(test_414),
-        cmocka_unit_test(test_431_field_line),
-        cmocka_unit_test(test_431_count),
-        cmocka_unit_test(test_431_block),
-        cmocka_unit_test(test_null_limits),
-        cmocka_unit_test(test_chunked_valid),
-        cmocka_unit_test(test_chunked_extensions),
-        cmocka_unit_test(test_chunked_trailers),
-        cmocka_unit_test(test_chunked_rest),
-        cmocka_unit_test(test_chunked_malformed),
-        cmocka_unit_test(test_chunked_413),
-        cmocka_unit_test(test_normalize_path),
-        cmocka_unit_test(test_parse_range),
-        cmocka_unit_test(test_reason),
-        cmocka_unit_test(test_token_eq),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_get), cmocka_unit_test(test_higher_minor_version_is_1_1),
+                    cmocka_unit_test(test_head_post), cmocka_unit_test(test_methods),
+                    cmocka_unit_test(test_query), cmocka_unit_test(test_absolute_form),
+                    cmocka_unit_test(test_asterisk_form), cmocka_unit_test(test_keep_alive),
+                    cmocka_unit_test(test_expect), cmocka_unit_test(test_interpreted_fields),
+                    cmocka_unit_test(test_ows_and_values), cmocka_unit_test(test_line_endings),
+                    cmocka_unit_test(test_pipelined), cmocka_unit_test(test_incremental),
+                    cmocka_unit_test(test_bad_requests), cmocka_unit_test(test_content_length_ok),
+                    cmocka_unit_test(test_transfer_encoding_ok), cmocka_unit_test(test_host_forms),
+                    cmocka_unit_test(test_414), cmocka_unit_test(test_431_field_line),
+                    cmocka_unit_test(test_431_count), cmocka_unit_test(test_431_block),
+                    cmocka_unit_test(test_null_limits), cmocka_unit_test(test_chunked_valid),
+                    cmocka_unit_test(test_chunked_extensions),
+                    cmocka_unit_test(test_chunked_trailers), cmocka_unit_test(test_chunked_rest),
+                    cmocka_unit_test(test_chunked_malformed), cmocka_unit_test(test_chunked_413),
+                    cmocka_unit_test(test_normalize_path), cmocka_unit_test(test_parse_range),
+                    cmocka_unit_test(test_reason), cmocka_unit_test(test_token_eq));
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "mb8/cpu.h"
 #include "mb8/status.h"
@@ -54,9 +54,6 @@ static void test_status_word(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ifma_detection_matches_cpuinfo),
-        cmocka_unit_test(test_status_word),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_ifma_detection_matches_cpuinfo),
+                    cmocka_unit_test(test_status_word));
 }

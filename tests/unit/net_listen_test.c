@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -200,10 +200,8 @@ static void test_addr_text_truncates(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_open_ipv4),      cmocka_unit_test(test_port_taken),
-        cmocka_unit_test(test_open_ipv6_only), cmocka_unit_test(test_open_fails_cleanly),
-        cmocka_unit_test(test_addr_text),      cmocka_unit_test(test_addr_text_truncates),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_open_ipv4), cmocka_unit_test(test_port_taken),
+                    cmocka_unit_test(test_open_ipv6_only),
+                    cmocka_unit_test(test_open_fails_cleanly), cmocka_unit_test(test_addr_text),
+                    cmocka_unit_test(test_addr_text_truncates));
 }

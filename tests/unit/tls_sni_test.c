@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "tls/sni.h"
 
@@ -109,13 +109,8 @@ static void test_longest_name(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_host_name),
-        cmocka_unit_test(test_host_name_after_other_type),
-        cmocka_unit_test(test_first_of_two_host_names),
-        cmocka_unit_test(test_no_host_name),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_longest_name),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(
+        cmocka_unit_test(test_one_host_name), cmocka_unit_test(test_host_name_after_other_type),
+        cmocka_unit_test(test_first_of_two_host_names), cmocka_unit_test(test_no_host_name),
+        cmocka_unit_test(test_malformed), cmocka_unit_test(test_longest_name));
 }

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -1377,38 +1377,35 @@ static void test_errlist(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_defaults, teardown),
-        cmocka_unit_test_teardown(test_no_http_block, teardown),
-        cmocka_unit_test_teardown(test_prefix_and_state_dir, teardown),
-        cmocka_unit_test_teardown(test_main_directives, teardown),
-        cmocka_unit_test_teardown(test_worker_processes_auto, teardown),
-        cmocka_unit_test_teardown(test_cpu_affinity, teardown),
-        cmocka_unit_test_teardown(test_main_value_errors, teardown),
-        cmocka_unit_test_teardown(test_bulk_directives, teardown),
-        cmocka_unit_test_teardown(test_server_directives, teardown),
-        cmocka_unit_test_teardown(test_inheritance, teardown),
-        cmocka_unit_test_teardown(test_certificates, teardown),
-        cmocka_unit_test_teardown(test_certificate_errors, teardown),
-        cmocka_unit_test_teardown(test_listen, teardown),
-        cmocka_unit_test_teardown(test_http2, teardown),
-        cmocka_unit_test_teardown(test_server_name, teardown),
-        cmocka_unit_test_teardown(test_locations, teardown),
-        cmocka_unit_test_teardown(test_return_errors, teardown),
-        cmocka_unit_test_teardown(test_ssl_settings, teardown),
-        cmocka_unit_test_teardown(test_access_log_and_misc, teardown),
-        cmocka_unit_test_teardown(test_sizes, teardown),
-        cmocka_unit_test_teardown(test_times, teardown),
-        cmocka_unit_test_teardown(test_error_classes, teardown),
-        cmocka_unit_test_teardown(test_many_errors, teardown),
-        cmocka_unit_test_teardown(test_lexer_quotes_and_escapes, teardown),
-        cmocka_unit_test_teardown(test_lexer_comments_and_lines, teardown),
-        cmocka_unit_test_teardown(test_lexer_errors, teardown),
-        cmocka_unit_test_teardown(test_lexer_limits, teardown),
-        cmocka_unit_test_teardown(test_globals, teardown),
-        cmocka_unit_test_teardown(test_load_file, teardown),
-        cmocka_unit_test_teardown(test_write_docs, teardown),
-        cmocka_unit_test_teardown(test_errlist, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test_teardown(test_defaults, teardown),
+                    cmocka_unit_test_teardown(test_no_http_block, teardown),
+                    cmocka_unit_test_teardown(test_prefix_and_state_dir, teardown),
+                    cmocka_unit_test_teardown(test_main_directives, teardown),
+                    cmocka_unit_test_teardown(test_worker_processes_auto, teardown),
+                    cmocka_unit_test_teardown(test_cpu_affinity, teardown),
+                    cmocka_unit_test_teardown(test_main_value_errors, teardown),
+                    cmocka_unit_test_teardown(test_bulk_directives, teardown),
+                    cmocka_unit_test_teardown(test_server_directives, teardown),
+                    cmocka_unit_test_teardown(test_inheritance, teardown),
+                    cmocka_unit_test_teardown(test_certificates, teardown),
+                    cmocka_unit_test_teardown(test_certificate_errors, teardown),
+                    cmocka_unit_test_teardown(test_listen, teardown),
+                    cmocka_unit_test_teardown(test_http2, teardown),
+                    cmocka_unit_test_teardown(test_server_name, teardown),
+                    cmocka_unit_test_teardown(test_locations, teardown),
+                    cmocka_unit_test_teardown(test_return_errors, teardown),
+                    cmocka_unit_test_teardown(test_ssl_settings, teardown),
+                    cmocka_unit_test_teardown(test_access_log_and_misc, teardown),
+                    cmocka_unit_test_teardown(test_sizes, teardown),
+                    cmocka_unit_test_teardown(test_times, teardown),
+                    cmocka_unit_test_teardown(test_error_classes, teardown),
+                    cmocka_unit_test_teardown(test_many_errors, teardown),
+                    cmocka_unit_test_teardown(test_lexer_quotes_and_escapes, teardown),
+                    cmocka_unit_test_teardown(test_lexer_comments_and_lines, teardown),
+                    cmocka_unit_test_teardown(test_lexer_errors, teardown),
+                    cmocka_unit_test_teardown(test_lexer_limits, teardown),
+                    cmocka_unit_test_teardown(test_globals, teardown),
+                    cmocka_unit_test_teardown(test_load_file, teardown),
+                    cmocka_unit_test_teardown(test_write_docs, teardown),
+                    cmocka_unit_test_teardown(test_errlist, teardown));
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include <string.h>
 #include <sys/wait.h>
@@ -51,10 +51,24 @@ static void put(gw_sesscache_t *z, unsigned n, int64_t expire, int64_t now)
     assert_int_equal(gw_sesscache_store(z, id, 32, der, sizeof(der), expire, now), 0);
 }
 
-static void store_fetch_replace_remove(void **state)
+/* a 64 KiB zone; the test fails when it cannot be made */
+static gw_sesscache_t *zone_64k(void)
 {
     gw_sesscache_t *z = gw_sesscache_create(64 << 10);
     assert_non_null(z);
+    return z;
+}
+
+static gw_sesscache_stats_t stats_of(gw_sesscache_t *z)
+{
+    gw_sesscache_stats_t st;
+    gw_sesscache_get_stats(z, &st);
+    return st;
+}
+
+static void store_fetch_replace_remove(void **state)
+{
+    gw_sesscache_t *z = zone_64k();
     put(z, 1, 100, 10);
     put(z, 2, 100, 10);
     assert_true(has(z, 1, 20));
@@ -75,8 +89,7 @@ static void store_fetch_replace_remove(void **state)
     gw_sesscache_remove(z, id, 32);
     assert_int_equal(gw_sesscache_fetch(z, id, 32, 20, out, sizeof(out)), 0);
     gw_sesscache_remove(z, id, 32); /* absent: nothing happens */
-    gw_sesscache_stats_t st;
-    gw_sesscache_get_stats(z, &st);
+    gw_sesscache_stats_t st = stats_of(z);
     assert_int_equal(st.used, 1);
     assert_int_equal(st.stores, 3);
     gw_sesscache_destroy(z);
@@ -84,8 +97,7 @@ static void store_fetch_replace_remove(void **state)
 
 static void bad_input(void **state)
 {
-    gw_sesscache_t *z = gw_sesscache_create(64 << 10);
-    assert_non_null(z);
+    gw_sesscache_t *z = zone_64k();
     uint8_t id[33] = {1}, der[GW_SESSCACHE_MAX_DER + 1] = {0}, out[GW_SESSCACHE_MAX_DER];
     assert_int_equal(gw_sesscache_store(z, id, 0, der, 10, 100, 10), -1);
     assert_int_equal(gw_sesscache_store(z, id, 33, der, 10, 100, 10), -1);
@@ -97,8 +109,7 @@ static void bad_input(void **state)
     assert_int_equal(gw_sesscache_fetch(z, id, 32, 20, out, sizeof(out)), GW_SESSCACHE_MAX_DER);
     assert_int_equal(gw_sesscache_fetch(z, id, 0, 20, out, sizeof(out)), 0);
     assert_int_equal(gw_sesscache_fetch(z, id, 33, 20, out, sizeof(out)), 0);
-    gw_sesscache_stats_t st;
-    gw_sesscache_get_stats(z, &st);
+    gw_sesscache_stats_t st = stats_of(z);
     assert_int_equal(st.oversized, 1);
     gw_sesscache_destroy(z);
     /* too small for one slot, too large */
@@ -110,13 +121,11 @@ static void bad_input(void **state)
 
 static void expiry(void **state)
 {
-    gw_sesscache_t *z = gw_sesscache_create(64 << 10);
-    assert_non_null(z);
+    gw_sesscache_t *z = zone_64k();
     put(z, 1, 100, 10);
     assert_true(has(z, 1, 99));
     assert_false(has(z, 1, 100)); /* expire <= now: gone, and freed */
-    gw_sesscache_stats_t st;
-    gw_sesscache_get_stats(z, &st);
+    gw_sesscache_stats_t st = stats_of(z);
     assert_int_equal(st.used, 0);
     assert_int_equal(st.hits, 1);
     assert_int_equal(st.misses, 1);
@@ -125,10 +134,8 @@ static void expiry(void **state)
 
 static void lru_when_full(void **state)
 {
-    gw_sesscache_t *z = gw_sesscache_create(64 << 10);
-    assert_non_null(z);
-    gw_sesscache_stats_t st;
-    gw_sesscache_get_stats(z, &st);
+    gw_sesscache_t *z = zone_64k();
+    gw_sesscache_stats_t st = stats_of(z);
     unsigned n = (unsigned)st.slots;
     assert_true(n > 100 && n < (64 << 10) / GW_SESSCACHE_SLOT);
     for (unsigned i = 0; i < n; i++)
@@ -140,13 +147,13 @@ static void lru_when_full(void **state)
     assert_false(has(z, 1, 20));
     assert_true(has(z, 2, 20));
     assert_true(has(z, n, 20));
-    gw_sesscache_get_stats(z, &st);
+    st = stats_of(z);
     assert_int_equal(st.used, n);
     assert_int_equal(st.evictions, 1);
     /* a full cache of expired entries: replacing them is not an eviction */
     for (unsigned i = 0; i < n; i++)
         put(z, 10000 + i, 2000, 1500);
-    gw_sesscache_get_stats(z, &st);
+    st = stats_of(z);
     assert_int_equal(st.used, n);
     assert_true(has(z, 10000, 1600));
     assert_true(has(z, 10000 + n - 1, 1600));
@@ -155,8 +162,7 @@ static void lru_when_full(void **state)
 
 static void shared_across_fork(void **state)
 {
-    gw_sesscache_t *z = gw_sesscache_create(64 << 10);
-    assert_non_null(z);
+    gw_sesscache_t *z = zone_64k();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -172,8 +178,7 @@ static void shared_across_fork(void **state)
 
 static void dead_lock_holder(void **state)
 {
-    gw_sesscache_t *z = gw_sesscache_create(64 << 10);
-    assert_non_null(z);
+    gw_sesscache_t *z = zone_64k();
     put(z, 1, 100, 10);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -187,8 +192,7 @@ static void dead_lock_holder(void **state)
     assert_false(has(z, 1, 20));
     put(z, 2, 100, 10);
     assert_true(has(z, 2, 20));
-    gw_sesscache_stats_t st;
-    gw_sesscache_get_stats(z, &st);
+    gw_sesscache_stats_t st = stats_of(z);
     assert_int_equal(st.recoveries, 1);
     gw_sesscache_destroy(z);
 }
@@ -235,14 +239,8 @@ static void zone_registry(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(store_fetch_replace_remove),
-        cmocka_unit_test(bad_input),
-        cmocka_unit_test(expiry),
-        cmocka_unit_test(lru_when_full),
-        cmocka_unit_test(shared_across_fork),
-        cmocka_unit_test(dead_lock_holder),
-        cmocka_unit_test(zone_registry),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(store_fetch_replace_remove), cmocka_unit_test(bad_input),
+                    cmocka_unit_test(expiry), cmocka_unit_test(lru_when_full),
+                    cmocka_unit_test(shared_across_fork), cmocka_unit_test(dead_lock_holder),
+                    cmocka_unit_test(zone_registry));
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "core/clock.h"
 #include "net/loop.h"
@@ -110,10 +110,7 @@ static void test_http_date_format(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timers_fire_in_order_and_once),
-        cmocka_unit_test(test_timer_delete_inside_heap_keeps_order),
-        cmocka_unit_test(test_http_date_format),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_timers_fire_in_order_and_once),
+                    cmocka_unit_test(test_timer_delete_inside_heap_keeps_order),
+                    cmocka_unit_test(test_http_date_format));
 }

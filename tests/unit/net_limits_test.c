@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "net/limits.h"
 
@@ -106,11 +106,7 @@ static void test_many_addresses(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_limit_and_release),
-        cmocka_unit_test(test_mapped_and_v6),
-        cmocka_unit_test(test_off_and_other_families),
-        cmocka_unit_test(test_many_addresses),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_limit_and_release), cmocka_unit_test(test_mapped_and_v6),
+                    cmocka_unit_test(test_off_and_other_families),
+                    cmocka_unit_test(test_many_addresses));
 }

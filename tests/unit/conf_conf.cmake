@@ -1,14 +1,12 @@
-# Configuration reader (gw/conf): unit test, the docs/config.md generator and the check that
+# Configuration reader (gw/conf/conf.c with lexer.c and directives.c): unit test
+# (tests/unit/conf_conf_test.c), the docs/config.md generator and the check that
 # keeps docs/config.md in sync with the directive table. Built straight from gw/conf/*.c
 # (libc only), not from the gw library.
 set(GW_CONF_SOURCES ${CMAKE_SOURCE_DIR}/gw/conf/lexer.c ${CMAKE_SOURCE_DIR}/gw/conf/conf.c
                     ${CMAKE_SOURCE_DIR}/gw/conf/directives.c ${CMAKE_SOURCE_DIR}/gw/conf/include.c
                     ${CMAKE_SOURCE_DIR}/gw/conf/deploy.c)
 
-add_executable(unit_conf ${CMAKE_SOURCE_DIR}/tests/unit/conf_test.c ${GW_CONF_SOURCES})
-target_include_directories(unit_conf PRIVATE ${CMAKE_SOURCE_DIR}/gw)
-target_link_libraries(unit_conf PRIVATE PkgConfig::CMOCKA)
-add_test(NAME unit_conf COMMAND unit_conf)
+tlsgate_unit_test(conf_conf ${GW_CONF_SOURCES})
 
 # conf_docs: prints the Markdown reference (gw_conf_write_docs) on stdout.
 file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/generated/conf_docs.c @ONLY CONTENT

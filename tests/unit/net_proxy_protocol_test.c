@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include <arpa/inet.h>
-#include <cmocka.h>
+#include "unit_test.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -143,10 +143,6 @@ static void test_write_v1(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_v1),
-        cmocka_unit_test(test_v2),
-        cmocka_unit_test(test_write_v1),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_v1), cmocka_unit_test(test_v2),
+                    cmocka_unit_test(test_write_v1));
 }

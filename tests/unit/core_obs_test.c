@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "core/obs.h"
 #include "core/stats.h"
@@ -412,14 +412,9 @@ static void test_names(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_obuf_grows),
-        cmocka_unit_test(test_slots_and_retire),
-        cmocka_unit_test(test_collect_survives_a_stuck_fold),
-        cmocka_unit_test(test_provider_baseline_and_fold),
-        cmocka_unit_test(test_prometheus),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_names),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_obuf_grows), cmocka_unit_test(test_slots_and_retire),
+                    cmocka_unit_test(test_collect_survives_a_stuck_fold),
+                    cmocka_unit_test(test_provider_baseline_and_fold),
+                    cmocka_unit_test(test_prometheus), cmocka_unit_test(test_json),
+                    cmocka_unit_test(test_names));
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit_test.h"
 
 #include "proxy/response.h"
 
@@ -87,10 +87,6 @@ static void test_bad(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good),
-        cmocka_unit_test(test_incomplete),
-        cmocka_unit_test(test_bad),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return UNIT_RUN(cmocka_unit_test(test_good), cmocka_unit_test(test_incomplete),
+                    cmocka_unit_test(test_bad));
 }
