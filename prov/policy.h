@@ -9,7 +9,7 @@
  *
  * Pure: no locks, no clock, no OpenSSL, no allocation. Every time is a CLOCK_MONOTONIC
  * value in ns passed by the caller, which also holds whatever lock guards the state
- * (batch.c: the thread's lock). So the unit test (tests/unit/policy_test.c) drives it
+ * (batch.c: the thread's lock). So the unit test (tests/prov/policy_test.c) drives it
  * with synthetic arrival times.
  */
 #ifndef TG_POLICY_H

@@ -2,7 +2,7 @@
  * Observability pages: a consistent snapshot of the shared counters (gw/core/stats.h)
  * summed over the live worker slots and the retired total, rendered as JSON (`status;`)
  * or in the Prometheus text exposition format 0.0.4 (`metrics;`). libc only, so the
- * formatting is unit-tested on hand-made snapshots (tests/unit/obs_test.c).
+ * formatting is unit-tested on hand-made snapshots (tests/unit/core_obs_test.c).
  */
 #ifndef GW_CORE_OBS_H
 #define GW_CORE_OBS_H

@@ -12,7 +12,7 @@
  * worker dies holding it, the next locker gets EOWNERDEAD, empties the cache (the dead
  * worker may have left a list half linked) and marks the mutex consistent, so no worker
  * ever waits for a dead one. Nothing here uses OpenSSL, so it is unit-tested directly
- * (tests/unit/sesscache_test.c).
+ * (tests/unit/tls_sesscache_test.c).
  */
 #ifndef GW_TLS_SESSCACHE_H
 #define GW_TLS_SESSCACHE_H
