@@ -340,7 +340,9 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         if (stop_fast)
             break;
         if (w.env.shutting_down) {
-            if (w.env.n_conns == 0)
+            /* an upstream handshake's job drained after its client left is no connection
+             * of ours, but its SSL must not be torn down by the exit while it is paused */
+            if (w.env.n_conns == 0 && gw_sock_async_paused() == 0)
                 break;
             if (gw_now_ms() >= w.shutdown_deadline_ms) {
                 gw_log(GW_LOG_WARN, 0, "worker_shutdown_timeout: closing %d connections",

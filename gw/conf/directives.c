@@ -1736,7 +1736,10 @@ const gw_conf_directive_t gw_conf_directives[] = {
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "
      "engine that pauses a job (an accelerator) never blocks the worker. Taken from the "
-     "default server of each listen address (it is fixed before SNI is known)."},
+     "default server of each listen address (it is fixed before SNI is known). The "
+     "handshakes of the server's upstream connections (`proxy_pass https://`, `proxy_ssl "
+     "on`) run in async jobs too (key share, key exchange, a `proxy_ssl_certificate`'s "
+     "signature); their reads and writes do not."},
     {"ssl_async_notify", HS, 0, 1, 1, SRV(ssl_async_notify), set_async_notify, ANY,
      "`callback` \\| `fd`", "callback",
      "How a paused job's completion reaches the worker: the async callback, or the job's "

@@ -110,6 +110,15 @@ fail:
     return NULL;
 }
 
+/* ssl_async of the server that proxies (the location's server block, or the stream
+ * server): its upstream handshakes run in async jobs, woken as its notify says */
+static int async_mode(const gw_server_t *s)
+{
+    if (s->srv.ssl_async != 1)
+        return 0;
+    return s->srv.ssl_async_notify == GW_ASYNC_NOTIFY_FD ? 2 : 1;
+}
+
 int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
 {
     int rc = 0;
@@ -124,6 +133,7 @@ int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
             if (!ctx)
                 rc = -1;
             l->loc.dep.proxy_ssl_ctx = ctx;
+            l->loc.dep.proxy_ssl_async = async_mode(s);
         }
     }
     for (size_t i = 0; i < conf->stream.n_servers; i++) { /* stream: proxy_ssl on */
@@ -135,6 +145,7 @@ int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
         if (!ctx)
             rc = -1;
         s->loc.dep.proxy_ssl_ctx = ctx;
+        s->loc.dep.proxy_ssl_async = async_mode(s);
     }
     return rc;
 }

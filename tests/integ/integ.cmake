@@ -33,6 +33,15 @@ set_tests_properties(integ_http2 PROPERTIES
                      TIMEOUT 120
                      LABELS integ
                      ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;FAKEACCEL_DIR=${CMAKE_BINARY_DIR}")
+# integ_upstream_async: upstream handshakes in async jobs (ssl_async on) with the tlsgate
+# provider; its fake-accelerator cases need fakeaccel.so and print SKIPPED without it.
+add_test(NAME integ_upstream_async
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_upstream_async.py
+                 $<TARGET_FILE:tlsgate>)
+set_tests_properties(integ_upstream_async PROPERTIES
+                     TIMEOUT 120
+                     LABELS integ
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1;FAKEACCEL_DIR=${CMAKE_BINARY_DIR}")
 # integ_async: async TLS (ssl_async, ssl_provider) with the test-only accelerator provider
 # tests/fakeaccel (FAKEACCEL_DIR/fakeaccel.so: build the fakeaccel target first; without
 # it every test prints SKIPPED and CTest reports the test as skipped).

@@ -92,6 +92,8 @@ class TLSBackend:
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
+            request_queue_size = 128  # handshakes run in the accept loop: concurrent
+            # clients (test_upstream_async.py) wait in the listen queue, not SYN retries
 
             def get_request(self):
                 s, a = self.socket.accept()
