@@ -28,12 +28,75 @@ static gw_loop_t *loop_; /* the worker's loop (gw_sock_async_init) */
 static int wake_fd = -1;
 static pthread_t wake_owner; /* the worker thread: its own wakes need no eventfd */
 static gw_io_t wake_io;
-static gw_sock_t *retry_head; /* WANT_ASYNC_JOB: waiting for a free job, FIFO */
-static gw_sock_t *retry_tail;
-static gw_sock_job_t *jretry_head; /* jobs outside a socket waiting likewise, FIFO */
-static gw_sock_job_t *jretry_tail;
 static gw_timer_t retry_timer;
 static int n_paused;
+
+/* A job outside a socket (gw_sock_job_new). */
+struct gw_sock_job {
+    gw_posted_t wake; /* queued by the callback or a wait fd; run after the batch */
+    SSL *ssl;
+    gw_posted_t *owner; /* run when the call may be repeated; NULL while draining */
+    int fd;             /* while draining: the connection's socket, closed at the end */
+    int paused, retry, fd_mode, draining;
+    int64_t pause_us;
+    void *retry_next; /* the next waiter for a free job (job_waiters) */
+    gw_async_fd_t afd[GW_SOCK_MAX_ASYNC_FDS];
+    int n_afd;
+};
+
+/* WANT_ASYNC_JOB: sockets and jobs waiting for a free job, oldest first; each a FIFO
+ * linked through the objects' own `void *retry_next` at offset link. */
+typedef struct fifo {
+    void *head, *tail;
+    size_t link;
+} fifo_t;
+
+static fifo_t sock_waiters = {NULL, NULL, offsetof(gw_sock_t, retry_next)};
+static fifo_t job_waiters = {NULL, NULL, offsetof(gw_sock_job_t, retry_next)};
+
+static void **fifo_next(const fifo_t *q, void *o)
+{
+    return (void **)((char *)o + q->link);
+}
+
+static void fifo_push(fifo_t *q, void *o)
+{
+    *fifo_next(q, o) = NULL;
+    if (q->tail)
+        *fifo_next(q, q->tail) = o;
+    else
+        q->head = o;
+    q->tail = o;
+}
+
+static void *fifo_pop(fifo_t *q)
+{
+    void *o = q->head;
+    if (o) {
+        q->head = *fifo_next(q, o);
+        if (!q->head)
+            q->tail = NULL;
+        *fifo_next(q, o) = NULL;
+    }
+    return o;
+}
+
+static void fifo_remove(fifo_t *q, void *o)
+{
+    void *prev = NULL;
+    for (void *it = q->head; it; prev = it, it = *fifo_next(q, it)) {
+        if (it != o)
+            continue;
+        if (prev)
+            *fifo_next(q, prev) = *fifo_next(q, o);
+        else
+            q->head = *fifo_next(q, o);
+        if (q->tail == o)
+            q->tail = prev;
+        *fifo_next(q, o) = NULL;
+        return;
+    }
+}
 
 int gw_sock_async_paused(void)
 {
@@ -112,37 +175,13 @@ void gw_sock_async_forget_(gw_sock_t *s)
 {
     forget_wake(&s->wake);
     if (s->async_retry) {
-        gw_sock_t *prev = NULL;
-        for (gw_sock_t *it = retry_head; it; prev = it, it = it->retry_next) {
-            if (it == s) {
-                if (prev)
-                    prev->retry_next = s->retry_next;
-                else
-                    retry_head = s->retry_next;
-                if (retry_tail == s)
-                    retry_tail = prev;
-                break;
-            }
-        }
+        fifo_remove(&sock_waiters, s);
         s->async_retry = 0;
     }
     for (int i = 0; i < s->n_afd; i++)
         gw_loop_del(loop_, s->afd[i].fd); /* the wait ctx closes it */
     s->n_afd = 0;
 }
-
-/* A job outside a socket (gw_sock_job_new). */
-struct gw_sock_job {
-    gw_posted_t wake; /* queued by the callback or a wait fd; run after the batch */
-    SSL *ssl;
-    gw_posted_t *owner; /* run when the call may be repeated; NULL while draining */
-    int fd;             /* while draining: the connection's socket, closed at the end */
-    int paused, retry, fd_mode, draining;
-    int64_t pause_us;
-    gw_sock_job_t *retry_next;
-    gw_async_fd_t afd[GW_SOCK_MAX_ASYNC_FDS];
-    int n_afd;
-};
 
 static void on_async_fd(gw_io_t *io, uint32_t events)
 {
@@ -193,14 +232,36 @@ static void update_async_fds(SSL *ssl, gw_async_fd_t *afd, int *n, gw_sock_t *s,
     }
 }
 
-/* Count a pause (the pause histogram, the status page, the poll hook's paused count). */
-static void pause_begin(int64_t *pause_us)
+/* A job paused (of socket s or job j): counted (the pause histogram, the status page, the
+ * poll hook's paused count), its wait fds followed in fd mode. */
+static void pause_begin(int64_t *pause_us, SSL *ssl, int fd_mode, gw_async_fd_t *afd, int *n_afd,
+                        gw_sock_t *s, gw_sock_job_t *j)
 {
     /* a clock read per pause (vDSO, no syscall): the pass's cached time would count the
      * events handled before this one in the same pass as paused time */
     *pause_us = gw_clock_mono_us();
     n_paused++;
     GW_WSTAT_ADD(paused, 1);
+    if (fd_mode)
+        update_async_fds(ssl, afd, n_afd, s, j);
+}
+
+static void on_retry_timer(gw_timer_t *t);
+
+/* WANT_ASYNC_JOB: every job of the pool is in use: o waits on q (once) until one
+ * finishes, with the backstop timer; never a spin. Returns 1 (parked). */
+static int wait_for_job(int *retry, fifo_t *q, void *o)
+{
+    GW_WSTAT_ADD(want_async_job, 1);
+    if (!*retry) {
+        *retry = 1;
+        fifo_push(q, o);
+    }
+    if (!gw_timer_armed(&retry_timer)) {
+        retry_timer.cb = on_retry_timer;
+        gw_timer_add(loop_, &retry_timer, RETRY_MS);
+    }
+    return 1;
 }
 
 static void pause_end(int64_t pause_us)
@@ -210,16 +271,6 @@ static void pause_end(int64_t pause_us)
     gw_stats_async_pause(paused_us > 0 ? (uint64_t)paused_us : 0);
     GW_WSTAT_ADD(paused, -1);
     GW_WSTAT_ADD(resumed, 1);
-}
-
-static void on_retry_timer(gw_timer_t *t);
-
-static void arm_retry_timer(void)
-{
-    if (!gw_timer_armed(&retry_timer)) {
-        retry_timer.cb = on_retry_timer;
-        gw_timer_add(loop_, &retry_timer, RETRY_MS);
-    }
 }
 
 static void on_retry_timer(gw_timer_t *t)
@@ -233,29 +284,12 @@ static void on_retry_timer(gw_timer_t *t)
 int gw_sock_park_(gw_sock_t *s, int rr, int op)
 {
     if (rr == IO_ASYNC) {
-        pause_begin(&s->pause_us);
+        pause_begin(&s->pause_us, s->ssl, s->async_fd_mode, s->afd, &s->n_afd, s, NULL);
         s->async_paused = 1;
         s->async_op = op;
-        if (s->async_fd_mode)
-            update_async_fds(s->ssl, s->afd, &s->n_afd, s, NULL);
         return 1;
     }
-    if (rr == IO_ASYNC_JOB) {
-        /* every job of the pool is in use: retry when one finishes, never spin */
-        GW_WSTAT_ADD(want_async_job, 1);
-        if (!s->async_retry) {
-            s->async_retry = 1;
-            s->retry_next = NULL;
-            if (retry_tail)
-                retry_tail->retry_next = s;
-            else
-                retry_head = s;
-            retry_tail = s;
-        }
-        arm_retry_timer();
-        return 1;
-    }
-    return 0;
+    return rr == IO_ASYNC_JOB ? wait_for_job(&s->async_retry, &sock_waiters, s) : 0;
 }
 
 /* Resume a draining connection's paused call once (the job keeps the arguments of the
@@ -341,44 +375,48 @@ void gw_sock_async_process(void)
     pthread_mutex_unlock(&wake_lock);
 }
 
-static void job_retry(gw_sock_job_t *j);
+static void job_retry(void *o);
+
+static void sock_retry(void *o)
+{
+    gw_sock_t *s = o;
+    s->async_retry = 0;
+    gw_sock_drive_(s);
+}
+
+/* Retry up to budget waiters of q, oldest first, not those re-queued meanwhile (a waiter
+ * that still finds no job goes back to the tail). Returns the budget left. */
+static size_t retry_waiters(fifo_t *q, size_t budget, void (*retry)(void *o))
+{
+    void *stop = q->tail;
+    while (q->head && budget) {
+        budget--;
+        void *o = fifo_pop(q);
+        retry(o);
+        if (o == stop)
+            break;
+    }
+    return budget;
+}
 
 void gw_sock_async_retry(void)
 {
     size_t woke = n_woken;
     n_woken = 0;
-    if ((retry_head || jretry_head) && (woke || !gw_timer_armed(&retry_timer))) {
+    if ((sock_waiters.head || job_waiters.head) && (woke || !gw_timer_armed(&retry_timer))) {
         /* Each completed wake may have freed one job: retry that many waiters, oldest
          * first (all of them when the backstop timer fired). A waiter that still finds no
          * job goes back to the tail. Retrying everyone on every wake cost ~40 failed
          * attempts per handshake with a small pool. */
         size_t budget = woke ? woke : (size_t)-1;
-        gw_sock_t *stop = retry_tail; /* do not loop over waiters re-queued just now */
-        gw_sock_job_t *jstop = jretry_tail;
         gw_timer_del(loop_, &retry_timer);
-        while (jretry_head && budget) { /* jobs outside a socket first: they are few */
-            budget--;
-            gw_sock_job_t *j = jretry_head;
-            jretry_head = j->retry_next;
-            if (!jretry_head)
-                jretry_tail = NULL;
-            job_retry(j);
-            if (j == jstop)
-                break;
+        /* jobs outside a socket (upstream handshakes) first: they are few */
+        budget = retry_waiters(&job_waiters, budget, job_retry);
+        retry_waiters(&sock_waiters, budget, sock_retry);
+        if ((sock_waiters.head || job_waiters.head) && !gw_timer_armed(&retry_timer)) {
+            retry_timer.cb = on_retry_timer;
+            gw_timer_add(loop_, &retry_timer, RETRY_MS);
         }
-        while (retry_head && budget--) {
-            gw_sock_t *s = retry_head;
-            retry_head = s->retry_next;
-            if (!retry_head)
-                retry_tail = NULL;
-            s->retry_next = NULL;
-            s->async_retry = 0;
-            gw_sock_drive_(s);
-            if (s == stop)
-                break;
-        }
-        if (retry_head || jretry_head)
-            arm_retry_timer();
     }
 }
 
@@ -423,10 +461,10 @@ static void job_wake_run(gw_posted_t *p)
     j->owner->run(j->owner); /* may release j */
 }
 
-static void job_retry(gw_sock_job_t *j)
+static void job_retry(void *o)
 {
+    gw_sock_job_t *j = o;
     j->retry = 0;
-    j->retry_next = NULL;
     j->owner->run(j->owner); /* may release j */
 }
 
@@ -450,27 +488,11 @@ gw_sock_job_t *gw_sock_job_new(SSL *ssl, gw_posted_t *owner, int fd_mode)
 int gw_sock_job_park(gw_sock_job_t *j, int err)
 {
     if (err == SSL_ERROR_WANT_ASYNC) {
-        pause_begin(&j->pause_us);
+        pause_begin(&j->pause_us, j->ssl, j->fd_mode, j->afd, &j->n_afd, NULL, j);
         j->paused = 1;
-        if (j->fd_mode)
-            update_async_fds(j->ssl, j->afd, &j->n_afd, NULL, j);
         return 1;
     }
-    if (err == SSL_ERROR_WANT_ASYNC_JOB) {
-        GW_WSTAT_ADD(want_async_job, 1);
-        if (!j->retry) {
-            j->retry = 1;
-            j->retry_next = NULL;
-            if (jretry_tail)
-                jretry_tail->retry_next = j;
-            else
-                jretry_head = j;
-            jretry_tail = j;
-        }
-        arm_retry_timer();
-        return 1;
-    }
-    return 0;
+    return err == SSL_ERROR_WANT_ASYNC_JOB ? wait_for_job(&j->retry, &job_waiters, j) : 0;
 }
 
 int gw_sock_job_busy(const gw_sock_job_t *j)
@@ -481,18 +503,7 @@ int gw_sock_job_busy(const gw_sock_job_t *j)
 int gw_sock_job_release(gw_sock_job_t *j, int fd)
 {
     if (j->retry) { /* no job holds the SSL: out of the retry list, freed at once */
-        gw_sock_job_t *prev = NULL;
-        for (gw_sock_job_t *it = jretry_head; it; prev = it, it = it->retry_next) {
-            if (it == j) {
-                if (prev)
-                    prev->retry_next = j->retry_next;
-                else
-                    jretry_head = j->retry_next;
-                if (jretry_tail == j)
-                    jretry_tail = prev;
-                break;
-            }
-        }
+        fifo_remove(&job_waiters, j);
         j->retry = 0;
     }
     if (!j->paused) {

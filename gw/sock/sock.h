@@ -114,7 +114,7 @@ typedef struct gw_sock {
     int async_retry;   /* WANT_ASYNC_JOB: waiting for a free job */
     int async_fd_mode; /* wake through wait fds, not the callback */
     int draining;
-    struct gw_sock *retry_next;
+    void *retry_next; /* the next waiter for a free job (sock/async.c's FIFO) */
     gw_posted_t wake; /* posted when the job may resume (net/post.h) */
     gw_async_fd_t afd[GW_SOCK_MAX_ASYNC_FDS];
     int n_afd;

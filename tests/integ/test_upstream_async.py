@@ -12,7 +12,8 @@ accelerator as the client side's do; with `ssl_async off` nothing changes.
   resumed jobs; with `ssl_async off` the same load runs synchronously (no async request,
   no pause);
 - fake accelerator (tests/fakeaccel, the client certificate's signature answered after
-  delay_us): concurrent handshakes complete with wait-fd wakes (ssl_async_notify fd);
+  delay_us): concurrent handshakes complete with wait-fd wakes (ssl_async_notify fd) and
+  with a pool of two jobs (ssl_async_jobs 2: the others wait for one);
   proxy_connect_timeout while the job is paused (504, the job drained, the next request
   served); the client leaving while the job is paused; the upstream closing while the job
   is paused (502); a worker stopped (SIGQUIT) and killed fast (SIGTERM) with jobs paused.
@@ -23,6 +24,7 @@ import json
 import os
 import signal
 import socket
+import socketserver
 import sys
 import threading
 import time
@@ -81,16 +83,18 @@ def worker_async(js):
     return {k: int(a[k]) for k in ("paused", "resumed", "drained")}
 
 
+def wait_paused(port, n=1):
+    """Until n upstream handshake jobs are paused (the accelerator holds them)."""
+    H.wait_until(lambda: worker_async(status(port))["paused"] >= n, 10,
+                 what="%d paused upstream job(s)" % n)
+
+
 def echo_once(port, msg=b"ping"):
+    """msg through the stream server to the TLS echo; the half-close passes on, then EOF."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(msg)
-        got = b""
-        while len(got) < len(msg):
-            d = s.recv(100)
-            if not d:
-                break
-            got += d
-    return got
+        s.shutdown(socket.SHUT_WR)
+        return H.recv_all(s, timeout=10)[0]
 
 
 def provider_gateway(env, b, e, async_on):
@@ -115,7 +119,7 @@ def provider_gateway(env, b, e, async_on):
 
 
 def run_load(env, async_on):
-    b = U.TLSBackend(want_client_cert=True)
+    b = U.TLSBackend(want_client_cert=True, threaded_handshakes=True)
     e = U.TLSEcho()
     try:
         srv, port, sport = provider_gateway(env, b, e, async_on)
@@ -171,12 +175,12 @@ def test_async_off_unchanged(env):
 
 # ---------------------------------------------------------------- fake accelerator
 
-def accel_gateway(env, b, delay_us, notify="callback", extra="", backend_port=None):
+def accel_gateway(env, b, delay_us, notify="callback", extra="", backend_port=None, main=""):
     import test_async as A
     p = U.pki()
     port = env.port()
     conf = env.write("tlsgate.conf", env.main_conf(A.accel_main(delay_us, notify) +
-                                                   "worker_processes 1;\n") + """
+                                                   "worker_processes 1;\n" + main) + """
         http {
           server { listen 127.0.0.1:%d; server_name a.test; ssl_async on;
                    ssl_async_notify %s;
@@ -193,7 +197,7 @@ def accel_gateway(env, b, delay_us, notify="callback", extra="", backend_port=No
 def test_fd_wakes_concurrent(env):
     """ssl_async_notify fd: the jobs' wait fds in epoll; 24 concurrent handshakes whose
     client-certificate signatures take 20 ms each all complete."""
-    b = U.TLSBackend(want_client_cert=True)
+    b = U.TLSBackend(want_client_cert=True, threaded_handshakes=True)
     try:
         srv, port = accel_gateway(env, b, 20000, notify="fd")
         t0 = time.monotonic()
@@ -208,17 +212,34 @@ def test_fd_wakes_concurrent(env):
         b.close()
 
 
+def test_job_pool_exhausted(env):
+    """ssl_async_jobs 2: 12 concurrent upstream handshakes, each paused 20 ms on its
+    signature, share two jobs; the others wait on the retry list (WANT_ASYNC_JOB) and
+    all complete."""
+    b = U.TLSBackend(want_client_cert=True, threaded_handshakes=True)
+    try:
+        srv, port = accel_gateway(env, b, 20000, main="ssl_async_jobs 2;\n")
+        res = concurrent_gets(port, ["/j%d" % i for i in range(12)])
+        assert all(r and r[0] == 200 for r in res), res
+        js = status(port)
+        print("  want_async_job=%s" % js["async"]["want_async_job"], flush=True)
+        assert int(js["async"]["want_async_job"]) > 0, js["async"]
+        assert worker_async(js)["paused"] == 0
+    finally:
+        b.close()
+
+
 def test_timeout_while_paused(env):
     """proxy_connect_timeout passes while the signature is paused: 504, the job drained
     (the SSL kept until the accelerator answers), and the worker serves on."""
     b = U.TLSBackend(want_client_cert=True)
     try:
-        srv, port = accel_gateway(env, b, 700000, extra="proxy_connect_timeout 200ms;")
+        srv, port = accel_gateway(env, b, 1500000, extra="proxy_connect_timeout 200ms;")
         env.allow_log = False
         t0 = time.monotonic()
         st, body = http_get(port, "/slow")
         took = time.monotonic() - t0
-        assert st == 504 and took < 0.65, (st, took, body)
+        assert st == 504 and took < 1.2, (st, took, body)
         assert "timed out in the TLS handshake" in srv.log_text()
         aw = worker_async(status(port))
         assert aw["drained"] >= 1, aw
@@ -232,62 +253,57 @@ def test_timeout_while_paused(env):
 def test_client_leaves_while_paused(env):
     b = U.TLSBackend(want_client_cert=True)
     try:
-        srv, port = accel_gateway(env, b, 400000)
-        for _ in range(3):
+        srv, port = accel_gateway(env, b, 1000000)
+        for i in range(2):
+            H.wait_until(lambda: worker_async(status(port))["paused"] == 0, 5,
+                         what="no paused job")
             s = socket.create_connection(("127.0.0.1", port), timeout=5)
             s.sendall(b"GET /gone HTTP/1.1\r\nHost: a.test\r\n\r\n")
-            time.sleep(0.1)  # the upstream handshake's signature is paused now
+            wait_paused(port)  # the upstream handshake's signature is paused now
             s.close()
-        H.wait_until(lambda: worker_async(status(port))["drained"] >= 1, 5,
-                     what="a drained upstream job")
+            H.wait_until(lambda: worker_async(status(port))["drained"] >= i + 1, 5,
+                         what="a drained upstream job")
         H.wait_until(lambda: worker_async(status(port))["paused"] == 0, 5,
-                     what="the drained jobs to end")
+                     what="the drained job to end")
         st, body = http_get(port, "/after")
         assert st == 200 and json.loads(body)["path"] == "/after", (st, body)
     finally:
         b.close()
 
 
-class Cutter:
+class Cutter(socketserver.ThreadingTCPServer):
     """Relays one TLS connection to a backend and closes both sides once the backend's
     first flight went through: the gateway's handshake loses its upstream while its
     client-certificate signature is paused."""
+    daemon_threads = True
 
     def __init__(self, backend_port):
         self.bport = backend_port
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(8)
-        self.port = self.ls.getsockname()[1]
         self.cut = 0
-        threading.Thread(target=self._run, daemon=True).start()
+        outer = self
 
-    def _run(self):
-        while True:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(c,), daemon=True).start()
-
-    def _one(self, c):
-        try:
-            u = socket.create_connection(("127.0.0.1", self.bport), timeout=5)
-            c.settimeout(5)
-            hello = c.recv(65536)
-            if not hello:
-                return
-            u.sendall(hello)
-            time.sleep(0.1)  # the server's flight (to Finished) has arrived by now
-            c.sendall(u.recv(65536))
-            self.cut += 1
-            u.close()
-            c.close()
-        except OSError:
-            pass
+        class Relay(socketserver.BaseRequestHandler):
+            def handle(self):
+                c = self.request
+                try:
+                    with socket.create_connection(("127.0.0.1", outer.bport), timeout=5) as u:
+                        c.settimeout(5)
+                        hello = c.recv(65536)
+                        if not hello:
+                            return
+                        u.sendall(hello)
+                        time.sleep(0.1)  # the server's flight has arrived by now
+                        c.sendall(u.recv(65536))
+                        outer.cut += 1
+                except OSError:
+                    pass
+        super().__init__(("127.0.0.1", 0), Relay)
+        self.port = self.server_address[1]
+        threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def close(self):
-        self.ls.close()
+        self.shutdown()
+        self.server_close()
 
 
 def test_upstream_fails_while_paused(env):
@@ -315,18 +331,18 @@ def test_worker_stop_while_paused(env):
     SIGTERM with handshakes paused: the gateway exits within its bound."""
     b = U.TLSBackend(want_client_cert=True)
     try:
-        srv, port = accel_gateway(env, b, 300000)
+        srv, port = accel_gateway(env, b, 1000000)
         out = []
         t = threading.Thread(target=lambda: out.append(concurrent_gets(port, ["/q1", "/q2"])))
         t.start()
-        time.sleep(0.15)
+        wait_paused(port)
         srv.stop(signal.SIGQUIT, timeout=10)
         t.join(20)
         assert out and all(r and r[0] == 200 for r in out[0]), out
-        srv2, port2 = accel_gateway(env, b, 300000)
+        srv2, port2 = accel_gateway(env, b, 1000000)
         t = threading.Thread(target=lambda: concurrent_gets(port2, ["/t1", "/t2"]))
         t.start()
-        time.sleep(0.15)
+        wait_paused(port2)
         t0 = time.monotonic()
         srv2.stop(signal.SIGTERM, timeout=10)
         print("  SIGTERM with paused upstream jobs: exited in %.2f s" % (time.monotonic() - t0),
