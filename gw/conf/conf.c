@@ -66,6 +66,15 @@ void *gw_conf_xpush(void *arrp, size_t *n, size_t elem)
     return e;
 }
 
+void gw_conf_strv_free(char ***v, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        free((*v)[i]);
+    free(*v);
+    *v = NULL;
+    *n = 0;
+}
+
 /* ---- error list ---- */
 
 void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
@@ -85,11 +94,7 @@ void gw_errlist_clear(gw_errlist_t *errs)
 {
     if (!errs)
         return;
-    for (size_t i = 0; i < errs->n; i++)
-        free(errs->v[i]);
-    free(errs->v);
-    errs->v = NULL;
-    errs->n = 0;
+    gw_conf_strv_free(&errs->v, &errs->n);
 }
 
 /* ---- messages ---- */
@@ -306,11 +311,7 @@ void gw_conf_loc_init(gw_loc_settings_t *l)
 
 static void strlist_free(gw_strlist_t *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
+    gw_conf_strv_free(&l->v, &l->n);
 }
 
 static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
