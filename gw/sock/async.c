@@ -422,11 +422,13 @@ void gw_sock_async_retry(void)
 
 /* ---- async jobs outside a socket ---- */
 
+/* Out of every queue and epoll (before its SSL is freed: the wait ctx closes the fds),
+ * then freed. */
 static void job_free(gw_sock_job_t *j)
 {
     forget_wake(&j->wake);
     for (int i = 0; i < j->n_afd; i++)
-        gw_loop_del(loop_, j->afd[i].fd); /* the wait ctx closes it */
+        gw_loop_del(loop_, j->afd[i].fd);
     j->n_afd = 0;
     free(j);
 }
@@ -451,11 +453,11 @@ static void job_wake_run(gw_posted_t *p)
             gw_sock_job_park(j, e);
             return;
         }
-        SSL_free(j->ssl);
-        j->ssl = NULL;
-        close(j->fd);
-        j->fd = -1;
+        SSL *ssl = j->ssl;
+        int fd = j->fd;
         job_free(j);
+        SSL_free(ssl);
+        close(fd);
         return;
     }
     j->owner->run(j->owner); /* may release j */
