@@ -32,6 +32,7 @@
  * triggered) while connections wait, so the next loop pass accepts again. */
 #define ACCEPT_BATCH 1
 #define POLL_WAIT_MS 1        /* longest wait while jobs are paused on a polled provider */
+#define FLEET_WAIT_MS 1000    /* longest wait for the fleet's ticket keys before accepting */
 #define ACCEPT_RETRY_MS 100   /* after EMFILE/ENFILE, as nginx's accept mutex delay */
 #define METRICS_PERIOD_MS 100 /* provider metrics copied to the shared slot at most this often */
 
@@ -266,6 +267,25 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         exit(2);
     }
     gw_resume_worker_start(cycle); /* fleet ticket keys: fetched from the start */
+    /* A gateway joining a fleet (ssl_session_ticket_key redis://) reads the fleet's keys
+     * before it accepts, as nginx and HAProxy have their key files before the first
+     * connection: tickets other gateways issued are decrypted from the first handshake on
+     * (not taken for unknown and answered with a full handshake). Clients wait in the
+     * listen queue meanwhile, a few milliseconds; Redis out of reach costs at most
+     * FLEET_WAIT_MS, then the worker accepts and issues no ticket until the keys come. */
+    int64_t fleet_until = gw_now_ms() + FLEET_WAIT_MS;
+    while (!gw_resume_fleet_ready() && !stop_fast && !w.env.shutting_down) {
+        int64_t left = fleet_until - gw_now_ms();
+        if (left <= 0) {
+            gw_log(GW_LOG_WARN, 0,
+                   "fleet ticket keys not read from Redis within %d ms: accepting; "
+                   "no ticket is issued until they are",
+                   FLEET_WAIT_MS);
+            break;
+        }
+        gw_loop_once(&w.loop, left < 20 ? (int)left : 20);
+        gw_post_run();
+    }
     int poll_hook = gw_accel_has_poll();
     /* idle-time precomputation: work the providers still have (1: unknown, ask) */
     const int idle_hook = gw_accel_has_idle();
@@ -340,7 +360,9 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
         if (stop_fast)
             break;
         if (w.env.shutting_down) {
-            if (w.env.n_conns == 0)
+            /* an upstream handshake's job drained after its client left is no connection
+             * of ours, but its SSL must not be torn down by the exit while it is paused */
+            if (w.env.n_conns == 0 && gw_sock_async_paused() == 0)
                 break;
             if (gw_now_ms() >= w.shutdown_deadline_ms) {
                 gw_log(GW_LOG_WARN, 0, "worker_shutdown_timeout: closing %d connections",

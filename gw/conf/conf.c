@@ -66,6 +66,15 @@ void *gw_conf_xpush(void *arrp, size_t *n, size_t elem)
     return e;
 }
 
+void gw_conf_strv_free(char ***v, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        free((*v)[i]);
+    free(*v);
+    *v = NULL;
+    *n = 0;
+}
+
 /* ---- error list ---- */
 
 void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
@@ -85,11 +94,7 @@ void gw_errlist_clear(gw_errlist_t *errs)
 {
     if (!errs)
         return;
-    for (size_t i = 0; i < errs->n; i++)
-        free(errs->v[i]);
-    free(errs->v);
-    errs->v = NULL;
-    errs->n = 0;
+    gw_conf_strv_free(&errs->v, &errs->n);
 }
 
 /* ---- messages ---- */
@@ -266,51 +271,61 @@ void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t
 
 /* ---- init / free ---- */
 
+/* The scalar settings that start unset and are inherited as they are (a server's from
+ * http's, a location's from its server's): one list each for the init and the merge, so
+ * a new field cannot be initialised and forgotten in the merge, or the other way round.
+ * X(field, unset value). */
+#define SRV_SCALARS(X)                                                                             \
+    X(keepalive_timeout_ms, GW_UNSET_MS)                                                           \
+    X(keepalive_requests, GW_UNSET_INT)                                                            \
+    X(client_header_timeout_ms, GW_UNSET_MS)                                                       \
+    X(client_header_buffer_size, GW_UNSET_SIZE)                                                    \
+    X(client_max_body_size, GW_UNSET_SIZE)                                                         \
+    X(send_timeout_ms, GW_UNSET_MS)                                                                \
+    X(ssl_protocols, 0u)                                                                           \
+    X(ssl_prefer_server_ciphers, GW_UNSET_INT)                                                     \
+    X(ssl_session_tickets, GW_UNSET_INT)                                                           \
+    X(ssl_session_timeout_ms, GW_UNSET_MS)                                                         \
+    X(ssl_async, GW_UNSET_INT)                                                                     \
+    X(ssl_async_notify, GW_UNSET_INT)                                                              \
+    X(ssl_stapling, GW_UNSET_INT)                                                                  \
+    X(ssl_handshake_timeout_ms, GW_UNSET_MS)                                                       \
+    X(limit_conn_per_ip, GW_UNSET_INT)                                                             \
+    X(ssl_reject_handshake, GW_UNSET_INT)                                                          \
+    X(sendfile, GW_UNSET_INT)                                                                      \
+    X(ssl_buffer_size, GW_UNSET_SIZE)                                                              \
+    X(http2, GW_UNSET_INT)                                                                         \
+    X(http2_max_concurrent_streams, GW_UNSET_INT)
+#define LOC_SCALARS(X)                                                                             \
+    X(proxy_connect_timeout_ms, GW_UNSET_MS)                                                       \
+    X(proxy_read_timeout_ms, GW_UNSET_MS)                                                          \
+    X(proxy_send_timeout_ms, GW_UNSET_MS)
+#define UNSET(field, unset) s->field = (unset);
+#define INHERIT(field, unset)                                                                      \
+    if (s->field == (unset))                                                                       \
+        s->field = h->field;
+
 void gw_conf_srv_init(gw_srv_settings_t *s)
 {
     memset(s, 0, sizeof(*s));
-    s->keepalive_timeout_ms = GW_UNSET_MS;
-    s->keepalive_requests = GW_UNSET_INT;
-    s->client_header_timeout_ms = GW_UNSET_MS;
-    s->client_header_buffer_size = GW_UNSET_SIZE;
-    s->large_header_buffers_num = GW_UNSET_INT;
+    SRV_SCALARS(UNSET)
+    s->large_header_buffers_num = GW_UNSET_INT; /* these two are inherited together */
     s->large_header_buffers_size = GW_UNSET_SIZE;
-    s->client_max_body_size = GW_UNSET_SIZE;
-    s->send_timeout_ms = GW_UNSET_MS;
-    s->ssl_prefer_server_ciphers = GW_UNSET_INT;
-    s->ssl_session_cache = GW_SESSION_CACHE_UNSET;
+    s->ssl_session_cache = GW_SESSION_CACHE_UNSET; /* with its size, name, bytes, URL */
     s->ssl_session_cache_size = GW_UNSET_INT;
-    s->ssl_session_tickets = GW_UNSET_INT;
-    s->ssl_session_timeout_ms = GW_UNSET_MS;
-    s->ssl_async = GW_UNSET_INT;
-    s->ssl_async_notify = GW_UNSET_INT;
-    s->ssl_stapling = GW_UNSET_INT;
-    s->ssl_handshake_timeout_ms = GW_UNSET_MS;
-    s->limit_conn_per_ip = GW_UNSET_INT;
-    s->ssl_reject_handshake = GW_UNSET_INT;
-    s->sendfile = GW_UNSET_INT;
-    s->ssl_buffer_size = GW_UNSET_SIZE;
     gw_conf_deploy_srv_init(&s->dep);
-    s->http2 = GW_UNSET_INT;
-    s->http2_max_concurrent_streams = GW_UNSET_INT;
 }
 
-void gw_conf_loc_init(gw_loc_settings_t *l)
+void gw_conf_loc_init(gw_loc_settings_t *s)
 {
-    memset(l, 0, sizeof(*l));
-    l->proxy_connect_timeout_ms = GW_UNSET_MS;
-    l->proxy_read_timeout_ms = GW_UNSET_MS;
-    l->proxy_send_timeout_ms = GW_UNSET_MS;
-    gw_conf_deploy_loc_init(&l->dep);
+    memset(s, 0, sizeof(*s));
+    LOC_SCALARS(UNSET)
+    gw_conf_deploy_loc_init(&s->dep);
 }
 
 static void strlist_free(gw_strlist_t *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
+    gw_conf_strv_free(&l->v, &l->n);
 }
 
 static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
@@ -482,32 +497,19 @@ static void apply_defaults(gw_conf_parser_t *p)
     p->file = saved;
 }
 
-#define INHERIT(field, unset)                                                                      \
-    do {                                                                                           \
-        if (s->field == (unset))                                                                   \
-            s->field = h->field;                                                                   \
-    } while (0)
-
 static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
 {
-    INHERIT(keepalive_timeout_ms, GW_UNSET_MS);
-    INHERIT(keepalive_requests, GW_UNSET_INT);
-    INHERIT(client_header_timeout_ms, GW_UNSET_MS);
-    INHERIT(client_header_buffer_size, GW_UNSET_SIZE);
+    SRV_SCALARS(INHERIT)
     if (s->large_header_buffers_num == GW_UNSET_INT) {
         s->large_header_buffers_num = h->large_header_buffers_num;
         s->large_header_buffers_size = h->large_header_buffers_size;
     }
-    INHERIT(client_max_body_size, GW_UNSET_SIZE);
-    INHERIT(send_timeout_ms, GW_UNSET_MS);
     if (!s->access_log_set)
         s->access_log = gw_conf_xstrdup(h->access_log);
-    INHERIT(ssl_protocols, 0u);
     if (!s->ssl_ciphers)
         s->ssl_ciphers = gw_conf_xstrdup(h->ssl_ciphers);
     if (!s->ssl_ecdh_curve)
         s->ssl_ecdh_curve = gw_conf_xstrdup(h->ssl_ecdh_curve);
-    INHERIT(ssl_prefer_server_ciphers, GW_UNSET_INT);
     if (s->ssl_session_cache == GW_SESSION_CACHE_UNSET) {
         s->ssl_session_cache = h->ssl_session_cache;
         s->ssl_session_cache_size = h->ssl_session_cache_size;
@@ -516,26 +518,14 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
         s->ssl_session_cache_redis = gw_conf_xstrdup(h->ssl_session_cache_redis);
         s->ssl_session_cache_redis_timeout_ms = h->ssl_session_cache_redis_timeout_ms;
     }
-    INHERIT(ssl_session_tickets, GW_UNSET_INT);
-    INHERIT(ssl_session_timeout_ms, GW_UNSET_MS);
     if (s->ssl_session_ticket_keys.n == 0) {
         strlist_copy(&s->ssl_session_ticket_keys, &h->ssl_session_ticket_keys);
         s->ssl_session_ticket_key_line = h->ssl_session_ticket_key_line;
     }
-    INHERIT(ssl_async, GW_UNSET_INT);
-    INHERIT(ssl_async_notify, GW_UNSET_INT);
-    INHERIT(ssl_stapling, GW_UNSET_INT);
     if (s->ssl_stapling_files.n == 0) {
         strlist_copy(&s->ssl_stapling_files, &h->ssl_stapling_files);
         s->ssl_stapling_files_inherited = h->ssl_stapling_files.n > 0;
     }
-    INHERIT(ssl_handshake_timeout_ms, GW_UNSET_MS);
-    INHERIT(limit_conn_per_ip, GW_UNSET_INT);
-    INHERIT(ssl_reject_handshake, GW_UNSET_INT);
-    INHERIT(sendfile, GW_UNSET_INT);
-    INHERIT(ssl_buffer_size, GW_UNSET_SIZE);
-    INHERIT(http2, GW_UNSET_INT);
-    INHERIT(http2_max_concurrent_streams, GW_UNSET_INT);
     if (!s->ssl_password_file)
         s->ssl_password_file = gw_conf_xstrdup(h->ssl_password_file);
     if (h->n_conf_cmds > 0) {
@@ -570,9 +560,7 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
         s->root = gw_conf_xstrdup(h->root);
     if (s->index.n == 0)
         strlist_copy(&s->index, &h->index);
-    INHERIT(proxy_connect_timeout_ms, GW_UNSET_MS);
-    INHERIT(proxy_read_timeout_ms, GW_UNSET_MS);
-    INHERIT(proxy_send_timeout_ms, GW_UNSET_MS);
+    LOC_SCALARS(INHERIT)
     if (!s->proxy_headers_set && h->n_proxy_headers) {
         s->proxy_headers = gw_conf_xcalloc(h->n_proxy_headers, sizeof(*s->proxy_headers));
         for (size_t i = 0; i < h->n_proxy_headers; i++) {
@@ -585,6 +573,7 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
 }
 
 #undef INHERIT
+#undef UNSET
 
 static void merge(gw_conf_parser_t *p, const char *state_dir)
 {

@@ -72,6 +72,8 @@ typedef struct gw_deploy_loc {
     char *proxy_ssl_certificate;  /* client certificate toward the upstream */
     char *proxy_ssl_certificate_key;
     void *proxy_ssl_ctx;             /* SSL_CTX * of an https location, built with the cycle */
+    int proxy_ssl_async;             /* set with it: 0 its handshakes run synchronously; the
+                                        server's ssl_async on: 1 (callback) or 2 (fd) wakes */
     int proxy_request_buffering;     /* default on: the whole body before the upstream */
     int64_t client_body_buffer_size; /* bytes kept in memory, then a temporary file; 16k */
 } gw_deploy_loc_t;

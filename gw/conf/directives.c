@@ -1728,15 +1728,21 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "secret of the master process rotate every `ssl_session_timeout`, the same in all "
      "workers; the previous key still decrypts for one period. `redis://` shares keys across "
      "a fleet: for each period one gateway writes a random key (SET NX with expiry), the "
-     "others read it; the previous key still decrypts; until the fleet's key is known (the "
-     "first milliseconds after a start or reload, or Redis out of reach since the start) "
-     "no ticket is issued (TLS 1.2 gets a session ID instead), so no client holds a ticket "
-     "the fleet cannot read. A server without one inherits http's."},
+     "others read it; the previous key still decrypts. A worker reads the fleet's keys "
+     "before it accepts connections (at a start and a reload; clients wait in the listen "
+     "queue, a few milliseconds), so a fresh gateway resumes the fleet's tickets from its "
+     "first connection on; when Redis does not answer within 1 s it accepts anyway (logged) "
+     "and, until the keys are known, issues no ticket (TLS 1.2 gets a session ID instead), "
+     "so no client holds a ticket the fleet cannot read. A server without one inherits "
+     "http's."},
     /* http, server and location */
     {"ssl_async", HS, 0, 1, 1, SRV(ssl_async), set_flag, ANY, "`on` \\| `off`", "off",
      "Run TLS operations in OpenSSL async jobs (`SSL_MODE_ASYNC`), so that a provider or "
      "engine that pauses a job (an accelerator) never blocks the worker. Taken from the "
-     "default server of each listen address (it is fixed before SNI is known)."},
+     "default server of each listen address (it is fixed before SNI is known). The "
+     "handshakes of the server's upstream connections (`proxy_pass https://`, `proxy_ssl "
+     "on`) run in async jobs too (key share, key exchange, a `proxy_ssl_certificate`'s "
+     "signature); their reads and writes do not."},
     {"ssl_async_notify", HS, 0, 1, 1, SRV(ssl_async_notify), set_async_notify, ANY,
      "`callback` \\| `fd`", "callback",
      "How a paused job's completion reaches the worker: the async callback, or the job's "

@@ -268,9 +268,7 @@ static enum tok next_token(lexer_t *lx)
 
 static void pending_clear(pending_t *d)
 {
-    for (size_t i = 0; i < d->n; i++)
-        free(d->args[i]);
-    free(d->args);
+    gw_conf_strv_free(&d->args, &d->n);
     memset(d, 0, sizeof(*d));
 }
 
@@ -387,9 +385,7 @@ void gw_conf_node_free(gw_conf_node_t *node)
 {
     if (!node)
         return;
-    for (size_t i = 0; i < node->n_args; i++)
-        free(node->args[i]);
-    free(node->args);
+    gw_conf_strv_free(&node->args, &node->n_args);
     for (size_t i = 0; i < node->n_children; i++)
         gw_conf_node_free(&node->children[i]);
     free(node->children);

@@ -69,6 +69,8 @@ void *gw_conf_xcalloc(size_t n, size_t size);
 char *gw_conf_xstrdup(const char *s);
 /** Grow *v (elements of elem bytes, *n used) by one zeroed element; returns it. */
 void *gw_conf_xpush(void *v, size_t *n, size_t elem);
+/** Free the *n strings of *v and the array; *v = NULL, *n = 0 after. */
+void gw_conf_strv_free(char ***v, size_t *n);
 
 /* ---- walker state shared by conf.c and directives.c ---- */
 

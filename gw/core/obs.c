@@ -541,27 +541,29 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     if (!o->prov_valid)
         return b->failed ? -1 : 0;
 
-    prom_alg_counter(b, o, "tlsgate_crypto_requests_total",
-                     "Private-key operations seen by the provider.",
-                     offsetof(tlsgate_alg_metrics_t, requests));
-    prom_alg_counter(b, o, "tlsgate_crypto_requests_async_total",
-                     "Private-key operations inside an async job (could be batched).",
-                     offsetof(tlsgate_alg_metrics_t, requests_async));
-    prom_alg_counter(b, o, "tlsgate_crypto_single_total",
-                     "Private-key operations run at once as one default-provider operation.",
-                     offsetof(tlsgate_alg_metrics_t, single));
-    prom_alg_counter(
-        b, o, "tlsgate_crypto_fallbacks_total",
-        "Operations the provider took but handed to the default provider (a key it cannot batch, an input the kernel refused).",
-        offsetof(tlsgate_alg_metrics_t, fallbacks));
-    prom_alg_counter(b, o, "tlsgate_pool_hits_total",
-                     "Operations served from an idle-time precomputed pool.",
-                     offsetof(tlsgate_alg_metrics_t, pool_hits));
-    prom_alg_counter(b, o, "tlsgate_pool_misses_total",
-                     "Operations that found their precomputed pool empty.",
-                     offsetof(tlsgate_alg_metrics_t, pool_misses));
-    prom_alg_counter(b, o, "tlsgate_batches_total", "Batch kernel calls.",
-                     offsetof(tlsgate_alg_metrics_t, batches));
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } per_alg[] = {
+        {"tlsgate_crypto_requests_total", "Private-key operations seen by the provider.",
+         offsetof(tlsgate_alg_metrics_t, requests)},
+        {"tlsgate_crypto_requests_async_total",
+         "Private-key operations inside an async job (could be batched).",
+         offsetof(tlsgate_alg_metrics_t, requests_async)},
+        {"tlsgate_crypto_single_total",
+         "Private-key operations run at once as one default-provider operation.",
+         offsetof(tlsgate_alg_metrics_t, single)},
+        {"tlsgate_crypto_fallbacks_total",
+         "Operations the provider took but handed to the default provider (a key it cannot batch, an input the kernel refused).",
+         offsetof(tlsgate_alg_metrics_t, fallbacks)},
+        {"tlsgate_pool_hits_total", "Operations served from an idle-time precomputed pool.",
+         offsetof(tlsgate_alg_metrics_t, pool_hits)},
+        {"tlsgate_pool_misses_total", "Operations that found their precomputed pool empty.",
+         offsetof(tlsgate_alg_metrics_t, pool_misses)},
+        {"tlsgate_batches_total", "Batch kernel calls.", offsetof(tlsgate_alg_metrics_t, batches)},
+    };
+    for (size_t k = 0; k < sizeof(per_alg) / sizeof(per_alg[0]); k++)
+        prom_alg_counter(b, o, per_alg[k].name, per_alg[k].help, per_alg[k].off);
     char an[32], labels[64];
     prom_family(b, "tlsgate_batch_flush_total", "counter",
                 "Batch kernel calls by what triggered them: full, poll (the loop had no other "

@@ -16,11 +16,9 @@
 
 #include <openssl/crypto.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
 
 #include "core/log.h"
+#include "core/lsan.h"
 
 int gw_privs_check(const gw_conf_t *conf, gw_privs_t *out, gw_errlist_t *errs)
 {
@@ -140,32 +138,6 @@ void gw_privs_chown_file(const gw_privs_t *p, const char *path)
         gw_log(GW_LOG_ALERT, errno, "chown(\"%s\", %u) failed", path, (unsigned)p->uid);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-/* LeakSanitizer scans the heap, stacks and globals, not OpenSSL's mmap'd secure heap:
- * objects referenced only from there (the provider's key objects point to ordinary
- * allocations) would be reported as leaks. Register the arena, found through
- * /proc/self/maps, as a root region. Sanitizer builds only. */
-static void lsan_register_secure_heap(void)
-{
-    void *probe = OPENSSL_secure_malloc(16);
-    if (!probe)
-        return;
-    uintptr_t at = (uintptr_t)probe;
-    OPENSSL_secure_free(probe);
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && at >= a && at < b) {
-            __lsan_register_root_region((void *)a, b - a);
-            break;
-        }
-    }
-    fclose(f);
-}
-#endif
 
 int gw_privs_secure_heap(int64_t size)
 {
@@ -192,9 +164,7 @@ int gw_privs_secure_heap(int64_t size)
         return -1;
     }
     done = size;
-#if defined(__SANITIZE_ADDRESS__)
-    lsan_register_secure_heap();
-#endif
+    gw_lsan_register_secure_heap(); /* sanitizer builds: core/lsan.h */
     if (r == 2)
         gw_log(GW_LOG_INFO, 0,
                "the secure heap (%zu bytes) could not be fully protected "

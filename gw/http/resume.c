@@ -312,6 +312,15 @@ size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_ke
     return n;
 }
 
+int gw_resume_fleet_ready(void)
+{
+    int64_t now = (int64_t)time(NULL);
+    for (tk_ring_t *g = rings; g; g = g->next)
+        if (!ring_key(g, now / g->period))
+            return 0;
+    return 1;
+}
+
 void gw_resume_worker_start(const struct gw_cycle *cycle)
 {
     for (size_t i = 0; i < cycle->n_vservers; i++)

@@ -50,6 +50,12 @@ size_t gw_resume_ticket_keys(const char *url, int64_t period_s, gw_tls_ticket_ke
 
 /** At a worker's start (worker.c): start fetching the fleet ticket keys of every server
  * block of cycle that uses `ssl_session_ticket_key redis://` (gw_tls_session_prime). */
+/** Are the current keys of every fleet (ssl_session_ticket_key redis://) whose fetch was
+ * started known? 1 also when there is none. The worker accepts once they are (or after a
+ * bounded wait): a fresh gateway then decrypts the fleet's tickets from its first
+ * connection on. */
+int gw_resume_fleet_ready(void);
+
 struct gw_cycle;
 void gw_resume_worker_start(const struct gw_cycle *cycle);
 

@@ -124,8 +124,9 @@ void gw_upstream_ok(gw_upstream_t *up, int peer)
 static void uc_close(gw_upconn_t *uc)
 {
     gw_timer_del(loop_, &uc->timer);
-    gw_upconn_tls_close(uc); /* proxy_pass https:// */
-    if (uc->fd >= 0)
+    /* proxy_pass https://; while a job is paused the socket layer keeps the SSL and the
+     * socket (out of epoll) until the job ends */
+    if (gw_upconn_tls_close(uc) == 0 && uc->fd >= 0)
         close(uc->fd); /* also leaves epoll */
     uc->fd = -1;
     uc->state = 0;

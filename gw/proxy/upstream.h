@@ -64,6 +64,7 @@ typedef struct gw_upconn {
     gw_posted_t *owner;            /* posted on events and timeouts; NULL when idle */
     struct ssl_st *ssl;            /* TLS (proxy_pass https://, proxy/upstream_tls.h), else NULL */
     int tls_done;                  /* its handshake is complete */
+    struct gw_sock_job *job;       /* its handshake's async job state (ssl_async on) */
     struct gw_upconn *next, *prev; /* pool list, or the free-after-pass list */
 } gw_upconn_t;
 

@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 
 #include "core/log.h"
+#include "sock/sock.h"
 #include "tls/upstream_ctx.h"
 
 /* One session per (context, upstream, server), per worker: the last one a server gave. */
@@ -119,6 +120,18 @@ int gw_upconn_tls_start(gw_upconn_t *uc, const gw_deploy_loc_t *d, const char *h
         if (i >= 0 && slots[i].sess)
             SSL_set_session(ssl, slots[i].sess);
     }
+    if (d->proxy_ssl_async) {
+        /* ssl_async on: the handshake runs in async jobs that an accelerator (our
+         * provider: key share, key exchange, a client certificate's signature) pauses;
+         * parked and woken by the socket layer as a client connection's are */
+        SSL_set_mode(ssl, SSL_MODE_ASYNC);
+        uc->job = gw_sock_job_new(ssl, uc->owner, d->proxy_ssl_async == 2);
+        if (!uc->job) {
+            gw_log(GW_LOG_ALERT, 0, "out of memory for an upstream TLS handshake");
+            SSL_free(ssl);
+            return -1;
+        }
+    }
     ERR_clear_error();
     uc->ssl = ssl;
     uc->tls_done = 0;
@@ -129,15 +142,22 @@ int gw_upconn_tls_handshake(gw_upconn_t *uc)
 {
     if (!uc->ssl || uc->tls_done)
         return 1;
+    if (uc->job && gw_sock_job_busy(uc->job))
+        return 0; /* no SSL call while the job is paused: its wake runs the owner */
     ERR_clear_error();
     errno = 0;
     int r = SSL_do_handshake(uc->ssl);
     if (r == 1) {
         uc->tls_done = 1;
+        /* Only the handshake has private-key work: reads, writes and close_notify run
+         * outside jobs (no job switch per record, no pause in the relay). */
+        SSL_clear_mode(uc->ssl, SSL_MODE_ASYNC);
         return 1;
     }
     int e = SSL_get_error(uc->ssl, r);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return 0;
+    if (uc->job && gw_sock_job_park(uc->job, e))
         return 0;
     const gw_upstream_server_t *s = &uc->up->conf->servers[uc->peer];
     long vr = SSL_get_verify_result(uc->ssl);
@@ -194,10 +214,20 @@ ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len)
     return -1;
 }
 
-void gw_upconn_tls_close(gw_upconn_t *uc)
+int gw_upconn_tls_close(gw_upconn_t *uc)
 {
     if (!uc->ssl)
-        return;
+        return 0;
+    if (uc->job) {
+        gw_sock_job_t *j = uc->job;
+        uc->job = NULL;
+        if (!gw_sock_job_release(j, uc->fd)) {
+            uc->ssl = NULL; /* drained by the socket layer with the socket */
+            uc->fd = -1;
+            uc->tls_done = 0;
+            return 1;
+        }
+    }
     if (uc->tls_done && uc->fd >= 0) {
         ERR_clear_error();
         SSL_shutdown(uc->ssl); /* one non-blocking attempt: close_notify */
@@ -206,6 +236,7 @@ void gw_upconn_tls_close(gw_upconn_t *uc)
     SSL_free(uc->ssl);
     uc->ssl = NULL;
     uc->tls_done = 0;
+    return 0;
 }
 
 void gw_upconn_shutdown_write(gw_upconn_t *uc)

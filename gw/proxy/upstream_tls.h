@@ -25,8 +25,9 @@ int gw_upconn_tls_start(gw_upconn_t *uc, const gw_deploy_loc_t *d, const char *h
 
 /**
  * Drive the handshake of uc (after gw_upconn_connected said 1). Returns 1 done, 0 to wait
- * for an event, -1 failed (logged with the reason: the certificate's verify error, an
- * alert, the peer closing).
+ * for an event or, with ssl_async on, for the paused job's wake (which runs uc's owner),
+ * -1 failed (logged with the reason: the certificate's verify error, an alert, the peer
+ * closing).
  */
 int gw_upconn_tls_handshake(gw_upconn_t *uc);
 
@@ -43,8 +44,10 @@ ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len);
 void gw_upconn_shutdown_write(gw_upconn_t *uc);
 
 /** uc is being closed: send close_notify once if the handshake was done (never waits),
- * free the SSL. Called by the pool (upstream.c). */
-void gw_upconn_tls_close(gw_upconn_t *uc);
+ * free the SSL. Called by the pool (upstream.c). Returns 0, or 1 when the handshake's
+ * async job is paused: the socket layer took the SSL and uc->fd (out of epoll) and frees
+ * them when the job ends (uc->ssl and uc->fd are then reset; do not close the fd). */
+int gw_upconn_tls_close(gw_upconn_t *uc);
 
 /** Install the session callback (worker start). */
 void gw_upconn_tls_init(void);

@@ -19,6 +19,8 @@ void gw_sock_free_(gw_sock_t *s);
 int gw_sock_park_(gw_sock_t *s, int rr, int op);
 /* Give back s's input and output buffers (sock/buf.c). */
 void gw_sock_release_buffers_(gw_sock_t *s);
+/* s's SSL runs in async jobs: its wakes by wait fds (fd_mode) or by the callback. */
+void gw_sock_async_open_(gw_sock_t *s, int fd_mode);
 /* Take s out of every async queue (it is being freed). */
 void gw_sock_async_forget_(gw_sock_t *s);
 

@@ -587,11 +587,8 @@ int gw_sock_open(gw_sock_t *s, gw_loop_t *loop, int fd, SSL_CTX *ctx, int async_
         BIO_set_callback_arg(rb, (char *)s);
         BIO_set_callback_ex(rb, rd_callback);
         SSL_set_accept_state(s->ssl);
-        if (SSL_get_mode(s->ssl) & SSL_MODE_ASYNC) {
-            s->async_fd_mode = async_fd_mode;
-            if (!s->async_fd_mode)
-                SSL_set_async_callback_arg(s->ssl, s);
-        }
+        if (SSL_get_mode(s->ssl) & SSL_MODE_ASYNC)
+            gw_sock_async_open_(s, async_fd_mode);
         s->handshaking = 1;
     }
     if (gw_loop_add(loop, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, &s->io) != 0) {

@@ -67,11 +67,15 @@ typedef struct gw_sock_owner {
     void (*preface_timeout)(struct gw_sock *s);
 } gw_sock_owner_t;
 
-/** A wait fd of a paused async job, registered in epoll (ssl_async_notify fd). */
+struct gw_sock_job;
+
+/** A wait fd of a paused async job, registered in epoll (ssl_async_notify fd): of a socket
+ * (s) or of a job outside a socket (j, gw_sock_job_new). */
 typedef struct gw_async_fd {
     gw_io_t io; /* first: epoll dispatch */
     int fd;
     struct gw_sock *s;
+    struct gw_sock_job *j;
 } gw_async_fd_t;
 
 typedef struct gw_sock {
@@ -110,7 +114,7 @@ typedef struct gw_sock {
     int async_retry;   /* WANT_ASYNC_JOB: waiting for a free job */
     int async_fd_mode; /* wake through wait fds, not the callback */
     int draining;
-    struct gw_sock *retry_next;
+    void *retry_next; /* the next waiter for a free job (sock/async.c's FIFO) */
     gw_posted_t wake; /* posted when the job may resume (net/post.h) */
     gw_async_fd_t afd[GW_SOCK_MAX_ASYNC_FDS];
     int n_afd;
@@ -224,8 +228,9 @@ void gw_sock_idle(gw_sock_t *s);
 
 /** Create the wake eventfd and register it in loop; 0 or -1 with errno. */
 int gw_sock_async_init(gw_loop_t *loop);
-/** The async callback (SSL_CTX_set_async_callback; arg: the socket): may run on an
- * accelerator's thread, so it only queues the socket and wakes the loop (eventfd). */
+/** The async callback (SSL_CTX_set_async_callback; arg: the gw_posted_t `wake` of the
+ * socket or of the gw_sock_job_t, set by gw_sock_open / gw_sock_job_new): may run on an
+ * accelerator's thread, so it only queues the wake and wakes the loop (eventfd). */
 int gw_sock_async_callback(SSL *ssl, void *arg);
 /** Post the sockets whose jobs completed (the callback's queue) to the posted-work queue:
  * gw_post_run() resumes them. Called after every loop pass, never inside the batch. */
@@ -237,5 +242,46 @@ void gw_sock_async_retry(void);
 int gw_sock_async_paused(void);
 /** 1 when completed jobs wait to be resumed (the loop must not block). */
 int gw_sock_async_woken(void);
+
+/* ---- async jobs outside a socket (sock/async.c) ---- */
+
+/**
+ * The async state of an SSL that its owner drives itself, not a gw_sock_t: the client
+ * handshake of an upstream connection (proxy/upstream_tls.c) in a context with
+ * SSL_MODE_ASYNC. Parked and woken as a socket's job is: the same wake queue and eventfd,
+ * wait fds, WANT_ASYNC_JOB retry list, pause histogram, status counters and paused count
+ * (so the worker polls the provider for it and never blocks long while it is paused).
+ */
+typedef struct gw_sock_job gw_sock_job_t;
+
+/**
+ * A job state for ssl (not owned: see gw_sock_job_release), its wakes by the job's wait
+ * fds when fd_mode, else by gw_sock_async_callback (installed on ssl with the job as its
+ * argument). owner is run (its run function, after the loop's batch of events) when a
+ * paused call may be repeated; it must stay valid until gw_sock_job_release. Returns
+ * NULL when out of memory.
+ */
+gw_sock_job_t *gw_sock_job_new(SSL *ssl, gw_posted_t *owner, int fd_mode);
+
+/**
+ * The SSL call of j's SSL returned SSL_get_error() == err: for SSL_ERROR_WANT_ASYNC (the
+ * job paused) and SSL_ERROR_WANT_ASYNC_JOB (no free job: retried as one ends, with a
+ * 5 ms backstop) j is parked and 1 is returned: make no SSL call on it until owner runs
+ * with gw_sock_job_busy() == 0. Any other err: 0, nothing done.
+ */
+int gw_sock_job_park(gw_sock_job_t *j, int err);
+
+/** Is j's job paused or waiting for a free job (no SSL call may be made)? */
+int gw_sock_job_busy(const gw_sock_job_t *j);
+
+/**
+ * The owner is done with j, its SSL and fd (a socket in loop's epoll set). Returns 1
+ * when no job is paused: j is freed, the caller frees the SSL and closes fd as usual.
+ * Returns 0 when a job is paused: the SSL of a paused job is never freed, so the layer
+ * keeps the SSL and fd (fd taken out of epoll), repeats the paused call at each wake
+ * until the job ends (its bytes go to fd, which no other connection can have), then
+ * frees the SSL, closes fd and frees j; the caller must touch none of them again.
+ */
+int gw_sock_job_release(gw_sock_job_t *j, int fd);
 
 #endif

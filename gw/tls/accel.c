@@ -6,6 +6,7 @@
 #include "core/log.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 
 #define MAX_PROVIDERS 16
 
-static struct {
+static struct loaded_provider {
     char *name;
     OSSL_PROVIDER *prov; /* a reference of our own, for params and the poll hook */
     int has_poll;
@@ -83,6 +84,15 @@ static char *signature_of(const gw_provider_conf_t *pv)
     for (size_t i = 0; i < pv->n_params; i++)
         put(&s, &len, "%s=%s\n", pv->params[i].name, pv->params[i].value);
     return s;
+}
+
+/* Does a loaded provider have its int flag at offset flag (has_poll, has_idle, ...) set? */
+static int any_loaded(size_t flag)
+{
+    for (size_t i = 0; i < n_loaded; i++)
+        if (*(const int *)((const char *)&loaded[i] + flag))
+            return 1;
+    return 0;
 }
 
 static int find_loaded(const char *name)
@@ -261,10 +271,7 @@ int gw_accel_load(const gw_conf_t *conf, gw_errlist_t *errs)
 
 int gw_accel_has_idle(void)
 {
-    for (size_t i = 0; i < n_loaded; i++)
-        if (loaded[i].has_idle)
-            return 1;
-    return 0;
+    return any_loaded(offsetof(struct loaded_provider, has_idle));
 }
 
 unsigned gw_accel_idle(void)
@@ -284,10 +291,7 @@ unsigned gw_accel_idle(void)
 
 int gw_accel_has_poll(void)
 {
-    for (size_t i = 0; i < n_loaded; i++)
-        if (loaded[i].has_poll)
-            return 1;
-    return 0;
+    return any_loaded(offsetof(struct loaded_provider, has_poll));
 }
 
 int gw_accel_poll(int *queued, unsigned backlog)
@@ -318,10 +322,7 @@ int gw_accel_poll(int *queued, unsigned backlog)
 
 int gw_accel_has_metrics(void)
 {
-    for (size_t i = 0; i < n_loaded; i++)
-        if (loaded[i].has_metrics)
-            return 1;
-    return 0;
+    return any_loaded(offsetof(struct loaded_provider, has_metrics));
 }
 
 int gw_accel_metrics(tlsgate_metrics_t *out)

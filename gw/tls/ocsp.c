@@ -211,6 +211,8 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, cons
     const unsigned char *p = der;
     ERR_clear_error();
     OCSP_RESPONSE *resp = len ? d2i_OCSP_RESPONSE(NULL, &p, (long)len) : NULL;
+    OCSP_BASICRESP *bs = NULL;
+    int rc = -1, matched = 0, verified = 0;
     if (!resp || (size_t)(p - der) != len) {
         if (resp)
             snprintf(why, sizeof(why), "%zu bytes after the DER OCSP response",
@@ -221,28 +223,23 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, cons
             gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\" is not a DER OCSP response: %s", where,
                        path, why);
-        OCSP_RESPONSE_free(resp);
-        free(der);
-        return -1;
+        goto out;
     }
     int status = OCSP_response_status(resp);
     if (status != OCSP_RESPONSE_STATUS_SUCCESSFUL) {
         gw_log(GW_LOG_WARN, 0, "%s: ssl_stapling_file: \"%s\": responseStatus is %s: not stapled",
                where, path, OCSP_response_status_str(status));
-        OCSP_RESPONSE_free(resp);
-        free(der);
-        return 0;
+        rc = 0;
+        goto out;
     }
-    OCSP_BASICRESP *bs = OCSP_response_get1_basic(resp);
+    bs = OCSP_response_get1_basic(resp);
     if (!bs) {
         gw_ssl_reason(why, sizeof(why));
         gw_errlist_add(errs, "%s: ssl_stapling_file: \"%s\": no basic OCSP response: %s", where,
                        path, why);
-        OCSP_RESPONSE_free(resp);
-        free(der);
-        return -1;
+        goto out;
     }
-    int rc = 0, matched = 0, verified = 0;
+    rc = 0;
     time_t now = time(NULL);
     for (int i = 0; i < OCSP_resp_count(bs) && rc == 0; i++) {
         OCSP_SINGLERESP *sr = OCSP_resp_get0(bs, i);
@@ -322,6 +319,7 @@ static int load_one(staples_t *st, const cert_ref_t *certs, size_t n_certs, cons
                        where, path);
         rc = -1;
     }
+out:
     OCSP_BASICRESP_free(bs);
     OCSP_RESPONSE_free(resp);
     free(der);

@@ -236,18 +236,27 @@ static void prebuild_chains(SSL_CTX *ctx)
     ERR_clear_error();
 }
 
+SSL_CTX *gw_tls_ctx_alloc(const SSL_METHOD *method, const char *file, int line,
+                          const char *directive, gw_errlist_t *errs)
+{
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(method);
+    if (!ctx) {
+        char why[1024];
+        gw_ssl_reason(why, sizeof(why));
+        gw_errlist_add(errs, "%s:%d: %s: SSL_CTX_new failed: %s", file, line, directive, why);
+    }
+    return ctx;
+}
+
 SSL_CTX *gw_tls_ctx_new(const gw_server_t *s, SSL_client_hello_cb_fn client_hello_cb,
                         gw_errlist_t *errs)
 {
     char why[1024];
     const char *file = s->file ? s->file : "<config>";
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx) {
-        gw_ssl_reason(why, sizeof(why));
-        gw_errlist_add(errs, "%s:%d: server: SSL_CTX_new failed: %s", file, s->line, why);
+    SSL_CTX *ctx = gw_tls_ctx_alloc(TLS_server_method(), file, s->line, "server", errs);
+    if (!ctx)
         return NULL;
-    }
     int min, max;
     uint64_t no;
     if (proto_range(s->srv.ssl_protocols, &min, &max, &no) != 0) {

@@ -25,6 +25,14 @@ void gw_tls_set_async_callback(SSL_async_callback_fn cb);
 int gw_tls_init(void);
 
 /**
+ * A new SSL_CTX of method (TLS_server_method, TLS_client_method), OpenSSL's error queue
+ * cleared first. Returns it (caller owns), or NULL after adding "FILE:LINE: DIRECTIVE:
+ * SSL_CTX_new failed: reason" (OpenSSL's reason) to errs.
+ */
+SSL_CTX *gw_tls_ctx_alloc(const SSL_METHOD *method, const char *file, int line,
+                          const char *directive, gw_errlist_t *errs);
+
+/**
  * Build the SSL_CTX of server block s: protocols, ciphers, options (client-initiated
  * renegotiation refused, compression off), every certificate/key pair (RSA and ECDSA
  * side by side: OpenSSL picks by the client's signature algorithms), session cache and

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "tls/keys.h"
+#include "tls/tls.h"
 
 static int (*session_cb)(SSL *ssl, SSL_SESSION *sess);
 
@@ -29,13 +30,9 @@ static SSL_CTX *build(const gw_deploy_loc_t *d, const where_t *l, const gw_serve
 {
     const char *file = l->file ? l->file : s->file ? s->file : "<config>";
     char why[1024];
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) {
-        gw_ssl_reason(why, sizeof(why));
-        gw_errlist_add(errs, "%s:%d: proxy_pass: SSL_CTX_new failed: %s", file, l->line, why);
+    SSL_CTX *ctx = gw_tls_ctx_alloc(TLS_client_method(), file, l->line, "proxy_pass", errs);
+    if (!ctx)
         return NULL;
-    }
     unsigned bits =
         d->proxy_ssl_protocols ? d->proxy_ssl_protocols : GW_PROTO_TLSV1_2 | GW_PROTO_TLSV1_3;
     static const struct {
@@ -110,6 +107,30 @@ fail:
     return NULL;
 }
 
+/* ssl_async of the server that proxies (the location's server block, or the stream
+ * server): its upstream handshakes run in async jobs, woken as its notify says */
+static int async_mode(const gw_server_t *s)
+{
+    if (s->srv.ssl_async != 1)
+        return 0;
+    return s->srv.ssl_async_notify == GW_ASYNC_NOTIFY_FD ? 2 : 1;
+}
+
+/* d's context and async mode (d: a location's or a stream server's settings in server s,
+ * its directive at w). 0, or -1 with the reason in errs. */
+static int setup(gw_deploy_loc_t *d, const where_t *w, const gw_server_t *s, gw_errlist_t *errs)
+{
+    d->proxy_ssl_ctx = build(d, w, s, errs);
+    d->proxy_ssl_async = async_mode(s);
+    return d->proxy_ssl_ctx ? 0 : -1;
+}
+
+static void drop(gw_deploy_loc_t *d)
+{
+    SSL_CTX_free(d->proxy_ssl_ctx);
+    d->proxy_ssl_ctx = NULL;
+}
+
 int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
 {
     int rc = 0;
@@ -117,24 +138,16 @@ int gw_tls_upstream_ctxs_build(gw_conf_t *conf, gw_errlist_t *errs)
         gw_server_t *s = &conf->http.servers[i];
         for (size_t j = 0; j < s->n_locations; j++) {
             gw_location_t *l = &s->locations[j];
-            if (!l->proxy_pass || !l->loc.dep.proxy_https)
-                continue;
             where_t w = {l->file, l->line};
-            SSL_CTX *ctx = build(&l->loc.dep, &w, s, errs);
-            if (!ctx)
+            if (l->proxy_pass && l->loc.dep.proxy_https && setup(&l->loc.dep, &w, s, errs) != 0)
                 rc = -1;
-            l->loc.dep.proxy_ssl_ctx = ctx;
         }
     }
     for (size_t i = 0; i < conf->stream.n_servers; i++) { /* stream: proxy_ssl on */
         gw_server_t *s = &conf->stream.servers[i].server;
-        if (!s->loc.dep.proxy_https)
-            continue;
         where_t w = {s->file, s->line};
-        SSL_CTX *ctx = build(&s->loc.dep, &w, s, errs);
-        if (!ctx)
+        if (s->loc.dep.proxy_https && setup(&s->loc.dep, &w, s, errs) != 0)
             rc = -1;
-        s->loc.dep.proxy_ssl_ctx = ctx;
     }
     return rc;
 }
@@ -143,16 +156,9 @@ void gw_tls_upstream_ctxs_free(gw_conf_t *conf)
 {
     if (!conf)
         return;
-    for (size_t i = 0; i < conf->http.n_servers; i++) {
-        gw_server_t *s = &conf->http.servers[i];
-        for (size_t j = 0; j < s->n_locations; j++) {
-            SSL_CTX_free(s->locations[j].loc.dep.proxy_ssl_ctx);
-            s->locations[j].loc.dep.proxy_ssl_ctx = NULL;
-        }
-    }
-    for (size_t i = 0; i < conf->stream.n_servers; i++) {
-        gw_server_t *s = &conf->stream.servers[i].server;
-        SSL_CTX_free(s->loc.dep.proxy_ssl_ctx);
-        s->loc.dep.proxy_ssl_ctx = NULL;
-    }
+    for (size_t i = 0; i < conf->http.n_servers; i++)
+        for (size_t j = 0; j < conf->http.servers[i].n_locations; j++)
+            drop(&conf->http.servers[i].locations[j].loc.dep);
+    for (size_t i = 0; i < conf->stream.n_servers; i++)
+        drop(&conf->stream.servers[i].server.loc.dep);
 }

@@ -39,6 +39,9 @@ set_tests_properties(integ_default PROPERTIES RESOURCE_LOCK tlsgate_port_8443
 # async-TLS case needs fakeaccel.so (FAKEACCEL_DIR) and is skipped without it.
 # integ_h2defence (above): adversarial HTTP/2 clients from raw frames (python3-h2).
 tlsgate_integ_test(http2 ENV FAKEACCEL_DIR=${CMAKE_BINARY_DIR})
+# integ_upstream_async: upstream handshakes in async jobs (ssl_async on) with the tlsgate
+# provider; its fake-accelerator cases need fakeaccel.so and print SKIPPED without it.
+tlsgate_integ_test(upstream_async ENV FAKEACCEL_DIR=${CMAKE_BINARY_DIR})
 # integ_async: async TLS (ssl_async, ssl_provider) with the test-only accelerator provider
 # tests/fakeaccel (FAKEACCEL_DIR/fakeaccel.so: build the fakeaccel target first; without
 # it every test prints SKIPPED and CTest reports the test as skipped).

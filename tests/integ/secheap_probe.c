@@ -36,9 +36,7 @@
 #include <openssl/provider.h>
 #include <openssl/ssl.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-#endif
+#include "core/lsan.h"
 
 #define HEAP (64u << 20)
 
@@ -59,30 +57,6 @@ static void pump(BIO *from_net, BIO *to_net)
             die("BIO_write");
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-/* LeakSanitizer does not scan the mmap'd secure heap, where the provider's key objects
- * point to ordinary allocations: register the arena as a root region (as gw/core/privs.c). */
-static void lsan_register_secure_heap(void)
-{
-    void *probe = OPENSSL_secure_malloc(16);
-    if (!probe)
-        return;
-    unsigned long at = (unsigned long)probe;
-    OPENSSL_secure_free(probe);
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && at >= a && at < b) {
-            __lsan_register_root_region((void *)a, b - a);
-            break;
-        }
-    }
-    fclose(f);
-}
-#endif
 
 typedef struct pair {
     SSL *cli, *srv;
@@ -159,9 +133,7 @@ int main(int argc, char **argv)
         die("N must be 1..100000");
     if (CRYPTO_secure_malloc_init(HEAP, 32) == 0)
         die("CRYPTO_secure_malloc_init failed");
-#if defined(__SANITIZE_ADDRESS__)
-    lsan_register_secure_heap();
-#endif
+    gw_lsan_register_secure_heap(); /* sanitizer builds (gw/core/lsan.c) */
 
     const char *propq = NULL;
     OSSL_PROVIDER *prov_tg = NULL, *prov_dflt = NULL;

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import http.client
 
@@ -227,6 +228,104 @@ def test_redis_ticket_keys_fleet_and_rotation(env, redis):
     assert int(time.time()) // period == e + 1
     reused, _ = connect(ctx, ports[1][0], session=sess)
     assert reused, "a ticket of the previous period's key was refused"
+
+
+def fleet_gateway(env, redis, i):
+    """A gateway with ssl_session_ticket_key redis:// (no session cache: only a ticket can
+    resume), started without waiting for it."""
+    port = env.port()
+    log, pid = env.path("fleet%d.log" % i), env.path("fleet%d.pid" % i)
+    c = env.write("fleet%d.conf" % i, """
+        %s error_log %s info; pid %s; events { worker_connections 128; }
+        http { ssl_session_cache off; ssl_session_ticket_key redis://127.0.0.1:%d;
+        server { listen 127.0.0.1:%d ssl; server_name a.test; %s root %s; } }
+        """ % (H.USER_LINE.strip(), log, pid, redis.port, port, env.tls("a_rsa"), env.html))
+    return env.start(c, log=log, pidfile=pid), port
+
+
+def first_connect(ctx, port, session=None, timeout=10):
+    """The first connection that gets through once the port is bound (a fresh start)."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            return connect(ctx, port, session=session)
+        except (ConnectionRefusedError, ConnectionResetError):
+            if time.monotonic() - t0 > timeout:
+                raise
+            time.sleep(0.005)
+
+
+def while_redis_stalls(redis, fn, stall=0.3):
+    """Run fn() in a thread while redis-server is stopped for stall seconds (its socket
+    still accepts: commands are answered late); fn's result."""
+    out = []
+
+    def run():
+        try:
+            out.append(fn())
+        except Exception as e:  # noqa: BLE001 (raised below)
+            out.append(e)
+    os.kill(redis.proc.pid, signal.SIGSTOP)
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(stall)
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+    t.join(20)
+    if isinstance(out[0], Exception):
+        raise out[0]
+    return out[0]
+
+
+@with_redis
+def test_redis_fleet_keys_read_before_accepting(env, redis):
+    """A fresh gateway reads the fleet's ticket keys before it accepts (issue #23): with
+    Redis answering only 300 ms after the start, its first connection already carries a
+    ticket under the fleet key, and a ticket another gateway issued is resumed on the very
+    first connection of a gateway just started, and right after a reload: no full
+    handshake in the first second."""
+    env.write("html/index.html", "hello\n")
+    for version in ("1.3", "1.2"):
+        ctx = client_ctx(version)
+        s1, p1 = fleet_gateway(env, redis, 1)
+        reused, sess = while_redis_stalls(redis, lambda: first_connect(ctx, p1))
+        assert sess is not None and sess.has_ticket, \
+            "TLS %s: the first connection of a fresh gateway got no ticket" % version
+        s2, p2 = fleet_gateway(env, redis, 2)
+        reused, _ = while_redis_stalls(redis, lambda: first_connect(ctx, p2, session=sess))
+        assert reused, "TLS %s: a fleet ticket was not resumed by a gateway just started" \
+            % version
+        _, sess = connect(ctx, p1)
+
+        def after_reload():
+            s2.send(signal.SIGHUP)
+            time.sleep(0.05)
+            return connect(ctx, p2, session=sess)
+        reused, _ = while_redis_stalls(redis, after_reload)
+        assert reused, "TLS %s: a fleet ticket was not resumed right after a reload" % version
+        for s in (s1, s2):
+            assert s.stop(signal.SIGQUIT) == 0
+        assert "fleet ticket keys not read" not in s1.log_text() + s2.log_text()
+
+
+def test_redis_fleet_keys_wait_bounded(env):
+    """Redis out of reach at the start: the worker waits at most 1 s for the fleet's keys,
+    then accepts (logged) and issues no ticket (a full handshake each time)."""
+    env.write("html/index.html", "hello\n")
+
+    class Gone:
+        pass
+    gone = Gone()
+    gone.port = env.port()  # nothing listens there
+    t0 = time.monotonic()
+    srv, port = fleet_gateway(env, gone, 1)
+    reused, sess = first_connect(client_ctx("1.3"), port)
+    took = time.monotonic() - t0
+    assert not reused and (sess is None or not sess.has_ticket), "a ticket under a local key"
+    assert 0.9 < took < 4, "first connection after %.2f s" % took
+    H.wait_until(lambda: "fleet ticket keys not read from Redis within 1000 ms" in
+                 srv.log_text(), 3, what="the bounded wait's log line")
 
 
 def test_redis_connect_hangs(env):

@@ -52,7 +52,7 @@ def pki():
 
 
 class TLSBackend:
-    def __init__(self, want_client_cert=False, tls13=True):
+    def __init__(self, want_client_cert=False, tls13=True, threaded_handshakes=False):
         p = pki()
         self.seen = []
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -92,14 +92,31 @@ class TLSBackend:
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
+            request_queue_size = 128  # handshakes run in the accept loop: concurrent
+            # clients (test_upstream_async.py) wait in the listen queue, not SYN retries
 
             def get_request(self):
                 s, a = self.socket.accept()
+                if threaded_handshakes:  # in the request's thread (finish_request)
+                    return s, a
                 try:
                     return ctx.wrap_socket(s, server_side=True), a
                 except (ssl.SSLError, OSError):
                     s.close()
                     raise OSError("handshake failed")
+
+            def finish_request(self, request, client_address):
+                if not threaded_handshakes:
+                    return super().finish_request(request, client_address)
+                try:
+                    request = ctx.wrap_socket(request, server_side=True)
+                except (ssl.SSLError, OSError):
+                    request.close()
+                    return
+                try:
+                    super().finish_request(request, client_address)
+                finally:
+                    request.close()
 
             def handle_error(self, request, client_address):
                 pass
