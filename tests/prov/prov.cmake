@@ -34,9 +34,9 @@ if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
                        REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
 endif()
 
-# Regressions found by review: tests/prov/regress.c. `setpeer` is memory corruption that only
-# valgrind sees (the module is never instrumented): under valgrind when it is available.
-add_executable(prov_regress ${CMAKE_SOURCE_DIR}/tests/prov/regress.c)
+# Regressions found by review: tests/prov/regress_test.c. `setpeer` is memory corruption that
+# only valgrind sees (the module is never instrumented): under valgrind when it is available.
+add_executable(prov_regress ${CMAKE_SOURCE_DIR}/tests/prov/regress_test.c)
 target_compile_definitions(prov_regress PRIVATE TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}")
 target_link_libraries(prov_regress PRIVATE OpenSSL::Crypto)
 if(TARGET tlsgate_prov)
@@ -80,16 +80,16 @@ endif()
 # prov_gcm: tlsgate's AES-GCM (prov/cipher_gcm.c, intel-ipsec-mb) against the default
 # provider's: streaming over record sizes, IV and AAD lengths, pieces, in place or not,
 # tampering and misuse, the TLS 1.2 record path, TLS 1.2/1.3 handshakes with a plain
-# client (tests/prov/gcm_test.c). prov_gcm_off: the same with TLSGATE_GCM=off (no cipher
-# of ours: OpenSSL's is used and the handshakes still work).
-add_executable(gcm_test ${CMAKE_SOURCE_DIR}/tests/prov/gcm_test.c)
-target_compile_definitions(gcm_test PRIVATE TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}")
-target_link_libraries(gcm_test PRIVATE PkgConfig::CMOCKA OpenSSL::SSL OpenSSL::Crypto)
+# client (tests/prov/cipher_gcm_test.c). prov_gcm_off: the same with TLSGATE_GCM=off (no
+# cipher of ours: OpenSSL's is used and the handshakes still work).
+add_executable(cipher_gcm_test ${CMAKE_SOURCE_DIR}/tests/prov/cipher_gcm_test.c)
+target_compile_definitions(cipher_gcm_test PRIVATE TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}")
+target_link_libraries(cipher_gcm_test PRIVATE PkgConfig::CMOCKA OpenSSL::SSL OpenSSL::Crypto)
 if(TARGET tlsgate_prov)
-  add_dependencies(gcm_test tlsgate_prov)
+  add_dependencies(cipher_gcm_test tlsgate_prov)
 endif()
-add_test(NAME prov_gcm COMMAND gcm_test)
-add_test(NAME prov_gcm_off COMMAND gcm_test)
+add_test(NAME prov_gcm COMMAND cipher_gcm_test)
+add_test(NAME prov_gcm_off COMMAND cipher_gcm_test)
 set_tests_properties(prov_gcm prov_gcm_off PROPERTIES TIMEOUT 120 LABELS prov
                      REQUIRED_FILES ${CMAKE_BINARY_DIR}/tlsgate.so)
 set_tests_properties(prov_gcm_off PROPERTIES ENVIRONMENT "TLSGATE_GCM=off")
