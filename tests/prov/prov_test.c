@@ -330,6 +330,21 @@ static EVP_PKEY *keygen(struct world *w, const char *type, const char *propq, in
     return ok ? k : NULL;
 }
 
+/* A key of type from params (selection: EVP_PKEY_KEYPAIR or EVP_PKEY_PUBLIC_KEY), NULL if
+ * refused. */
+static EVP_PKEY *key_fromdata(struct world *w, const char *type, const char *propq, int selection,
+                              OSSL_PARAM *params)
+{
+    EVP_PKEY_CTX *c = params != NULL ? EVP_PKEY_CTX_new_from_name(w->libctx, type, propq) : NULL;
+    EVP_PKEY *k = NULL;
+
+    if (c == NULL || EVP_PKEY_fromdata_init(c) <= 0 ||
+        EVP_PKEY_fromdata(c, &k, selection, params) <= 0)
+        k = NULL;
+    EVP_PKEY_CTX_free(c);
+    return k;
+}
+
 /* An RSA key (default keymgmt) from its factors: n, d mod lcm(p-1, q-1), CRT values. */
 static EVP_PKEY *rsa_from_pq(struct world *w, const BIGNUM *p, const BIGNUM *q, unsigned long ev)
 {
@@ -338,7 +353,6 @@ static EVP_PKEY *rsa_from_pq(struct world *w, const BIGNUM *p, const BIGNUM *q, 
            *g = BN_new(), *l = BN_new(), *dp = BN_new(), *dq = BN_new(), *qi = BN_new();
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
     OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *c = NULL;
     EVP_PKEY *k = NULL;
     int ok;
 
@@ -357,11 +371,9 @@ static EVP_PKEY *rsa_from_pq(struct world *w, const BIGNUM *p, const BIGNUM *q, 
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_EXPONENT2, dq) &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, qi) &&
          (params = OSSL_PARAM_BLD_to_param(bld)) != NULL &&
-         (c = EVP_PKEY_CTX_new_from_name(w->libctx, "RSA", DF)) != NULL &&
-         EVP_PKEY_fromdata_init(c) > 0 && EVP_PKEY_fromdata(c, &k, EVP_PKEY_KEYPAIR, params) > 0;
+         (k = key_fromdata(w, "RSA", DF, EVP_PKEY_KEYPAIR, params)) != NULL;
     if (!ok)
         print_errors("rsa_from_pq");
-    EVP_PKEY_CTX_free(c);
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_free(n);
@@ -430,7 +442,6 @@ static EVP_PKEY *rsa_no_crt(struct world *w, EVP_PKEY *src)
     BIGNUM *n = NULL, *e = NULL, *d = NULL;
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
     OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *c = NULL;
     EVP_PKEY *k = NULL;
 
     if (bld != NULL && EVP_PKEY_get_bn_param(src, OSSL_PKEY_PARAM_RSA_N, &n) &&
@@ -439,11 +450,8 @@ static EVP_PKEY *rsa_no_crt(struct world *w, EVP_PKEY *src)
         OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) &&
         OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) &&
         OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_D, d) &&
-        (params = OSSL_PARAM_BLD_to_param(bld)) != NULL &&
-        (c = EVP_PKEY_CTX_new_from_name(w->libctx, "RSA", TG)) != NULL &&
-        EVP_PKEY_fromdata_init(c) > 0 && EVP_PKEY_fromdata(c, &k, EVP_PKEY_KEYPAIR, params) <= 0)
-        k = NULL;
-    EVP_PKEY_CTX_free(c);
+        (params = OSSL_PARAM_BLD_to_param(bld)) != NULL)
+        k = key_fromdata(w, "RSA", TG, EVP_PKEY_KEYPAIR, params);
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_free(n);
@@ -455,14 +463,10 @@ static EVP_PKEY *rsa_no_crt(struct world *w, EVP_PKEY *src)
 static EVP_PKEY *public_half(struct world *w, EVP_PKEY *src, const char *type)
 {
     OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *c = NULL;
     EVP_PKEY *k = NULL;
 
-    if (EVP_PKEY_todata(src, EVP_PKEY_PUBLIC_KEY, &params) > 0 &&
-        (c = EVP_PKEY_CTX_new_from_name(w->libctx, type, DF)) != NULL &&
-        EVP_PKEY_fromdata_init(c) > 0)
-        EVP_PKEY_fromdata(c, &k, EVP_PKEY_PUBLIC_KEY, params);
-    EVP_PKEY_CTX_free(c);
+    if (EVP_PKEY_todata(src, EVP_PKEY_PUBLIC_KEY, &params) > 0)
+        k = key_fromdata(w, type, DF, EVP_PKEY_PUBLIC_KEY, params);
     OSSL_PARAM_free(params);
     return k;
 }
@@ -838,6 +842,75 @@ static size_t outsize(const struct tcase *c, size_t q)
     return s < 0 ? 0 : s > OUTMAX ? OUTMAX : (size_t)s;
 }
 
+/* One of EVP's output calls for case c: out NULL asks for the size. */
+typedef int (*out_fn)(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen);
+
+static int pkey_sign(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen)
+{
+    return EVP_PKEY_sign(ctx, out, outlen, c->in, c->inlen);
+}
+
+static int pkey_decrypt(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen)
+{
+    return EVP_PKEY_decrypt(ctx, out, outlen, c->in, c->inlen);
+}
+
+static int pkey_derive(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen)
+{
+    (void)c;
+    return EVP_PKEY_derive(ctx, out, outlen);
+}
+
+static int digest_sign(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen)
+{
+    return EVP_DigestSign(ctx, out, outlen, c->in, c->inlen);
+}
+
+static int digest_sign_final(void *ctx, const struct tcase *c, unsigned char *out, size_t *outlen)
+{
+    (void)c;
+    return EVP_DigestSignFinal(ctx, out, outlen);
+}
+
+/*
+ * EVP's two calls: the size query, then the operation into a buffer of outsize() of its
+ * answer. r's stage says how far it got (ST_OK: r->qlen and r->outlen are set).
+ */
+static void query_then_out(out_fn fn, void *ctx, const struct tcase *c, struct result *r)
+{
+    size_t q = 0, len;
+
+    r->stage = ST_QUERY;
+    if (fn(ctx, c, NULL, &q) <= 0)
+        return;
+    r->qlen = q;
+    r->stage = ST_OP;
+    len = outsize(c, q);
+    if (fn(ctx, c, r->out, &len) <= 0)
+        return;
+    r->outlen = len;
+    r->stage = ST_OK;
+}
+
+/* EVP_PKEY_CTX pc's init for op (OP_SIGN, OP_VERIFY, OP_DEC or OP_DERIVE). */
+static int pkey_init(EVP_PKEY_CTX *pc, enum op op)
+{
+    return op == OP_SIGN     ? EVP_PKEY_sign_init(pc)
+           : op == OP_VERIFY ? EVP_PKEY_verify_init(pc)
+           : op == OP_DEC    ? EVP_PKEY_decrypt_init(pc)
+                             : EVP_PKEY_derive_init(pc);
+}
+
+/* Case c's parameters on pc (derive: and the peer); 1 if all were accepted. */
+static int pkey_params(struct world *w, EVP_PKEY_CTX *pc, const struct tcase *c)
+{
+    if (c->op == OP_DEC)
+        return set_dec_params(pc, c);
+    if (c->op == OP_DERIVE)
+        return set_derive_params(pc, c) && EVP_PKEY_derive_set_peer(pc, w->keys[c->peer]) > 0;
+    return set_sig_params(pc, c, 1);
+}
+
 /* Runs case c in world w with propq (the signature to check for (D)VERIFY: sig). */
 static void run_case_sig(struct world *w, const struct tcase *c, const char *propq,
                          const unsigned char *sig, size_t siglen, struct result *r)
@@ -845,7 +918,6 @@ static void run_case_sig(struct world *w, const struct tcase *c, const char *pro
     EVP_PKEY *key = c->key >= 0 ? w->keys[c->key] : NULL; /* keygen: none */
     EVP_MD_CTX *mc = NULL;
     EVP_PKEY_CTX *pc = NULL;
-    size_t q = 0, len;
     int rc;
 
     r->stage = ST_INIT;
@@ -868,105 +940,40 @@ static void run_case_sig(struct world *w, const struct tcase *c, const char *pro
             break;
         if (c->op == OP_DVERIFY) {
             r->stage = ST_OP;
-            if (EVP_DigestVerify(mc, sig, siglen, c->in, c->inlen) != 1)
-                break;
-            r->stage = ST_OK;
-            break;
-        }
-        r->stage = ST_QUERY;
-        if (c->stream) {
+            if (EVP_DigestVerify(mc, sig, siglen, c->in, c->inlen) == 1)
+                r->stage = ST_OK;
+        } else if (c->stream) {
             size_t half = c->inlen / 2;
 
             r->stage = ST_OP;
-            if (EVP_DigestSignUpdate(mc, c->in, half) <= 0 ||
-                EVP_DigestSignUpdate(mc, c->in + half, c->inlen - half) <= 0)
-                break;
-            r->stage = ST_QUERY;
-            if (EVP_DigestSignFinal(mc, NULL, &q) <= 0)
-                break;
-            r->qlen = q;
-            r->stage = ST_OP;
-            len = outsize(c, q);
-            if (EVP_DigestSignFinal(mc, r->out, &len) <= 0)
-                break;
+            if (EVP_DigestSignUpdate(mc, c->in, half) > 0 &&
+                EVP_DigestSignUpdate(mc, c->in + half, c->inlen - half) > 0)
+                query_then_out(digest_sign_final, mc, c, r);
         } else {
-            if (EVP_DigestSign(mc, NULL, &q, c->in, c->inlen) <= 0)
-                break;
-            r->qlen = q;
-            r->stage = ST_OP;
-            len = outsize(c, q);
-            if (EVP_DigestSign(mc, r->out, &len, c->in, c->inlen) <= 0)
-                break;
+            query_then_out(digest_sign, mc, c, r);
         }
-        r->outlen = len;
-        r->stage = ST_OK;
         break;
 
     case OP_SIGN:
     case OP_VERIFY:
-        pc = EVP_PKEY_CTX_new_from_pkey(w->libctx, key, propq);
-        if (pc == NULL)
-            break;
-        if ((c->op == OP_SIGN ? EVP_PKEY_sign_init(pc) : EVP_PKEY_verify_init(pc)) <= 0)
-            break;
-        r->stage = ST_PARAMS;
-        if (!set_sig_params(pc, c, 1))
-            break;
-        if (c->op == OP_VERIFY) {
-            r->stage = ST_OP;
-            if (EVP_PKEY_verify(pc, sig, siglen, c->in, c->inlen) != 1)
-                break;
-            r->stage = ST_OK;
-            break;
-        }
-        r->stage = ST_QUERY;
-        if (EVP_PKEY_sign(pc, NULL, &q, c->in, c->inlen) <= 0)
-            break;
-        r->qlen = q;
-        r->stage = ST_OP;
-        len = outsize(c, q);
-        if (EVP_PKEY_sign(pc, r->out, &len, c->in, c->inlen) <= 0)
-            break;
-        r->outlen = len;
-        r->stage = ST_OK;
-        break;
-
     case OP_DEC:
-        pc = EVP_PKEY_CTX_new_from_pkey(w->libctx, key, propq);
-        if (pc == NULL || EVP_PKEY_decrypt_init(pc) <= 0)
-            break;
-        r->stage = ST_PARAMS;
-        if (!set_dec_params(pc, c))
-            break;
-        r->stage = ST_QUERY;
-        if (EVP_PKEY_decrypt(pc, NULL, &q, c->in, c->inlen) <= 0)
-            break;
-        r->qlen = q;
-        r->stage = ST_OP;
-        len = outsize(c, q);
-        if (EVP_PKEY_decrypt(pc, r->out, &len, c->in, c->inlen) <= 0)
-            break;
-        r->outlen = len;
-        r->stage = ST_OK;
-        break;
-
     case OP_DERIVE:
         pc = EVP_PKEY_CTX_new_from_pkey(w->libctx, key, propq);
-        if (pc == NULL || EVP_PKEY_derive_init(pc) <= 0)
+        if (pc == NULL || pkey_init(pc, c->op) <= 0)
             break;
         r->stage = ST_PARAMS;
-        if (!set_derive_params(pc, c) || EVP_PKEY_derive_set_peer(pc, w->keys[c->peer]) <= 0)
+        if (!pkey_params(w, pc, c))
             break;
-        r->stage = ST_QUERY;
-        if (EVP_PKEY_derive(pc, NULL, &q) <= 0)
+        if (c->op != OP_VERIFY) {
+            query_then_out(c->op == OP_SIGN  ? pkey_sign
+                           : c->op == OP_DEC ? pkey_decrypt
+                                             : pkey_derive,
+                           pc, c, r);
             break;
-        r->qlen = q;
+        }
         r->stage = ST_OP;
-        len = outsize(c, q);
-        if (EVP_PKEY_derive(pc, r->out, &len) <= 0)
-            break;
-        r->outlen = len;
-        r->stage = ST_OK;
+        if (EVP_PKEY_verify(pc, sig, siglen, c->in, c->inlen) == 1)
+            r->stage = ST_OK;
         break;
 
     case OP_KEYGEN:
@@ -980,9 +987,8 @@ static void run_case_sig(struct world *w, const struct tcase *c, const char *pro
         if (c->group != NULL && EVP_PKEY_CTX_set_group_name(pc, c->group) <= 0)
             break;
         r->stage = ST_OP;
-        if (EVP_PKEY_generate(pc, &r->gen) <= 0)
-            break;
-        r->stage = ST_OK;
+        if (EVP_PKEY_generate(pc, &r->gen) > 0)
+            r->stage = ST_OK;
         break;
     }
     EVP_PKEY_CTX_free(c->op == OP_DSIGN || c->op == OP_DVERIFY ? NULL : pc);
@@ -2082,30 +2088,29 @@ static uint64_t ctr(struct world *w, const char *name)
     return v;
 }
 
-/* Reads the "poll" parameter: flushes this thread's queues; the requests completed. */
-static int poll_param(struct world *w)
+/* The provider's int parameter name, -1 if it is refused. */
+static int int_param(struct world *w, const char *name)
 {
     int v = -1;
     OSSL_PARAM p[2];
 
-    p[0] = OSSL_PARAM_construct_int("poll", &v);
+    p[0] = OSSL_PARAM_construct_int(name, &v);
     p[1] = OSSL_PARAM_construct_end();
     if (!OSSL_PROVIDER_get_params(w->tg, p))
         return -1;
     return v;
 }
 
+/* Reads the "poll" parameter: flushes this thread's queues; the requests completed. */
+static int poll_param(struct world *w)
+{
+    return int_param(w, "poll");
+}
+
 /* The provider's "queued": requests still waiting in this thread's queues. */
 static int queued_param(struct world *w)
 {
-    int v = -1;
-    OSSL_PARAM p[2];
-
-    p[0] = OSSL_PARAM_construct_int("queued", &v);
-    p[1] = OSSL_PARAM_construct_end();
-    if (!OSSL_PROVIDER_get_params(w->tg, p))
-        return -1;
-    return v;
+    return int_param(w, "queued");
 }
 
 enum {
@@ -2463,6 +2468,20 @@ static int run_rounds(struct world *w, const size_t *cases, size_t ncases, int n
     return bad;
 }
 
+/* run_rounds() of the operation mix (all: of every enabled case) in world w. */
+static int mix_rounds(struct world *w, int all, int n, enum wake mode, int spurious)
+{
+    size_t *cases = calloc(g_ncases, sizeof(*cases));
+    size_t ncases;
+    int bad;
+
+    assert_non_null(cases);
+    ncases = all ? all_cases(cases) : mix_cases(cases);
+    bad = run_rounds(w, cases, ncases, n, mode, spurious);
+    free(cases);
+    return bad;
+}
+
 /* ---- tests ---- */
 
 static int group_setup(void **state)
@@ -2672,15 +2691,12 @@ static void test_sync_counters(void **state)
 /* The whole table inside jobs, 8 at a time (both wake-ups). */
 static void test_async_all_cases(void **state)
 {
-    size_t *cases = calloc(g_ncases, sizeof(*cases));
-    size_t n = all_cases(cases);
     int bad;
 
     (void)state;
-    bad = run_rounds(&g_wa, cases, n, 8, WAKE_CB, 0);
+    bad = mix_rounds(&g_wa, 1, 8, WAKE_CB, 0);
     if (!g_quick)
-        bad += run_rounds(&g_wa, cases, n, 8, WAKE_FD, 0);
-    free(cases);
+        bad += mix_rounds(&g_wa, 1, 8, WAKE_FD, 0);
     assert_int_equal(bad, 0);
 }
 
@@ -2688,16 +2704,14 @@ static void test_async_all_cases(void **state)
 static void async_mix(struct world *w, enum wake mode)
 {
     static const int ns[] = {1, 3, 8, 64};
-    size_t *cases = calloc(g_ncases, sizeof(*cases));
-    size_t nmix = mix_cases(cases), k;
+    size_t k;
     int bad = 0;
 
     for (k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
         if (g_quick && ns[k] == 64)
             continue;
-        bad += run_rounds(w, cases, nmix, ns[k], mode, 0);
+        bad += mix_rounds(w, 0, ns[k], mode, 0);
     }
-    free(cases);
     assert_int_equal(bad, 0);
 }
 
@@ -2716,14 +2730,11 @@ static void test_async_mix_timer_fd(void **state)
 /* Jobs resumed before their wake-up: they complete all the same. */
 static void test_async_spurious_timer(void **state)
 {
-    size_t *cases = calloc(g_ncases, sizeof(*cases));
-    size_t nmix = mix_cases(cases);
     int bad;
 
     (void)state;
-    bad = run_rounds(&g_wa, cases, nmix, 8, WAKE_CB, 1);
-    bad += run_rounds(&g_wa, cases, nmix, 3, WAKE_FD, 1);
-    free(cases);
+    bad = mix_rounds(&g_wa, 0, 8, WAKE_CB, 1);
+    bad += mix_rounds(&g_wa, 0, 3, WAKE_FD, 1);
     assert_int_equal(bad, 0);
 }
 
@@ -2858,34 +2869,37 @@ static void test_async_fallback(void **state)
 /* A job without wait ctx is synchronous; one that cannot pause computes its queue. */
 static void test_async_no_wctx_block_pause(void **state)
 {
+    static const struct {
+        int no_wctx, block_pause;
+        const char *what;
+    } v[] = {
+        {1, 0, "job without wait ctx"},
+        /* ASYNC_block_pause(): the job cannot pause; it computes its queue itself */
+        {0, 1, "job with pausing blocked"},
+    };
     struct ctrs a, b;
     struct job *jobs;
-    size_t ci;
+    size_t ci, i;
 
     (void)state;
     ci = find_case("rsa2048 pkcs1 digest-sign SHA256");
-    jobs = jobs_new(&g_wa, 1, WAKE_CB, &ci, 1, 0);
-    jobs[0].no_wctx = 1;
-    ctrs_read(&g_wa, &a);
-    assert_true(job_step(&jobs[0]));
-    ctrs_read(&g_wa, &b);
-    assert_true(jobs[0].finished);
-    assert_int_equal(jobs_check(jobs, 1, "job without wait ctx"), 0);
-    jobs_free(jobs, 1);
-    assert_int_equal(dlt(&a, &b, C_SYNC), 1);
-    assert_int_equal(dlt(&a, &b, C_ASYNC), 0);
-
-    /* ASYNC_block_pause(): the job cannot pause; it computes its queue itself */
-    jobs = jobs_new(&g_wa, 1, WAKE_CB, &ci, 1, 0);
-    jobs[0].block_pause = 1;
-    ctrs_read(&g_wa, &a);
-    assert_true(job_step(&jobs[0]));
-    ctrs_read(&g_wa, &b);
-    assert_true(jobs[0].finished);
-    assert_int_equal(jobs[0].pauses, 0);
-    assert_int_equal(jobs_check(jobs, 1, "job with pausing blocked"), 0);
-    jobs_free(jobs, 1);
-    assert_int_equal(dlt(&a, &b, C_REQ), 1);
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        jobs = jobs_new(&g_wa, 1, WAKE_CB, &ci, 1, 0);
+        jobs[0].no_wctx = v[i].no_wctx;
+        jobs[0].block_pause = v[i].block_pause;
+        ctrs_read(&g_wa, &a);
+        assert_true(job_step(&jobs[0]));
+        ctrs_read(&g_wa, &b);
+        assert_true(jobs[0].finished);
+        assert_int_equal(jobs[0].pauses, 0);
+        assert_int_equal(jobs_check(jobs, 1, v[i].what), 0);
+        jobs_free(jobs, 1);
+        assert_int_equal(dlt(&a, &b, C_REQ), 1);
+        if (v[i].no_wctx) {
+            assert_int_equal(dlt(&a, &b, C_SYNC), 1);
+            assert_int_equal(dlt(&a, &b, C_ASYNC), 0);
+        }
+    }
 }
 
 /* ---- wrong key types, below EVP ---- */
@@ -2955,6 +2969,69 @@ static void tg_keydata_free(struct world *w, const char *type, void *kd)
 }
 
 /*
+ * tlsgate's signature alg given key objects of other types: sign init with `sign`, verify
+ * init with `verify`, digest-sign init with `dsign`, digest-verify init with `dverify`
+ * (NULL: not tried); each must fail.
+ */
+static void signature_refuses(struct world *w, const char *alg, void *sign, void *verify,
+                              void *dsign, void *dverify)
+{
+    const OSSL_DISPATCH *d = tg_dispatch(w, OSSL_OP_SIGNATURE, alg);
+    void *ctx;
+
+    assert_non_null(d);
+    ctx = ((OSSL_FUNC_signature_newctx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_NEWCTX))(
+        OSSL_PROVIDER_get0_provider_ctx(w->tg), NULL);
+    assert_non_null(ctx);
+    if (sign != NULL)
+        assert_int_equal(((OSSL_FUNC_signature_sign_init_fn *)dfn(
+                             d, OSSL_FUNC_SIGNATURE_SIGN_INIT))(ctx, sign, NULL),
+                         0);
+    if (verify != NULL)
+        assert_int_equal(((OSSL_FUNC_signature_verify_init_fn *)dfn(
+                             d, OSSL_FUNC_SIGNATURE_VERIFY_INIT))(ctx, verify, NULL),
+                         0);
+    if (dsign != NULL)
+        assert_int_equal(((OSSL_FUNC_signature_digest_sign_init_fn *)dfn(
+                             d, OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT))(ctx, "SHA256", dsign, NULL),
+                         0);
+    if (dverify != NULL)
+        assert_int_equal(
+            ((OSSL_FUNC_signature_digest_verify_init_fn *)dfn(
+                d, OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT))(ctx, "SHA256", dverify, NULL),
+            0);
+    ((OSSL_FUNC_signature_freectx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_FREECTX))(ctx);
+}
+
+/*
+ * tlsgate's key exchange alg: init with a key of another type (`wrong`) fails, with its
+ * own (`own`) works; a peer of another type (`wrong_peer`) is refused, and derive without a
+ * peer fails.
+ */
+static void keyexch_refuses(struct world *w, const char *alg, void *wrong, void *own,
+                            void *wrong_peer)
+{
+    const OSSL_DISPATCH *d = tg_dispatch(w, OSSL_OP_KEYEXCH, alg);
+    unsigned char out[512];
+    size_t outlen = 0;
+    void *ctx;
+
+    assert_non_null(d);
+    ctx = ((OSSL_FUNC_keyexch_newctx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_NEWCTX))(
+        OSSL_PROVIDER_get0_provider_ctx(w->tg));
+    assert_non_null(ctx);
+    assert_int_equal(
+        ((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, wrong, NULL), 0);
+    assert_int_equal(((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, own, NULL),
+                     1);
+    assert_int_equal(
+        ((OSSL_FUNC_keyexch_set_peer_fn *)dfn(d, OSSL_FUNC_KEYEXCH_SET_PEER))(ctx, wrong_peer), 0);
+    assert_true(((OSSL_FUNC_keyexch_derive_fn *)dfn(d, OSSL_FUNC_KEYEXCH_DERIVE))(
+                    ctx, out, &outlen, sizeof(out)) <= 0);
+    ((OSSL_FUNC_keyexch_freectx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_FREECTX))(ctx);
+}
+
+/*
  * EVP never hands a provider a key of another type, but a provider must not trust that:
  * tlsgate's RSA signature given an EC key object (and every other mismatch) fails cleanly
  * at init. (The default provider would crash here: it casts.)
@@ -2968,39 +3045,10 @@ static void test_wrong_key_type_dispatch(void **state)
     void *x = tg_keydata(w, "X25519", w->keys[K_X25519]);
     const OSSL_DISPATCH *d;
     void *ctx;
-    unsigned char out[512];
-    size_t outlen = 0;
 
     (void)state;
-    /* signatures */
-    d = tg_dispatch(w, OSSL_OP_SIGNATURE, "RSA");
-    assert_non_null(d);
-    ctx = ((OSSL_FUNC_signature_newctx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_NEWCTX))(provctx, NULL);
-    assert_non_null(ctx);
-    assert_int_equal(
-        ((OSSL_FUNC_signature_sign_init_fn *)dfn(d, OSSL_FUNC_SIGNATURE_SIGN_INIT))(ctx, ec, NULL),
-        0);
-    assert_int_equal(((OSSL_FUNC_signature_verify_init_fn *)dfn(
-                         d, OSSL_FUNC_SIGNATURE_VERIFY_INIT))(ctx, x, NULL),
-                     0);
-    assert_int_equal(((OSSL_FUNC_signature_digest_sign_init_fn *)dfn(
-                         d, OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT))(ctx, "SHA256", ec, NULL),
-                     0);
-    assert_int_equal(((OSSL_FUNC_signature_digest_verify_init_fn *)dfn(
-                         d, OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT))(ctx, "SHA256", x, NULL),
-                     0);
-    ((OSSL_FUNC_signature_freectx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_FREECTX))(ctx);
-    d = tg_dispatch(w, OSSL_OP_SIGNATURE, "ECDSA");
-    assert_non_null(d);
-    ctx = ((OSSL_FUNC_signature_newctx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_NEWCTX))(provctx, NULL);
-    assert_non_null(ctx);
-    assert_int_equal(
-        ((OSSL_FUNC_signature_sign_init_fn *)dfn(d, OSSL_FUNC_SIGNATURE_SIGN_INIT))(ctx, rsa, NULL),
-        0);
-    assert_int_equal(((OSSL_FUNC_signature_digest_sign_init_fn *)dfn(
-                         d, OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT))(ctx, "SHA256", x, NULL),
-                     0);
-    ((OSSL_FUNC_signature_freectx_fn *)dfn(d, OSSL_FUNC_SIGNATURE_FREECTX))(ctx);
+    signature_refuses(w, "RSA", ec, x, ec, x);
+    signature_refuses(w, "ECDSA", rsa, NULL, x, NULL);
     /* decryption */
     d = tg_dispatch(w, OSSL_OP_ASYM_CIPHER, "RSA");
     assert_non_null(d);
@@ -3014,32 +3062,8 @@ static void test_wrong_key_type_dispatch(void **state)
                      0);
     ((OSSL_FUNC_asym_cipher_freectx_fn *)dfn(d, OSSL_FUNC_ASYM_CIPHER_FREECTX))(ctx);
     /* key exchange: wrong key, wrong peer, then derive without a peer */
-    d = tg_dispatch(w, OSSL_OP_KEYEXCH, "ECDH");
-    assert_non_null(d);
-    ctx = ((OSSL_FUNC_keyexch_newctx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_NEWCTX))(provctx);
-    assert_non_null(ctx);
-    assert_int_equal(((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, x, NULL),
-                     0);
-    assert_int_equal(((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, ec, NULL),
-                     1);
-    assert_int_equal(
-        ((OSSL_FUNC_keyexch_set_peer_fn *)dfn(d, OSSL_FUNC_KEYEXCH_SET_PEER))(ctx, rsa), 0);
-    assert_true(((OSSL_FUNC_keyexch_derive_fn *)dfn(d, OSSL_FUNC_KEYEXCH_DERIVE))(
-                    ctx, out, &outlen, sizeof(out)) <= 0);
-    ((OSSL_FUNC_keyexch_freectx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_FREECTX))(ctx);
-    d = tg_dispatch(w, OSSL_OP_KEYEXCH, "X25519");
-    assert_non_null(d);
-    ctx = ((OSSL_FUNC_keyexch_newctx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_NEWCTX))(provctx);
-    assert_non_null(ctx);
-    assert_int_equal(((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, ec, NULL),
-                     0);
-    assert_int_equal(((OSSL_FUNC_keyexch_init_fn *)dfn(d, OSSL_FUNC_KEYEXCH_INIT))(ctx, x, NULL),
-                     1);
-    assert_int_equal(((OSSL_FUNC_keyexch_set_peer_fn *)dfn(d, OSSL_FUNC_KEYEXCH_SET_PEER))(ctx, ec),
-                     0);
-    assert_true(((OSSL_FUNC_keyexch_derive_fn *)dfn(d, OSSL_FUNC_KEYEXCH_DERIVE))(
-                    ctx, out, &outlen, sizeof(out)) <= 0);
-    ((OSSL_FUNC_keyexch_freectx_fn *)dfn(d, OSSL_FUNC_KEYEXCH_FREECTX))(ctx);
+    keyexch_refuses(w, "ECDH", x, ec, rsa);
+    keyexch_refuses(w, "X25519", ec, x, ec);
     tg_keydata_free(w, "RSA", rsa);
     tg_keydata_free(w, "EC", ec);
     tg_keydata_free(w, "X25519", x);
@@ -3765,15 +3789,7 @@ static void test_app_spurious(void **state)
     jobs_free(jobs, 3);
     assert_true(dlt(&a, &b, C_RESUME) >= 1);
     assert_int_equal(dlt(&a, &b, C_POLL), 0);
-    {
-        size_t *cases = calloc(g_ncases, sizeof(*cases));
-        size_t nmix = mix_cases(cases);
-        int bad = run_rounds(w, cases, nmix, 8, WAKE_FD, 1);
-
-        bad += run_rounds(w, cases, nmix, 3, WAKE_CB, 1);
-        free(cases);
-        assert_int_equal(bad, 0);
-    }
+    assert_int_equal(mix_rounds(w, 0, 8, WAKE_FD, 1) + mix_rounds(w, 0, 3, WAKE_CB, 1), 0);
 }
 
 /* World A keeps its timer while B (poll_mode=app) is loaded. */
