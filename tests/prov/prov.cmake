@@ -5,12 +5,14 @@
 # prov_valgrind: the same binary under valgrind memcheck on mb8's portable path, with
 # PROV_TEST_QUICK=1 (no RSA-4096, no 64-job runs, fewer keys). Not in sanitizer builds
 # (valgrind and ASan do not mix); there tlsgate.so itself is built without sanitizers.
-add_executable(prov_test ${CMAKE_SOURCE_DIR}/tests/prov/prov_test.c)
+add_executable(prov_test ${CMAKE_SOURCE_DIR}/tests/prov/prov_test.c
+                         ${CMAKE_SOURCE_DIR}/prov/waitfd.c) # tg_names_contain
 target_compile_definitions(prov_test PRIVATE
                            TLSGATE_PROV_DIR="${CMAKE_BINARY_DIR}"
                            PROV_RSA_KEYS_DIR="${CMAKE_SOURCE_DIR}/tests/diff/rsa_keys")
 target_link_libraries(prov_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto Threads::Threads)
-target_include_directories(prov_test PRIVATE ${CMAKE_SOURCE_DIR}/prov/include) # the metrics layout
+target_include_directories(prov_test PRIVATE ${CMAKE_SOURCE_DIR}/prov/include # the metrics layout
+                                             ${CMAKE_SOURCE_DIR}/prov)
 if(TARGET tlsgate_prov)
   add_dependencies(prov_test tlsgate_prov)
 endif()

@@ -62,6 +62,7 @@
 #include <pthread.h>
 
 #include "tlsgate/prov.h"
+#include "waitfd.h" /* tg_names_contain */
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -2904,21 +2905,6 @@ static void test_async_no_wctx_block_pause(void **state)
 
 /* ---- wrong key types, below EVP ---- */
 
-static int names_contain(const char *names, const char *name)
-{
-    size_t len = strlen(name);
-
-    while (names != NULL && *names != '\0') {
-        const char *end = strchr(names, ':');
-        size_t n = end != NULL ? (size_t)(end - names) : strlen(names);
-
-        if (n == len && strncmp(names, name, len) == 0)
-            return 1;
-        names = end != NULL ? end + 1 : NULL;
-    }
-    return 0;
-}
-
 /* tlsgate's implementation of name for operation op (its tables are static). */
 static const OSSL_DISPATCH *tg_dispatch(struct world *w, int op, const char *name)
 {
@@ -2927,7 +2913,7 @@ static const OSSL_DISPATCH *tg_dispatch(struct world *w, int op, const char *nam
     const OSSL_DISPATCH *d = NULL;
 
     for (a = algs; a != NULL && a->algorithm_names != NULL && d == NULL; a++)
-        if (names_contain(a->algorithm_names, name))
+        if (tg_names_contain(a->algorithm_names, name))
             d = a->implementation;
     OSSL_PROVIDER_unquery_operation(w->tg, op, algs);
     return d;
