@@ -20,6 +20,8 @@
  *   compute.c      mb8 scratch and one batch's computation (on a stack of its own in a job)
  *   timer.c        the timer thread (applications that do not poll)
  *   metrics.c      counters and histograms, the metrics snapshot
+ *   upcalls.c      the core's functions kept at init: errors, settings (shared with
+ *                  tests/fakeaccel, as waitfd.c is)
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
@@ -39,6 +41,7 @@
 #include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
+#include "upcalls.h"
 
 #define TG_PROV_NAME "tlsgate"
 #define TG_ALG_PROPS "provider=tlsgate"
@@ -78,10 +81,7 @@ struct tg_impl {
 
 /* The provider instance (provctx). */
 typedef struct tg_prov {
-    const OSSL_CORE_HANDLE *handle;
-    OSSL_FUNC_core_new_error_fn *core_new_error;
-    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
-    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    struct tg_core core; /* the handle and the core's functions (upcalls.h) */
 
     /* Private library context with only the default provider. */
     OSSL_LIB_CTX *libctx;

@@ -9,7 +9,7 @@ set(FAKEACCEL_DIR ${CMAKE_SOURCE_DIR}/tests/fakeaccel)
 add_library(fakeaccel MODULE ${FAKEACCEL_DIR}/fakeaccel.c ${FAKEACCEL_DIR}/accel.c
                              ${FAKEACCEL_DIR}/keymgmt.c ${FAKEACCEL_DIR}/signature.c
                              ${FAKEACCEL_DIR}/asym_cipher.c
-                             ${CMAKE_SOURCE_DIR}/prov/waitfd.c)
+                             ${CMAKE_SOURCE_DIR}/prov/waitfd.c ${CMAKE_SOURCE_DIR}/prov/upcalls.c)
 target_include_directories(fakeaccel PRIVATE ${CMAKE_SOURCE_DIR}/prov)
 set_target_properties(fakeaccel PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}
                                            C_VISIBILITY_PRESET hidden)

@@ -15,6 +15,8 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 
+#include "upcalls.h" /* struct tg_core (prov/upcalls.h) */
+
 #define FA_PROV_NAME "fakeaccel"
 #define FA_PROV_VERSION "0.1.0"
 
@@ -44,10 +46,7 @@ struct fa_req;
 
 /* One provider instance (the provctx). */
 typedef struct fa_prov {
-    const OSSL_CORE_HANDLE *handle;
-    OSSL_FUNC_core_new_error_fn *core_new_error;
-    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
-    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    struct tg_core core; /* the handle and the core's functions (prov/upcalls.h) */
 
     /* Private library context with only the default provider: every real computation. */
     OSSL_LIB_CTX *libctx;
