@@ -424,13 +424,11 @@ typedef struct {
     TG_HYB *key;
 } TG_KEMCTX;
 
+_Static_assert(offsetof(TG_KEMCTX, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *kem_newctx(void *provctx)
 {
-    TG_KEMCTX *c = OPENSSL_zalloc(sizeof(*c));
-
-    if (c != NULL)
-        c->prov = provctx;
-    return c;
+    return tg_ctx_new(provctx, sizeof(TG_KEMCTX));
 }
 
 static void kem_freectx(void *ctx)

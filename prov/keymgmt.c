@@ -488,6 +488,27 @@ done:
     return ok;
 }
 
+int tg_rsa_private(TG_PROV *prov, TG_KEY *k, const uint8_t *in, uint8_t *out, int probe)
+{
+    uint8_t blind[512], unblind[512];
+    struct tg_req r;
+    int ok;
+
+    if (k->rsa.len > sizeof(blind) || !tg_rsa_blinding(k, blind, unblind))
+        return 0;
+    memset(&r, 0, sizeof(r));
+    r.op = tg_rsa_op(k->rsa.bits);
+    r.probe = probe;
+    r.in = in;
+    r.out = out;
+    r.key = k->rsa.key;
+    r.blind = blind;
+    r.unblind = unblind;
+    ok = tg_batch_run(prov, &r) && r.status == MB8_STATUS_OK;
+    OPENSSL_cleanse(unblind, k->rsa.len);
+    return ok;
+}
+
 /* ---- forwarding ---- */
 
 #define KM(kt, id, type)                                                                           \

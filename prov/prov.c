@@ -35,6 +35,15 @@ void tg_raise(const TG_PROV *prov, const char *file, int line, const char *func,
     va_end(ap);
 }
 
+void *tg_ctx_new(void *provctx, size_t size)
+{
+    TG_PROV **prov = OPENSSL_zalloc(size);
+
+    if (prov != NULL)
+        *prov = provctx;
+    return prov;
+}
+
 static const OSSL_ITEM tg_reason_strings[] = {
     {TG_R_BAD_ARGUMENT, "tlsgate: bad argument"},
     {TG_R_DELEGATION_FAILED, "tlsgate: default provider call failed"},

@@ -180,8 +180,7 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
     size_t len = k->rsa.len;
     char mdname[64] = "", mgf1name[64] = "";
     int pad = 0, saltlen = -1, ok;
-    uint8_t em[512], blind[512], unblind[512];
-    struct tg_req r;
+    uint8_t em[512];
     OSSL_PARAM q[5];
 
     if (sigsize < len || len > sizeof(em))
@@ -213,21 +212,12 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
         ok = 0;
         break;
     }
-    if (!ok || !tg_rsa_blinding(k, blind, unblind))
-        return -1; /* the default provider reports the precise error */
-    memset(&r, 0, sizeof(r));
-    r.op = tg_rsa_op(k->rsa.bits);
-    r.probe = probe;
-    r.in = em;
-    r.out = sig;
-    r.key = k->rsa.key;
-    r.blind = blind;
-    r.unblind = unblind;
-    ok = tg_batch_run(s->prov, &r) && r.status == MB8_STATUS_OK;
-    OPENSSL_cleanse(em, len);
-    OPENSSL_cleanse(unblind, len);
     if (!ok)
-        return -1; /* input >= n, or a lane that failed its fault check */
+        return -1; /* the default provider reports the precise error */
+    ok = tg_rsa_private(s->prov, k, em, sig, probe);
+    OPENSSL_cleanse(em, len);
+    if (!ok)
+        return -1; /* blinding failed, input >= n, or a lane that failed its fault check */
     *siglen = len;
     return 1;
 }
