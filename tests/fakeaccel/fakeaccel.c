@@ -55,6 +55,18 @@ void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func,
     va_end(ap);
 }
 
+int fa_pctx_get_params(EVP_PKEY_CTX *pctx, OSSL_PARAM params[])
+{
+    return pctx != NULL && EVP_PKEY_CTX_get_params(pctx, params) > 0;
+}
+
+int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[])
+{
+    if (params == NULL || params[0].key == NULL)
+        return 1;
+    return pctx != NULL && EVP_PKEY_CTX_set_params(pctx, params) > 0;
+}
+
 static const OSSL_ITEM fa_reason_strings[] = {
     {FA_R_INJECTED_FAILURE, "fakeaccel injected failure (fail_every)"},
     {FA_R_OPERATION_FAILED, "fakeaccel accelerated operation failed"},

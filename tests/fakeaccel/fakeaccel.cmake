@@ -30,6 +30,7 @@ target_link_libraries(fakeaccel PRIVATE OpenSSL::Crypto Threads::Threads)
 add_executable(fakeaccel_test ${FAKEACCEL_DIR}/fakeaccel_test.c)
 target_compile_definitions(fakeaccel_test PRIVATE FAKEACCEL_MODULE_DIR="${CMAKE_BINARY_DIR}")
 target_link_libraries(fakeaccel_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto Threads::Threads)
+target_include_directories(fakeaccel_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/prov) # test_util.h
 add_dependencies(fakeaccel_test fakeaccel)
 add_test(NAME fakeaccel_unit COMMAND fakeaccel_test)
 set_tests_properties(fakeaccel_unit PROPERTIES TIMEOUT 120)

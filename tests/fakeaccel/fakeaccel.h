@@ -93,6 +93,11 @@ void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func,
     fa_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
 
 /* accel.c */
+/* An operation context's parameters, forwarded to its inner context pctx (fakeaccel.c):
+ * refused when pctx is NULL (before init); an empty set is accepted as it is. */
+int fa_pctx_get_params(EVP_PKEY_CTX *pctx, OSSL_PARAM params[]);
+int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[]);
+
 int fa_accel_init(FA_PROV *prov);
 void fa_accel_cleanup(FA_PROV *prov);
 /*

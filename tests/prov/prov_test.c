@@ -10,8 +10,11 @@
  *
  * Every case of the table built by build_cases() is one EVP operation (digest sign, sign of
  * a precomputed digest, verify, decrypt, derive, keygen) with its parameters and seeded
- * pseudo-random input; it is run with "provider=default" (the reference, per world) and
- * with "?provider=tlsgate", and the two must agree:
+ * pseudo-random input. The cases are written as rows of tables (rsa_sign, rsa_verify,
+ * rsa_dec, rsa_pub, ec_sign, derives, others: struct spec says what a row's fields mean),
+ * which add_cases() turns into one case per key they are applied to. A case is run with
+ * "provider=default" (the reference, per world) and with "?provider=tlsgate" by one
+ * runner (run_case), and the two must agree:
  *   - at which stage it fails, if it fails (init, parameters, size query, operation);
  *   - the size query's answer;
  *   - the output: byte-identical for deterministic operations (PKCS#1 v1.5 and X9.31
@@ -62,6 +65,7 @@
 #include <pthread.h>
 
 #include "tlsgate/prov.h"
+#include "test_util.h"
 #include "waitfd.h" /* tg_names_contain */
 
 #if defined(__has_include)
@@ -133,17 +137,9 @@ static unsigned char *memdup_(const void *p, size_t n)
 
 static uint64_t now_ms(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000ULL + (uint64_t)ts.tv_nsec / 1000000ULL;
+    return tu_now_us() / 1000;
 }
 
-static void print_errors(const char *what)
-{
-    fprintf(stderr, "# %s; OpenSSL errors:\n", what);
-    ERR_print_errors_fp(stderr);
-}
 
 /* ---- keys ---- */
 
@@ -327,7 +323,7 @@ static EVP_PKEY *keygen(struct world *w, const char *type, const char *propq, in
     ok = ok && EVP_PKEY_generate(c, &k) > 0;
     EVP_PKEY_CTX_free(c);
     if (!ok)
-        print_errors(type);
+        tu_print_errors(type);
     return ok ? k : NULL;
 }
 
@@ -374,7 +370,7 @@ static EVP_PKEY *rsa_from_pq(struct world *w, const BIGNUM *p, const BIGNUM *q, 
          (params = OSSL_PARAM_BLD_to_param(bld)) != NULL &&
          (k = key_fromdata(w, "RSA", DF, EVP_PKEY_KEYPAIR, params)) != NULL;
     if (!ok)
-        print_errors("rsa_from_pq");
+        tu_print_errors("rsa_from_pq");
     OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_free(n);
@@ -509,7 +505,7 @@ static EVP_PKEY *encoded_peer(struct world *w, const char *type, EVP_PKEY *from,
     EVP_PKEY_CTX_free(c);
     OPENSSL_free(pub);
     if (!ok) {
-        print_errors("encoded_peer");
+        tu_print_errors("encoded_peer");
         EVP_PKEY_free(k);
         return NULL;
     }
@@ -608,7 +604,7 @@ static int world_keys(struct world *w)
                 continue;
             w->keys[id] = via_pem(w, a->keys[id], tgkm ? TG : DF);
             if (w->keys[id] == NULL) {
-                print_errors(key_names[id]);
+                tu_print_errors(key_names[id]);
                 return 0;
             }
         }
@@ -659,7 +655,7 @@ static int world_keys(struct world *w)
                        i == K_RSA2048_3P || i == K_RSA2048_UNBAL;
 
         if (w->keys[i] == NULL && !(optional && g_quick)) {
-            print_errors(key_names[i]);
+            tu_print_errors(key_names[i]);
             fprintf(stderr, "# %s: key %s missing\n", w->label, key_names[i]);
             return 0;
         }
@@ -1209,7 +1205,7 @@ static unsigned char *df_encrypt(int key, int pad, const char *oaep_md, const ch
     ok = ok && EVP_PKEY_encrypt(pc, ct, &len, pt, ptlen) > 0;
     EVP_PKEY_CTX_free(pc);
     if (!ok) {
-        print_errors("df_encrypt");
+        tu_print_errors("df_encrypt");
         fail_msg("encrypting for %s", key_names[key]);
     }
     *ctlen = len;
@@ -1269,7 +1265,7 @@ static void df_sign_for(const struct tcase *sc, unsigned char **sig, size_t *sig
     assert_non_null(r);
     run_case(&g_wa, sc, DF, r);
     if (r->stage != ST_OK) {
-        print_errors(sc->name);
+        tu_print_errors(sc->name);
         fail_msg("default provider cannot sign for %s", sc->name);
     }
     *sig = memdup_(r->out, r->outlen);
@@ -2029,7 +2025,7 @@ static int world_load(struct world *w)
     w->tg = load_tlsgate(w->libctx, w->app_poll);
     w->df = OSSL_PROVIDER_load(w->libctx, "default");
     if (w->tg == NULL || w->df == NULL) {
-        print_errors("loading tlsgate.so from " TLSGATE_PROV_DIR " and the default provider");
+        tu_print_errors("loading tlsgate.so from " TLSGATE_PROV_DIR " and the default provider");
         return 0;
     }
     if (!world_keys(w))
@@ -2079,12 +2075,9 @@ static struct world *world_b(void)
 
 static uint64_t ctr(struct world *w, const char *name)
 {
-    uint64_t v = UINT64_MAX;
-    OSSL_PARAM p[2];
+    uint64_t v = tu_param_u64(w->tg, name);
 
-    p[0] = OSSL_PARAM_construct_uint64(name, &v);
-    p[1] = OSSL_PARAM_construct_end();
-    if (!OSSL_PROVIDER_get_params(w->tg, p))
+    if (v == UINT64_MAX)
         fail_msg("provider parameter %s", name);
     return v;
 }
@@ -2213,16 +2206,7 @@ static int job_step(struct job *j)
     j->steps++;
     r = ASYNC_start_job(&j->job, j->no_wctx ? NULL : j->wctx, &j->ret, job_fn, &jp, sizeof(jp));
     j->started = 1;
-    if (r == ASYNC_PAUSE) {
-        j->pauses++;
-        return 1;
-    }
-    if (r == ASYNC_FINISH) {
-        j->finished = 1;
-        return 1;
-    }
-    fprintf(stderr, "# ASYNC_start_job: %d\n", r);
-    return 0;
+    return tu_job_started(r, &j->pauses, &j->finished);
 }
 
 static struct job *jobs_new(struct world *w, int n, enum wake mode, const size_t *cases,
@@ -2492,7 +2476,7 @@ static int group_setup(void **state)
     if (g_wake_efd < 0 || !ASYNC_is_capable())
         return -1;
     if (!world_load(&g_wa)) {
-        print_errors("setup");
+        tu_print_errors("setup");
         return -1;
     }
     fprintf(stderr, "# %zu cases, seed %llu%s\n", g_ncases, g_seed, g_quick ? ", quick" : "");
