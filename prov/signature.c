@@ -115,15 +115,23 @@ static void *inner_key(void *provkey)
     return provkey != NULL ? ((TG_KEY *)provkey)->inner : NULL;
 }
 
-static int sig_sign_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+/* provkey (NULL: none) becomes s's key: 1, or 0 (error raised) for a key of another type. */
+static int sig_take_key(TG_SIG *s, void *provkey)
 {
-    TG_SIG *s = ctx;
-
     if (provkey != NULL && sig_key(s, provkey) == NULL) {
         TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
         return 0;
     }
     s->key = provkey;
+    return 1;
+}
+
+static int sig_sign_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    if (!sig_take_key(s, provkey))
+        return 0;
     EVP_MD_CTX_free(s->mdctx);
     s->mdctx = NULL;
     return SIGF(s, SIGN_INIT, sign_init)(s->inner, inner_key(provkey), params);
@@ -133,12 +141,8 @@ static int sig_verify_init(void *ctx, void *provkey, const OSSL_PARAM params[])
 {
     TG_SIG *s = ctx;
 
-    if (provkey != NULL && sig_key(s, provkey) == NULL) {
-        TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
-        return 0;
-    }
-    s->key = provkey;
-    return SIGF(s, VERIFY_INIT, verify_init)(s->inner, inner_key(provkey), params);
+    return sig_take_key(s, provkey) &&
+           SIGF(s, VERIFY_INIT, verify_init)(s->inner, inner_key(provkey), params);
 }
 
 static int sig_verify(void *ctx, const unsigned char *sig, size_t siglen, const unsigned char *tbs,
