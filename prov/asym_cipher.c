@@ -120,8 +120,7 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
     char oaep_md[64] = "", mgf1_md[64] = "";
     void *label = NULL;
     size_t labellen = 0;
-    uint8_t ct[512], em[512], blind[512], unblind[512];
-    struct tg_req r;
+    uint8_t ct[512], em[512];
     OSSL_PARAM q[7];
 
     if (inlen > len || inlen == 0 || len > sizeof(em))
@@ -154,19 +153,7 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
     /* I2OSP of the ciphertext at the modulus length (RFC 8017 §7.2.2 step 2) */
     memset(ct, 0, len - inlen);
     memcpy(ct + len - inlen, in, inlen);
-    if (!tg_rsa_blinding(k, blind, unblind))
-        return -1;
-    memset(&r, 0, sizeof(r));
-    r.op = tg_rsa_op(k->rsa.bits);
-    r.probe = probe;
-    r.in = ct;
-    r.out = em;
-    r.key = k->rsa.key;
-    r.blind = blind;
-    r.unblind = unblind;
-    ok = tg_batch_run(c->prov, &r) && r.status == MB8_STATUS_OK;
-    OPENSSL_cleanse(unblind, len);
-    if (!ok) {
+    if (!tg_rsa_private(c->prov, k, ct, em, probe)) {
         OPENSSL_cleanse(em, len);
         return -1; /* c >= n, or a lane that failed its fault check */
     }

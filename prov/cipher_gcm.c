@@ -10,7 +10,7 @@
  * in the environment does the same (tests, and an operator's way out).
  *
  * Behaviour follows the default provider's AES-GCM (same bytes, same successes and
- * failures, checked by tests/prov/gcm_test.c against it):
+ * failures, checked by tests/prov/cipher_gcm_test.c against it):
  * - the streaming interface: init with key and/or IV, AAD by update(out = NULL), data by
  *   update, final (encryption: the tag is then readable; decryption: the tag must have
  *   been set, and final fails on a mismatch), an IV used once (a second final or update

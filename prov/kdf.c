@@ -639,13 +639,20 @@ static void *dflt_ctx(TG_KDF *x)
 
 /* ---- dispatch ---- */
 
+_Static_assert(offsetof(TG_KDF, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *kdf_newctx(void *provctx)
 {
-    TG_KDF *x = OPENSSL_zalloc(sizeof(*x));
+    return tg_ctx_new(provctx, sizeof(TG_KDF));
+}
 
-    if (x != NULL)
-        x->prov = provctx;
-    return x;
+/* Frees a TG_KDF or TG_PRF context, wiped by its reset. */
+static void ctx_free(void *vctx, void (*reset)(void *))
+{
+    if (vctx == NULL)
+        return;
+    reset(vctx);
+    OPENSSL_free(vctx);
 }
 
 static void kdf_reset(void *vctx)
@@ -665,10 +672,7 @@ static void kdf_reset(void *vctx)
 
 static void kdf_freectx(void *vctx)
 {
-    if (vctx == NULL)
-        return;
-    kdf_reset(vctx);
-    OPENSSL_free(vctx);
+    ctx_free(vctx, kdf_reset);
 }
 
 static void *kdf_dupctx(void *vctx)
@@ -791,13 +795,11 @@ typedef struct tg_prf {
 #define PRFF(id, type)                                                                             \
     TG_DFLT(tg_dflt_kdf_tls1_prf, OSSL_FUNC_KDF_##id, OSSL_FUNC_kdf_##type##_fn *)
 
+_Static_assert(offsetof(TG_PRF, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *prf_newctx(void *provctx)
 {
-    TG_PRF *x = OPENSSL_zalloc(sizeof(*x));
-
-    if (x != NULL)
-        x->prov = provctx;
-    return x;
+    return tg_ctx_new(provctx, sizeof(TG_PRF));
 }
 
 static void prf_reset(void *vctx)
@@ -814,10 +816,7 @@ static void prf_reset(void *vctx)
 
 static void prf_freectx(void *vctx)
 {
-    if (vctx == NULL)
-        return;
-    prf_reset(vctx);
-    OPENSSL_free(vctx);
+    ctx_free(vctx, prf_reset);
 }
 
 static void *prf_dupctx(void *vctx)

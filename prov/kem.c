@@ -424,13 +424,11 @@ typedef struct {
     TG_HYB *key;
 } TG_KEMCTX;
 
+_Static_assert(offsetof(TG_KEMCTX, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *kem_newctx(void *provctx)
 {
-    TG_KEMCTX *c = OPENSSL_zalloc(sizeof(*c));
-
-    if (c != NULL)
-        c->prov = provctx;
-    return c;
+    return tg_ctx_new(provctx, sizeof(TG_KEMCTX));
 }
 
 static void kem_freectx(void *ctx)
@@ -468,6 +466,20 @@ static int kem_encaps_init(void *ctx, void *key, const OSSL_PARAM params[])
 static int kem_decaps_init(void *ctx, void *key, const OSSL_PARAM params[])
 {
     return kem_init(ctx, key, 1);
+}
+
+/* The end of an en- or decapsulation: unless ok, the error (reason, "<group> <what>
+ * failed"); the ECDH key freed and the secrets ss wiped either way. Returns ok. */
+static int kem_end(TG_KEMCTX *c, int ok, void *ecdh, uint8_t ss[2 * SSB], uint32_t reason,
+                   const char *what)
+{
+    const struct tg_hyb_alg *a = c->key->alg;
+
+    if (!ok)
+        TG_RAISE(c->prov, reason, "%s %s failed", a->name, what);
+    ecdh_free(a, ecdh);
+    OPENSSL_cleanse(ss, 2 * SSB);
+    return ok;
 }
 
 /* The server's side: (server share, shared secret) for the client's share. */
@@ -508,11 +520,7 @@ static int kem_encapsulate(void *ctx, unsigned char *out, size_t *outlen, unsign
     *secretlen = 2 * SSB;
     ok = 1;
 done:
-    if (!ok)
-        TG_RAISE(c->prov, TG_R_INTERNAL, "%s encapsulation failed", a->name);
-    ecdh_free(a, eph);
-    OPENSSL_cleanse(ss, sizeof(ss));
-    return ok;
+    return kem_end(c, ok, eph, ss, TG_R_INTERNAL, "encapsulation");
 }
 
 /* The client's side: the shared secret from the server's share. A server share of the
@@ -556,11 +564,7 @@ static int kem_decapsulate(void *ctx, unsigned char *out, size_t *outlen, const 
     *outlen = 2 * SSB;
     ok = 1;
 done:
-    if (!ok)
-        TG_RAISE(c->prov, TG_R_BAD_INPUT, "%s decapsulation failed", a->name);
-    ecdh_free(a, peer);
-    OPENSSL_cleanse(ss, sizeof(ss));
-    return ok;
+    return kem_end(c, ok, peer, ss, TG_R_BAD_INPUT, "decapsulation");
 }
 
 static int kem_set_ctx_params(void *ctx, const OSSL_PARAM params[])

@@ -210,24 +210,26 @@ static int kex_get_ctx_params(void *ctx, OSSL_PARAM params[])
     return f != NULL ? f(x->inner, params) : 1;
 }
 
+/* The default provider's settable or gettable list (id: its OSSL_FUNC_KEYEXCH_* id, both
+ * functions have the same type) for ctx, of impl; NULL when it has none. */
+static const OSSL_PARAM *kex_param_list(const struct tg_impl *impl, int id, void *ctx,
+                                        void *provctx)
+{
+    TG_KEX *x = ctx;
+    OSSL_FUNC_keyexch_settable_ctx_params_fn *f =
+        TG_DFLT(*impl, id, OSSL_FUNC_keyexch_settable_ctx_params_fn *);
+
+    return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx) : NULL;
+}
+
 #define TG_KEX_TYPE(name, IMPL)                                                                    \
     static const OSSL_PARAM *name##_settable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_KEX *x = ctx;                                                                           \
-        OSSL_FUNC_keyexch_settable_ctx_params_fn *f =                                              \
-            TG_DFLT(IMPL, OSSL_FUNC_KEYEXCH_SETTABLE_CTX_PARAMS,                                   \
-                    OSSL_FUNC_keyexch_settable_ctx_params_fn *);                                   \
-        return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx)      \
-                         : NULL;                                                                   \
+        return kex_param_list(&(IMPL), OSSL_FUNC_KEYEXCH_SETTABLE_CTX_PARAMS, ctx, provctx);       \
     }                                                                                              \
     static const OSSL_PARAM *name##_gettable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_KEX *x = ctx;                                                                           \
-        OSSL_FUNC_keyexch_gettable_ctx_params_fn *f =                                              \
-            TG_DFLT(IMPL, OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS,                                   \
-                    OSSL_FUNC_keyexch_gettable_ctx_params_fn *);                                   \
-        return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx)      \
-                         : NULL;                                                                   \
+        return kex_param_list(&(IMPL), OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS, ctx, provctx);       \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_keyexch_functions[] = {                                        \
         {OSSL_FUNC_KEYEXCH_NEWCTX, (void (*)(void))name##_newctx},                                 \

@@ -488,6 +488,27 @@ done:
     return ok;
 }
 
+int tg_rsa_private(TG_PROV *prov, TG_KEY *k, const uint8_t *in, uint8_t *out, int probe)
+{
+    uint8_t blind[512], unblind[512];
+    struct tg_req r;
+    int ok;
+
+    if (k->rsa.len > sizeof(blind) || !tg_rsa_blinding(k, blind, unblind))
+        return 0;
+    memset(&r, 0, sizeof(r));
+    r.op = tg_rsa_op(k->rsa.bits);
+    r.probe = probe;
+    r.in = in;
+    r.out = out;
+    r.key = k->rsa.key;
+    r.blind = blind;
+    r.unblind = unblind;
+    ok = tg_batch_run(prov, &r) && r.status == MB8_STATUS_OK;
+    OPENSSL_cleanse(unblind, k->rsa.len);
+    return ok;
+}
+
 /* ---- forwarding ---- */
 
 #define KM(kt, id, type)                                                                           \
@@ -686,19 +707,25 @@ static const uint8_t p256_order[32] = {
     0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
 };
 
-int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32])
+/* A uniform scalar in [1, order-1] of len (32 or 48) bytes, big-endian, into out. */
+static int random_scalar(TG_PROV *prov, uint8_t *out, const uint8_t *order, size_t len)
 {
-    static const uint8_t zero[32] = {0};
+    static const uint8_t zero[48] = {0};
     int tries;
 
     /* Rejection sampling; the loop only ever reveals that a discarded draw was rejected. */
     for (tries = 0; tries < 64; tries++) {
-        if (RAND_priv_bytes_ex(prov->libctx, out, 32, 0) <= 0)
+        if (RAND_priv_bytes_ex(prov->libctx, out, len, 0) <= 0)
             return 0;
-        if (ct_lt_be(out, p256_order, 32) & ct_lt_be(zero, out, 32))
+        if (ct_lt_be(out, order, len) & ct_lt_be(zero, out, len))
             return 1;
     }
     return 0;
+}
+
+int tg_p256_random_scalar(TG_PROV *prov, uint8_t out[32])
+{
+    return random_scalar(prov, out, p256_order, 32);
 }
 
 static const uint8_t p384_order[48] = {
@@ -709,16 +736,7 @@ static const uint8_t p384_order[48] = {
 
 int tg_p384_random_scalar(TG_PROV *prov, uint8_t out[48])
 {
-    static const uint8_t zero[48] = {0};
-    int tries;
-
-    for (tries = 0; tries < 64; tries++) {
-        if (RAND_priv_bytes_ex(prov->libctx, out, 48, 0) <= 0)
-            return 0;
-        if (ct_lt_be(out, p384_order, 48) & ct_lt_be(zero, out, 48))
-            return 1;
-    }
-    return 0;
+    return random_scalar(prov, out, p384_order, 48);
 }
 
 /* Imports a generated pair into a new default-provider key and wraps it (EC: P-384 when

@@ -5,7 +5,6 @@
  * Loaded as a module (build/tlsgate.so, OSSL_provider_init) or registered as a built-in
  * provider by the gateway (tlsgate_provider_init with OSSL_PROVIDER_add_builtin).
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,14 +30,18 @@ void tg_raise(const TG_PROV *prov, const char *file, int line, const char *func,
 {
     va_list ap;
 
-    if (prov == NULL || prov->core_new_error == NULL || prov->core_vset_error == NULL)
-        return;
-    prov->core_new_error(prov->handle);
-    if (prov->core_set_error_debug != NULL)
-        prov->core_set_error_debug(prov->handle, file, line, func);
     va_start(ap, fmt);
-    prov->core_vset_error(prov->handle, reason, fmt, ap);
+    tg_core_vraise(prov != NULL ? &prov->core : NULL, file, line, func, reason, fmt, ap);
     va_end(ap);
+}
+
+void *tg_ctx_new(void *provctx, size_t size)
+{
+    TG_PROV **prov = OPENSSL_zalloc(size);
+
+    if (prov != NULL)
+        *prov = provctx;
+    return prov;
 }
 
 static const OSSL_ITEM tg_reason_strings[] = {
@@ -336,21 +339,6 @@ static void tg_teardown(void *provctx)
 
 /* ---- configuration ---- */
 
-static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
-{
-    char *end;
-    unsigned long v;
-
-    if (s == NULL || *s == '\0' || s[0] == '-')
-        return 0;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > max)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_enable(const char *s, unsigned *out)
 {
     unsigned v = 0;
@@ -386,31 +374,24 @@ static int parse_enable(const char *s, unsigned *out)
 }
 
 /* flush_us, poll_mode, enable: the config section, then the environment. */
-static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
+static int read_config(TG_PROV *prov)
 {
-    const char *flush = NULL, *mode = NULL, *enable = NULL, *adaptive = NULL, *pool = NULL, *env;
+    struct tg_setting s[] = {
+        {"flush_us", "TLSGATE_FLUSH_US", NULL},   {"poll_mode", "TLSGATE_POLL_MODE", NULL},
+        {"enable", "TLSGATE_ENABLE", NULL},       {"adaptive", "TLSGATE_ADAPTIVE", NULL},
+        {"pool_size", "TLSGATE_POOL_SIZE", NULL},
+    };
+    const char *flush, *mode, *enable, *adaptive, *pool;
     unsigned long pool_size = 64;
-    OSSL_PARAM q[6];
 
-    q[0] = OSSL_PARAM_construct_utf8_ptr("flush_us", (char **)&flush, 0);
-    q[1] = OSSL_PARAM_construct_utf8_ptr("poll_mode", (char **)&mode, 0);
-    q[2] = OSSL_PARAM_construct_utf8_ptr("enable", (char **)&enable, 0);
-    q[3] = OSSL_PARAM_construct_utf8_ptr("adaptive", (char **)&adaptive, 0);
-    q[4] = OSSL_PARAM_construct_utf8_ptr("pool_size", (char **)&pool, 0);
-    q[5] = OSSL_PARAM_construct_end();
-    if (core_get_params != NULL && !core_get_params(prov->handle, q))
+    if (!tg_core_settings(&prov->core, s, sizeof(s) / sizeof(s[0])))
         return 0;
-    if ((env = getenv("TLSGATE_FLUSH_US")) != NULL)
-        flush = env;
-    if ((env = getenv("TLSGATE_POLL_MODE")) != NULL)
-        mode = env;
-    if ((env = getenv("TLSGATE_ENABLE")) != NULL)
-        enable = env;
-    if ((env = getenv("TLSGATE_ADAPTIVE")) != NULL)
-        adaptive = env;
-    if ((env = getenv("TLSGATE_POOL_SIZE")) != NULL)
-        pool = env;
-    if (pool != NULL && !parse_ulong(pool, 4096, &pool_size)) {
+    flush = s[0].value;
+    mode = s[1].value;
+    enable = s[2].value;
+    adaptive = s[3].value;
+    pool = s[4].value;
+    if (pool != NULL && !tg_parse_ulong(pool, 4096, &pool_size)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT, "pool_size=%s: expected 0..4096 (entries per pool)",
                  pool);
         return 0;
@@ -430,7 +411,7 @@ static int read_config(TG_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_par
             return 0;
         }
     }
-    if (flush != NULL && !parse_ulong(flush, 1000000, &prov->flush_us)) {
+    if (flush != NULL && !tg_parse_ulong(flush, 1000000, &prov->flush_us)) {
         TG_RAISE(prov, TG_R_BAD_ARGUMENT, "flush_us=%s: expected 0..1000000 (microseconds)", flush);
         return 0;
     }
@@ -477,36 +458,13 @@ static const OSSL_DISPATCH tg_provider_functions[] = {
 int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                           const OSSL_DISPATCH **out, void **provctx)
 {
-    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
-    OSSL_FUNC_core_thread_start_fn *thread_start = NULL;
     TG_PROV *prov;
 
     prov = OPENSSL_zalloc(sizeof(*prov));
     if (prov == NULL)
         return 0;
-    prov->handle = handle;
-    for (; in != NULL && in->function_id != 0; in++) {
-        switch (in->function_id) {
-        case OSSL_FUNC_CORE_GET_PARAMS:
-            core_get_params = OSSL_FUNC_core_get_params(in);
-            break;
-        case OSSL_FUNC_CORE_THREAD_START:
-            thread_start = OSSL_FUNC_core_thread_start(in);
-            break;
-        case OSSL_FUNC_CORE_NEW_ERROR:
-            prov->core_new_error = OSSL_FUNC_core_new_error(in);
-            break;
-        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
-            prov->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
-            break;
-        case OSSL_FUNC_CORE_VSET_ERROR:
-            prov->core_vset_error = OSSL_FUNC_core_vset_error(in);
-            break;
-        default:
-            break;
-        }
-    }
-    if (!read_config(prov, core_get_params))
+    tg_core_init(&prov->core, handle, in);
+    if (!read_config(prov))
         goto err;
     /* The private library context: the default provider does everything we delegate. */
     prov->libctx = OSSL_LIB_CTX_new();
@@ -528,7 +486,7 @@ int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *i
 
         pthread_once(&once, tg_register_stats);
     }
-    tg_batch_set_core(handle, thread_start);
+    tg_batch_set_core(handle, prov->core.thread_start);
     if (!tg_batch_init(prov))
         goto err;
     tg_pool_init();

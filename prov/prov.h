@@ -20,6 +20,8 @@
  *   compute.c      mb8 scratch and one batch's computation (on a stack of its own in a job)
  *   timer.c        the timer thread (applications that do not poll)
  *   metrics.c      counters and histograms, the metrics snapshot
+ *   upcalls.c      the core's functions kept at init: errors, settings (shared with
+ *                  tests/fakeaccel, as waitfd.c is)
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
@@ -39,6 +41,7 @@
 #include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
+#include "upcalls.h"
 
 #define TG_PROV_NAME "tlsgate"
 #define TG_ALG_PROPS "provider=tlsgate"
@@ -78,10 +81,7 @@ struct tg_impl {
 
 /* The provider instance (provctx). */
 typedef struct tg_prov {
-    const OSSL_CORE_HANDLE *handle;
-    OSSL_FUNC_core_new_error_fn *core_new_error;
-    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
-    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    struct tg_core core; /* the handle and the core's functions (upcalls.h) */
 
     /* Private library context with only the default provider. */
     OSSL_LIB_CTX *libctx;
@@ -155,6 +155,15 @@ int tg_key_acc(TG_KEY *k);
  * (k->rsa.len bytes each, big-endian). Returns 1, or 0 on a bignum failure.
  */
 int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind);
+
+/*
+ * The RSA private-key operation of k (accelerated RSA only) on in (k->rsa.len bytes,
+ * big-endian) into out (as long), blinded (tg_rsa_blinding) and through the batch queues
+ * (tg_batch_run, with probe as tg_batch_want set it). Returns 1, or 0 when blinding fails,
+ * in >= n, or the lane fails its fault check (out is then to be wiped by the caller). The
+ * unblinding factor is wiped before return.
+ */
+int tg_rsa_private(TG_PROV *prov, TG_KEY *k, const uint8_t *in, uint8_t *out, int probe);
 
 /* "prime256v1", "P-256" or "secp256r1" (any case). */
 int tg_is_p256_name(const char *name);
@@ -387,6 +396,13 @@ int tg_pad_pss(TG_PROV *prov, uint8_t *em, size_t emlen, unsigned modbits, const
  */
 int tg_pad_tls_premaster(TG_PROV *prov, uint8_t out[48], const uint8_t *em, size_t emlen,
                          unsigned client_version, unsigned alt_version);
+
+/*
+ * A new zeroed operation context of `size` bytes for provider instance provctx, its first
+ * member (a TG_PROV *) set to it: the contexts that need nothing else at creation (kdf.c,
+ * kem.c). NULL when out of memory.
+ */
+void *tg_ctx_new(void *provctx, size_t size);
 
 /* ---- errors (prov.c) ---- */
 void tg_raise(const TG_PROV *prov, const char *file, int line, const char *func, uint32_t reason,

@@ -115,15 +115,23 @@ static void *inner_key(void *provkey)
     return provkey != NULL ? ((TG_KEY *)provkey)->inner : NULL;
 }
 
-static int sig_sign_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+/* provkey (NULL: none) becomes s's key: 1, or 0 (error raised) for a key of another type. */
+static int sig_take_key(TG_SIG *s, void *provkey)
 {
-    TG_SIG *s = ctx;
-
     if (provkey != NULL && sig_key(s, provkey) == NULL) {
         TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
         return 0;
     }
     s->key = provkey;
+    return 1;
+}
+
+static int sig_sign_init(void *ctx, void *provkey, const OSSL_PARAM params[])
+{
+    TG_SIG *s = ctx;
+
+    if (!sig_take_key(s, provkey))
+        return 0;
     EVP_MD_CTX_free(s->mdctx);
     s->mdctx = NULL;
     return SIGF(s, SIGN_INIT, sign_init)(s->inner, inner_key(provkey), params);
@@ -133,12 +141,8 @@ static int sig_verify_init(void *ctx, void *provkey, const OSSL_PARAM params[])
 {
     TG_SIG *s = ctx;
 
-    if (provkey != NULL && sig_key(s, provkey) == NULL) {
-        TG_RAISE(s->prov, TG_R_NO_KEY, "key of another type");
-        return 0;
-    }
-    s->key = provkey;
-    return SIGF(s, VERIFY_INIT, verify_init)(s->inner, inner_key(provkey), params);
+    return sig_take_key(s, provkey) &&
+           SIGF(s, VERIFY_INIT, verify_init)(s->inner, inner_key(provkey), params);
 }
 
 static int sig_verify(void *ctx, const unsigned char *sig, size_t siglen, const unsigned char *tbs,
@@ -180,8 +184,7 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
     size_t len = k->rsa.len;
     char mdname[64] = "", mgf1name[64] = "";
     int pad = 0, saltlen = -1, ok;
-    uint8_t em[512], blind[512], unblind[512];
-    struct tg_req r;
+    uint8_t em[512];
     OSSL_PARAM q[5];
 
     if (sigsize < len || len > sizeof(em))
@@ -213,21 +216,12 @@ static int rsa_sign_acc(TG_SIG *s, unsigned char *sig, size_t *siglen, size_t si
         ok = 0;
         break;
     }
-    if (!ok || !tg_rsa_blinding(k, blind, unblind))
-        return -1; /* the default provider reports the precise error */
-    memset(&r, 0, sizeof(r));
-    r.op = tg_rsa_op(k->rsa.bits);
-    r.probe = probe;
-    r.in = em;
-    r.out = sig;
-    r.key = k->rsa.key;
-    r.blind = blind;
-    r.unblind = unblind;
-    ok = tg_batch_run(s->prov, &r) && r.status == MB8_STATUS_OK;
-    OPENSSL_cleanse(em, len);
-    OPENSSL_cleanse(unblind, len);
     if (!ok)
-        return -1; /* input >= n, or a lane that failed its fault check */
+        return -1; /* the default provider reports the precise error */
+    ok = tg_rsa_private(s->prov, k, em, sig, probe);
+    OPENSSL_cleanse(em, len);
+    if (!ok)
+        return -1; /* blinding failed, input >= n, or a lane that failed its fault check */
     *siglen = len;
     return 1;
 }

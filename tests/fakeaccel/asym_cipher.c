@@ -107,38 +107,35 @@ static int fa_ciph_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t
 
 static int fa_ciph_get_ctx_params(void *ctx, OSSL_PARAM params[])
 {
-    FA_CIPH_CTX *c = ctx;
-
-    return c->pctx != NULL && EVP_PKEY_CTX_get_params(c->pctx, params) > 0;
+    return fa_pctx_get_params(((FA_CIPH_CTX *)ctx)->pctx, params);
 }
 
 static int fa_ciph_set_ctx_params(void *ctx, const OSSL_PARAM params[])
 {
-    FA_CIPH_CTX *c = ctx;
+    return fa_pctx_set_params(((FA_CIPH_CTX *)ctx)->pctx, params);
+}
 
-    if (params == NULL || params[0].key == NULL)
-        return 1;
-    return c->pctx != NULL && EVP_PKEY_CTX_set_params(c->pctx, params) > 0;
+/* What the inner context takes (settable: sets), or before init the default provider's. */
+static const OSSL_PARAM *ciph_params(void *ctx, void *provctx, int settable)
+{
+    FA_CIPH_CTX *c = ctx;
+    EVP_ASYM_CIPHER *dflt = ((FA_PROV *)provctx)->ciph_rsa;
+
+    if (c != NULL && c->pctx != NULL)
+        return settable ? EVP_PKEY_CTX_settable_params(c->pctx)
+                        : EVP_PKEY_CTX_gettable_params(c->pctx);
+    return settable ? EVP_ASYM_CIPHER_settable_ctx_params(dflt)
+                    : EVP_ASYM_CIPHER_gettable_ctx_params(dflt);
 }
 
 static const OSSL_PARAM *fa_ciph_gettable_ctx_params(void *ctx, void *provctx)
 {
-    FA_CIPH_CTX *c = ctx;
-    FA_PROV *prov = provctx;
-
-    if (c != NULL && c->pctx != NULL)
-        return EVP_PKEY_CTX_gettable_params(c->pctx);
-    return EVP_ASYM_CIPHER_gettable_ctx_params(prov->ciph_rsa);
+    return ciph_params(ctx, provctx, 0);
 }
 
 static const OSSL_PARAM *fa_ciph_settable_ctx_params(void *ctx, void *provctx)
 {
-    FA_CIPH_CTX *c = ctx;
-    FA_PROV *prov = provctx;
-
-    if (c != NULL && c->pctx != NULL)
-        return EVP_PKEY_CTX_settable_params(c->pctx);
-    return EVP_ASYM_CIPHER_settable_ctx_params(prov->ciph_rsa);
+    return ciph_params(ctx, provctx, 1);
 }
 
 #define FA_FN(id, fn)                                                                              \

@@ -29,7 +29,6 @@
  * Gettable provider parameters: name, version, buildinfo, status and the unsigned
  * counters ops, ops_async, fails, inflight.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,14 +50,21 @@ void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func,
 {
     va_list ap;
 
-    if (prov == NULL || prov->core_new_error == NULL || prov->core_vset_error == NULL)
-        return;
-    prov->core_new_error(prov->handle);
-    if (prov->core_set_error_debug != NULL)
-        prov->core_set_error_debug(prov->handle, file, line, func);
     va_start(ap, fmt);
-    prov->core_vset_error(prov->handle, reason, fmt, ap);
+    tg_core_vraise(prov != NULL ? &prov->core : NULL, file, line, func, reason, fmt, ap);
     va_end(ap);
+}
+
+int fa_pctx_get_params(EVP_PKEY_CTX *pctx, OSSL_PARAM params[])
+{
+    return pctx != NULL && EVP_PKEY_CTX_get_params(pctx, params) > 0;
+}
+
+int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[])
+{
+    if (params == NULL || params[0].key == NULL)
+        return 1;
+    return pctx != NULL && EVP_PKEY_CTX_set_params(pctx, params) > 0;
 }
 
 static const OSSL_ITEM fa_reason_strings[] = {
@@ -231,47 +237,28 @@ static void fa_teardown(void *provctx)
     fa_prov_free(provctx);
 }
 
-static int fa_parse_ulong(const char *s, unsigned long max, unsigned long *out)
-{
-    char *end;
-    unsigned long v;
-
-    if (s == NULL || *s == '\0')
-        return 0;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || s[0] == '-' || v > max)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 /* Reads delay_us, notify, fail_every and pause: config section first, then the environment. */
-static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_params)
+static int fa_read_config(FA_PROV *prov)
 {
-    const char *delay = NULL, *notify = NULL, *fail_every = NULL, *pause = NULL, *env;
-    OSSL_PARAM core_params[5];
+    struct tg_setting s[] = {
+        {"delay_us", "FAKEACCEL_DELAY_US", NULL},
+        {"notify", "FAKEACCEL_NOTIFY", NULL},
+        {"fail_every", "FAKEACCEL_FAIL_EVERY", NULL},
+        {"pause", "FAKEACCEL_PAUSE", NULL},
+    };
+    const char *delay, *notify, *fail_every, *pause, *env;
 
-    core_params[0] = OSSL_PARAM_construct_utf8_ptr("delay_us", (char **)&delay, 0);
-    core_params[1] = OSSL_PARAM_construct_utf8_ptr("notify", (char **)&notify, 0);
-    core_params[2] = OSSL_PARAM_construct_utf8_ptr("fail_every", (char **)&fail_every, 0);
-    core_params[3] = OSSL_PARAM_construct_utf8_ptr("pause", (char **)&pause, 0);
-    core_params[4] = OSSL_PARAM_construct_end();
-    if (core_get_params != NULL && !core_get_params(prov->handle, core_params))
+    if (!tg_core_settings(&prov->core, s, sizeof(s) / sizeof(s[0])))
         return 0;
-    if ((env = getenv("FAKEACCEL_DELAY_US")) != NULL)
-        delay = env;
-    if ((env = getenv("FAKEACCEL_NOTIFY")) != NULL)
-        notify = env;
-    if ((env = getenv("FAKEACCEL_FAIL_EVERY")) != NULL)
-        fail_every = env;
-    if ((env = getenv("FAKEACCEL_PAUSE")) != NULL)
-        pause = env;
+    delay = s[0].value;
+    notify = s[1].value;
+    fail_every = s[2].value;
+    pause = s[3].value;
 
     prov->delay_us = 1000;
     prov->notify = FA_NOTIFY_CALLBACK;
     prov->fail_every = 0;
-    if (delay != NULL && !fa_parse_ulong(delay, 60UL * 1000 * 1000, &prov->delay_us)) {
+    if (delay != NULL && !tg_parse_ulong(delay, 60UL * 1000 * 1000, &prov->delay_us)) {
         FA_RAISE(prov, FA_R_BAD_ARGUMENT, "delay_us=%s: expected 0..60000000", delay);
         return 0;
     }
@@ -287,7 +274,7 @@ static int fa_read_config(FA_PROV *prov, OSSL_FUNC_core_get_params_fn *core_get_
             return 0;
         }
     }
-    if (fail_every != NULL && !fa_parse_ulong(fail_every, 1UL << 30, &prov->fail_every)) {
+    if (fail_every != NULL && !tg_parse_ulong(fail_every, 1UL << 30, &prov->fail_every)) {
         FA_RAISE(prov, FA_R_BAD_ARGUMENT, "fail_every=%s: expected a count", fail_every);
         return 0;
     }
@@ -320,33 +307,14 @@ __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HA
                                                               const OSSL_DISPATCH **out,
                                                               void **provctx)
 {
-    OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
     FA_PROV *prov;
 
     prov = OPENSSL_zalloc(sizeof(*prov));
     if (prov == NULL)
         return 0;
-    prov->handle = handle;
     prov->log_fd = -1;
-    for (; in != NULL && in->function_id != 0; in++) {
-        switch (in->function_id) {
-        case OSSL_FUNC_CORE_GET_PARAMS:
-            core_get_params = OSSL_FUNC_core_get_params(in);
-            break;
-        case OSSL_FUNC_CORE_NEW_ERROR:
-            prov->core_new_error = OSSL_FUNC_core_new_error(in);
-            break;
-        case OSSL_FUNC_CORE_SET_ERROR_DEBUG:
-            prov->core_set_error_debug = OSSL_FUNC_core_set_error_debug(in);
-            break;
-        case OSSL_FUNC_CORE_VSET_ERROR:
-            prov->core_vset_error = OSSL_FUNC_core_vset_error(in);
-            break;
-        default:
-            break;
-        }
-    }
-    if (!fa_read_config(prov, core_get_params))
+    tg_core_init(&prov->core, handle, in);
+    if (!fa_read_config(prov))
         goto err;
 
     /* The private library context: the default provider does the real work. */

@@ -9,7 +9,7 @@ set(FAKEACCEL_DIR ${CMAKE_SOURCE_DIR}/tests/fakeaccel)
 add_library(fakeaccel MODULE ${FAKEACCEL_DIR}/fakeaccel.c ${FAKEACCEL_DIR}/accel.c
                              ${FAKEACCEL_DIR}/keymgmt.c ${FAKEACCEL_DIR}/signature.c
                              ${FAKEACCEL_DIR}/asym_cipher.c
-                             ${CMAKE_SOURCE_DIR}/prov/waitfd.c)
+                             ${CMAKE_SOURCE_DIR}/prov/waitfd.c ${CMAKE_SOURCE_DIR}/prov/upcalls.c)
 target_include_directories(fakeaccel PRIVATE ${CMAKE_SOURCE_DIR}/prov)
 set_target_properties(fakeaccel PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}
                                            C_VISIBILITY_PRESET hidden)
@@ -30,6 +30,7 @@ target_link_libraries(fakeaccel PRIVATE OpenSSL::Crypto Threads::Threads)
 add_executable(fakeaccel_test ${FAKEACCEL_DIR}/fakeaccel_test.c)
 target_compile_definitions(fakeaccel_test PRIVATE FAKEACCEL_MODULE_DIR="${CMAKE_BINARY_DIR}")
 target_link_libraries(fakeaccel_test PRIVATE PkgConfig::CMOCKA OpenSSL::Crypto Threads::Threads)
+target_include_directories(fakeaccel_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/prov) # test_util.h
 add_dependencies(fakeaccel_test fakeaccel)
 add_test(NAME fakeaccel_unit COMMAND fakeaccel_test)
 set_tests_properties(fakeaccel_unit PROPERTIES TIMEOUT 120)

@@ -15,6 +15,8 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 
+#include "upcalls.h" /* struct tg_core (prov/upcalls.h) */
+
 #define FA_PROV_NAME "fakeaccel"
 #define FA_PROV_VERSION "0.1.0"
 
@@ -44,10 +46,7 @@ struct fa_req;
 
 /* One provider instance (the provctx). */
 typedef struct fa_prov {
-    const OSSL_CORE_HANDLE *handle;
-    OSSL_FUNC_core_new_error_fn *core_new_error;
-    OSSL_FUNC_core_set_error_debug_fn *core_set_error_debug;
-    OSSL_FUNC_core_vset_error_fn *core_vset_error;
+    struct tg_core core; /* the handle and the core's functions (prov/upcalls.h) */
 
     /* Private library context with only the default provider: every real computation. */
     OSSL_LIB_CTX *libctx;
@@ -94,6 +93,11 @@ void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func,
     fa_raise((prov), OPENSSL_FILE, OPENSSL_LINE, OPENSSL_FUNC, (reason), __VA_ARGS__)
 
 /* accel.c */
+/* An operation context's parameters, forwarded to its inner context pctx (fakeaccel.c):
+ * refused when pctx is NULL (before init); an empty set is accepted as it is. */
+int fa_pctx_get_params(EVP_PKEY_CTX *pctx, OSSL_PARAM params[]);
+int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[]);
+
 int fa_accel_init(FA_PROV *prov);
 void fa_accel_cleanup(FA_PROV *prov);
 /*

@@ -248,25 +248,20 @@ static int fa_sig_digest_verify_final(void *ctx, const unsigned char *sig, size_
 
 static int fa_sig_get_ctx_params(void *ctx, OSSL_PARAM params[])
 {
-    FA_SIG_CTX *c = ctx;
-
-    return c->pctx != NULL && EVP_PKEY_CTX_get_params(c->pctx, params) > 0;
+    return fa_pctx_get_params(((FA_SIG_CTX *)ctx)->pctx, params);
 }
 
 static int fa_sig_set_ctx_params(void *ctx, const OSSL_PARAM params[])
 {
     FA_SIG_CTX *c = ctx;
 
-    if (params == NULL || params[0].key == NULL)
-        return 1;
-    if (c->pctx == NULL)
-        return 0;
     /* As in the default provider: the digest of a digest-sign cannot change midway. */
-    if (c->mdctx != NULL && OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST) != NULL) {
+    if (c->pctx != NULL && c->mdctx != NULL && params != NULL &&
+        OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST) != NULL) {
         FA_RAISE(c->prov, FA_R_BAD_ARGUMENT, "digest is fixed by digest-sign init");
         return 0;
     }
-    return EVP_PKEY_CTX_set_params(c->pctx, params) > 0;
+    return fa_pctx_set_params(c->pctx, params);
 }
 
 static const OSSL_PARAM *fa_sig_gettable(const FA_SIG_CTX *c, FA_PROV *prov, int ecdsa)

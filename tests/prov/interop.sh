@@ -137,6 +137,24 @@ check_stats() {
     done
     echo "${bad# }"
 }
+# stats_report WHAT FILE COND...: ok when the tlsgate line of the stats file FILE meets
+# every condition (check_stats), else not_ok with the ones it misses and the line.
+stats_report() {
+    local what=$1 file=$2 line bad
+    shift 2
+    line=$(stats_line "$file")
+    if [ -z "$line" ]; then
+        not_ok "$what: no tlsgate line in the stats file (TLSGATE_STATS_FILE)"
+        return
+    fi
+    bad=$(check_stats "$line" "$@")
+    if [ -n "$bad" ]; then
+        not_ok "$what counters: $bad"
+        echo "#   $line"
+    else
+        ok "$what counters: $(short "$line")"
+    fi
+}
 # short LINE: the counters worth printing.
 short() {
     local n out=""
@@ -187,7 +205,7 @@ speed_results() {
 # speed_run NAME JOBS COND...: openssl speed -async_jobs JOBS over the 4 algorithms, the
 # provider's counters checked against COND (NAME>=MIN).
 speed_run() {
-    local name=$1 jobs=$2 rc line bad missing_rows
+    local name=$1 jobs=$2 rc missing_rows
     shift 2
     local out="$WORK/$name.out" stats="$WORK/$name.stats"
     env TLSGATE_STATS_FILE="$stats" timeout 180 openssl speed "${PROV_ARGS[@]}" \
@@ -201,18 +219,7 @@ speed_run() {
     else
         ok "speed -async_jobs $jobs: exit 0, $(tr '\n' ' ' < "$out.rates")"
     fi
-    line=$(stats_line "$stats")
-    if [ -z "$line" ]; then
-        not_ok "speed -async_jobs $jobs: no tlsgate line in TLSGATE_STATS_FILE"
-        return
-    fi
-    bad=$(check_stats "$line" "$@")
-    if [ -n "$bad" ]; then
-        not_ok "speed -async_jobs $jobs counters: $bad"
-        echo "#   $line"
-    else
-        ok "speed -async_jobs $jobs counters: $(short "$line")"
-    fi
+    stats_report "speed -async_jobs $jobs" "$stats" "$@"
 }
 
 echo "# 1. openssl speed with the provider preferred"
@@ -258,7 +265,7 @@ start_server() {
 # (NAME>=MIN: the handshake's private-key operations queued in its async job).
 hs_count=0
 handshake() {
-    local desc=$1 proto=$2 cipher=$3 cn=$4 tempkey=$5 conds=() name out line bad
+    local desc=$1 proto=$2 cipher=$3 cn=$4 tempkey=$5 conds=() name out
     shift 5
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         conds+=("$1")
@@ -296,18 +303,7 @@ handshake() {
         not_ok "$desc: s_server exit status $WAIT_RC"
         tail -n 5 "$WORK/$name.log" | indent
     else
-        line=$(stats_line "$WORK/$name.stats")
-        if [ -z "$line" ]; then
-            not_ok "$desc: handshake ok, but s_server wrote no tlsgate stats line"
-            return
-        fi
-        bad=$(check_stats "$line" "${conds[@]}")
-        if [ -n "$bad" ]; then
-            not_ok "$desc: handshake ok, counters: $bad"
-            echo "#   $line"
-        else
-            ok "$desc ($(short "$line"))"
-        fi
+        stats_report "$desc: handshake ok," "$WORK/$name.stats" "${conds[@]}"
     fi
 }
 

@@ -44,14 +44,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#ifndef TLSGATE_PROV_DIR
-#error "TLSGATE_PROV_DIR must name the directory of tlsgate.so"
-#endif
+#include "prov_env.h"
+#include "tls_pair.h"
 
-static OSSL_LIB_CTX *g_lib;   /* tlsgate + default */
-static OSSL_LIB_CTX *g_plain; /* default only (the TLS client) */
+static struct prov_env g_env; /* lib: tlsgate + default; plain: default only (the TLS client) */
 static EVP_KDF *g_tg, *g_df;
-static OSSL_PROVIDER *g_prov[3];
 static EVP_KDF *g_prf_tg, *g_prf_df;
 
 struct in {
@@ -63,7 +60,8 @@ struct in {
     int has_key, has_salt, has_prefix, has_label, has_data;
 };
 
-static size_t build(const struct in *in, OSSL_PARAM *ps)
+/* The TLS13-KDF parameters of in, in ps (10 at most); returns ps. */
+static OSSL_PARAM *build(const struct in *in, OSSL_PARAM *ps)
 {
     OSSL_PARAM *p = ps;
 
@@ -88,46 +86,94 @@ static size_t build(const struct in *in, OSSL_PARAM *ps)
         *p++ =
             OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_DATA, (void *)in->data, in->data_len);
     *p = OSSL_PARAM_construct_end();
-    return (size_t)(p - ps);
+    return ps;
 }
 
-/* Derives with one implementation; returns 1 on success, 0 on refusal. */
-static int derive(EVP_KDF *kdf, const struct in *in, unsigned char *out, size_t outlen)
+/*
+ * The inputs of TLS 1.3's HKDF-Expand-Label / Derive-Secret (RFC 8446 7.1) as TLS13-KDF
+ * takes them: md, mode, the key, the "tls13 " prefix and the label; no salt, no data.
+ */
+static struct in tls13_in(const char *md, int mode, const unsigned char *key, size_t key_len,
+                          const unsigned char *label, size_t label_len)
 {
-    OSSL_PARAM ps[10];
+    static const unsigned char prefix[] = "tls13 ";
+    struct in in = {.md = md,
+                    .mode = mode,
+                    .key = key,
+                    .key_len = key_len,
+                    .prefix = prefix,
+                    .prefix_len = 6,
+                    .label = label,
+                    .label_len = label_len,
+                    .has_key = 1,
+                    .has_prefix = 1,
+                    .has_label = 1};
+
+    return in;
+}
+
+/* in, in words (for a failure), in buf; returns buf. */
+static const char *describe(const struct in *in, char *buf, size_t len)
+{
+    snprintf(buf, len, "md %s mode %d key %zu salt %d/%zu label %zu data %d/%zu",
+             in->md ? in->md : "(none)", in->mode, in->key_len, in->has_salt, in->salt_len,
+             in->label_len, in->has_data, in->data_len);
+    return buf;
+}
+
+/* Derives outlen bytes with kdf from ps; returns 1 on success, 0 on refusal. */
+static int kdf_derive(EVP_KDF *kdf, const OSSL_PARAM *ps, unsigned char *out, size_t outlen)
+{
     EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdf);
     int ok;
 
     assert_non_null(c);
-    build(in, ps);
     ok = EVP_KDF_derive(c, out, outlen, ps) > 0;
     EVP_KDF_CTX_free(c);
     ERR_clear_error();
     return ok;
 }
 
-/* Both implementations agree: same success and, on success, the same bytes. */
-static int agree_(const struct in *in, size_t outlen, int line)
+/*
+ * tlsgate's tg and the default provider's df agree on ps: the same success and, on
+ * success, the same outlen bytes. Returns tg's success; fails the test (with the caller's
+ * line and `what`, the inputs) when they disagree.
+ */
+static int kdfs_agree(EVP_KDF *tg, EVP_KDF *df, const OSSL_PARAM *ps, size_t outlen,
+                      const char *what, int line)
 {
     unsigned char *a = calloc(1, outlen + 1), *b = calloc(1, outlen + 1);
     int ra, rb;
 
     assert_non_null(a);
     assert_non_null(b);
-    ra = derive(g_tg, in, a, outlen);
-    rb = derive(g_df, in, b, outlen);
+    ra = kdf_derive(tg, ps, a, outlen);
+    rb = kdf_derive(df, ps, b, outlen);
     if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
-        fprintf(stderr,
-                "line %d: md %s mode %d key %zu salt %d/%zu label %zu data %d/%zu out %zu: "
-                "tlsgate %d default %d%s\n",
-                line, in->md ? in->md : "(none)", in->mode, in->key_len, in->has_salt, in->salt_len,
-                in->label_len, in->has_data, in->data_len, outlen, ra, rb,
-                ra && rb ? " (different bytes)" : "");
+        fprintf(stderr, "line %d: %s out %zu: tlsgate %d default %d%s\n", line, what, outlen, ra,
+                rb, ra && rb ? " (different bytes)" : "");
         fail();
     }
     free(a);
     free(b);
     return ra;
+}
+
+/* Derives with one implementation; returns 1 on success, 0 on refusal. */
+static int derive(EVP_KDF *kdf, const struct in *in, unsigned char *out, size_t outlen)
+{
+    OSSL_PARAM ps[10];
+
+    return kdf_derive(kdf, build(in, ps), out, outlen);
+}
+
+/* Both implementations agree: same success and, on success, the same bytes. */
+static int agree_(const struct in *in, size_t outlen, int line)
+{
+    OSSL_PARAM ps[10];
+    char what[160];
+
+    return kdfs_agree(g_tg, g_df, build(in, ps), outlen, describe(in, what, sizeof(what)), line);
 }
 #define agree(in, outlen) agree_((in), (outlen), __LINE__)
 
@@ -157,27 +203,18 @@ static const char *const md_names[] = {"SHA2-256", "SHA2-384", "SHA256",
 static void test_random_expand(void **state)
 {
     unsigned char key[200], label[64], data[255];
-    static const unsigned char prefix[] = "tls13 ";
     int i;
 
     (void)state;
     for (i = 0; i < 3000; i++) {
         const char *md = md_names[rnd(N_MD)];
         size_t hl = md_len(md);
-        struct in in = {.md = md,
-                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
-                        .key = key,
-                        .prefix = prefix,
-                        .label = label,
-                        .data = data,
-                        .has_key = 1,
-                        .has_prefix = 1,
-                        .has_label = 1,
-                        .has_data = rnd(4) != 0};
+        struct in in = tls13_in(md, EVP_KDF_HKDF_MODE_EXPAND_ONLY, key, 0, label, 0);
         size_t outs[] = {hl, 12, 16, 32, 1, hl - 1, hl + 1, 2 * hl, 3 * hl + 7};
 
+        in.data = data;
+        in.has_data = rnd(4) != 0;
         in.key_len = rnd(8) == 0 ? rnd(sizeof(key) + 1) : hl;
-        in.prefix_len = 6;
         in.label_len = rnd(sizeof(label) + 1);
         in.data_len = in.has_data ? (rnd(2) ? hl : rnd(sizeof(data) + 1)) : 0;
         fill(key, in.key_len);
@@ -190,28 +227,20 @@ static void test_random_expand(void **state)
 static void test_random_extract(void **state)
 {
     unsigned char key[200], salt[200];
-    static const unsigned char prefix[] = "tls13 ", label[] = "derived";
+    static const unsigned char label[] = "derived";
     int i;
 
     (void)state;
     for (i = 0; i < 2000; i++) {
         const char *md = md_names[rnd(N_MD)];
         size_t hl = md_len(md);
-        struct in in = {.md = md,
-                        .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY,
-                        .key = key,
-                        .salt = salt,
-                        .prefix = prefix,
-                        .label = label,
-                        .has_key = rnd(4) != 0,
-                        .has_salt = rnd(4) != 0,
-                        .has_prefix = 1,
-                        .has_label = 1};
+        struct in in = tls13_in(md, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, key, 0, label, 7);
 
+        in.salt = salt;
+        in.has_key = rnd(4) != 0;
+        in.has_salt = rnd(4) != 0;
         in.key_len = in.has_key ? (rnd(4) ? hl : rnd(sizeof(key) + 1)) : 0;
         in.salt_len = in.has_salt ? (rnd(4) ? hl : rnd(sizeof(salt) + 1)) : 0;
-        in.prefix_len = 6;
-        in.label_len = 7;
         fill(key, in.key_len);
         fill(salt, in.salt_len);
         assert_true(agree(&in, hl));
@@ -222,7 +251,7 @@ static void test_random_extract(void **state)
 static void test_cache_keys(void **state)
 {
     unsigned char keys[7][48], out[48];
-    static const unsigned char prefix[] = "tls13 ", label[] = "key";
+    static const unsigned char label[] = "key";
     size_t i, round;
 
     (void)state;
@@ -233,19 +262,10 @@ static void test_cache_keys(void **state)
     }
     for (round = 0; round < 40; round++) {
         size_t k = round % 7;
-        struct in in = {.md = round % 3 ? "SHA2-384" : "SHA2-256",
-                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
-                        .key = keys[k],
-                        .prefix = prefix,
-                        .label = label,
-                        .has_key = 1,
-                        .has_prefix = 1,
-                        .has_label = 1};
+        struct in in = tls13_in(round % 3 ? "SHA2-384" : "SHA2-256", EVP_KDF_HKDF_MODE_EXPAND_ONLY,
+                                keys[k], round % 5 == 0 ? 32 : 48, label, 3);
 
         /* 48 bytes under both digests, and 32: a prefix of the same bytes */
-        in.key_len = round % 5 == 0 ? 32 : 48;
-        in.prefix_len = 6;
-        in.label_len = 3;
         assert_true(agree(&in, 32));
         assert_true(agree(&in, 48));
         /* the same key again right away (a hit) and after the others (evicted) */
@@ -278,7 +298,6 @@ static void test_cache_threads(void **state)
 static void test_edges(void **state)
 {
     unsigned char key[48], long_label[300], data[300];
-    static const unsigned char prefix[] = "tls13 ";
     size_t m;
 
     (void)state;
@@ -288,19 +307,11 @@ static void test_edges(void **state)
     for (m = 0; m < 2; m++) {
         const char *md = m ? "SHA2-384" : "SHA2-256";
         size_t hl = md_len(md);
-        struct in in = {.md = md,
-                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
-                        .key = key,
-                        .key_len = hl,
-                        .prefix = prefix,
-                        .prefix_len = 6,
-                        .label = long_label,
-                        .label_len = 5,
-                        .data = data,
-                        .has_key = 1,
-                        .has_prefix = 1,
-                        .has_label = 1};
-        struct in x = in;
+        struct in in = tls13_in(md, EVP_KDF_HKDF_MODE_EXPAND_ONLY, key, hl, long_label, 5);
+        struct in x;
+
+        in.data = data;
+        x = in;
 
         /* output lengths */
         assert_true(agree(&in, 0) || 1); /* whatever OpenSSL does with 0, the same */
@@ -361,7 +372,6 @@ static void test_edges(void **state)
 static void test_digests(void **state)
 {
     unsigned char key[64], label[8];
-    static const unsigned char prefix[] = "tls13 ";
     static const char *const ok[] = {"SHA2-512", "SHA1", "SHA2-224", "SHA3-256", "SHA2-512/256"};
     static const char *const bad[] = {"SHAKE256", "no-such-digest", ""};
     size_t i, mode;
@@ -371,18 +381,8 @@ static void test_digests(void **state)
     fill(label, sizeof(label));
     for (mode = 1; mode <= 2; mode++) {
         for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-            struct in in = {.md = ok[i],
-                            .mode = (int)mode,
-                            .key = key,
-                            .key_len = 64,
-                            .prefix = prefix,
-                            .prefix_len = 6,
-                            .label = label,
-                            .label_len = 8,
-                            .has_key = 1,
-                            .has_prefix = 1,
-                            .has_label = 1};
-            EVP_MD *md = EVP_MD_fetch(g_lib, ok[i], "provider=default");
+            struct in in = tls13_in(ok[i], (int)mode, key, 64, label, 8);
+            EVP_MD *md = EVP_MD_fetch(g_env.lib, ok[i], "provider=default");
 
             assert_non_null(md);
             assert_true(agree(&in, (size_t)EVP_MD_get_size(md)));
@@ -391,17 +391,7 @@ static void test_digests(void **state)
             EVP_MD_free(md);
         }
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-            struct in in = {.md = bad[i],
-                            .mode = (int)mode,
-                            .key = key,
-                            .key_len = 64,
-                            .prefix = prefix,
-                            .prefix_len = 6,
-                            .label = label,
-                            .label_len = 8,
-                            .has_key = 1,
-                            .has_prefix = 1,
-                            .has_label = 1};
+            struct in in = tls13_in(bad[i], (int)mode, key, 64, label, 8);
 
             assert_false(agree(&in, 32));
         }
@@ -412,7 +402,7 @@ static void test_digests(void **state)
 static void test_params_lifecycle(void **state)
 {
     unsigned char key[48], data[48], a[48], b[48];
-    static const unsigned char prefix[] = "tls13 ", label[] = "c hs traffic";
+    static const unsigned char label[] = "c hs traffic";
     EVP_KDF *kdfs[2] = {g_tg, g_df};
     unsigned char res[2][4][48];
     size_t k, hl = 48;
@@ -423,24 +413,15 @@ static void test_params_lifecycle(void **state)
     fill(key, sizeof(key));
     fill(data, sizeof(data));
     for (k = 0; k < 2; k++) {
-        struct in in = {.md = "SHA2-384",
-                        .mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY,
-                        .key = key,
-                        .key_len = hl,
-                        .prefix = prefix,
-                        .prefix_len = 6,
-                        .label = label,
-                        .label_len = sizeof(label) - 1,
-                        .data = data,
-                        .data_len = hl,
-                        .has_key = 1,
-                        .has_prefix = 1,
-                        .has_label = 1,
-                        .has_data = 1};
+        struct in in =
+            tls13_in("SHA2-384", EVP_KDF_HKDF_MODE_EXPAND_ONLY, key, hl, label, sizeof(label) - 1);
         struct in only_md = {.md = "SHA2-384", .mode = -1};
         EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdfs[k]), *d;
 
         assert_non_null(c);
+        in.data = data;
+        in.data_len = hl;
+        in.has_data = 1;
         build(&in, ps);
         assert_true(EVP_KDF_CTX_set_params(c, ps));
         assert_true(EVP_KDF_derive(c, res[k][0], hl, NULL) > 0); /* with data */
@@ -476,22 +457,12 @@ static void test_params_lifecycle(void **state)
     assert_memory_equal(res[0][2], res[1][2], hl);
     /* dup of ours keeps every parameter */
     {
-        struct in in = {.md = "SHA2-256",
-                        .mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY,
-                        .key = key,
-                        .key_len = 32,
-                        .salt = data,
-                        .salt_len = 32,
-                        .prefix = prefix,
-                        .prefix_len = 6,
-                        .label = label,
-                        .label_len = 7,
-                        .has_key = 1,
-                        .has_salt = 1,
-                        .has_prefix = 1,
-                        .has_label = 1};
+        struct in in = tls13_in("SHA2-256", EVP_KDF_HKDF_MODE_EXTRACT_ONLY, key, 32, label, 7);
         EVP_KDF_CTX *c = EVP_KDF_CTX_new(g_tg), *d;
 
+        in.salt = data;
+        in.salt_len = 32;
+        in.has_salt = 1;
         build(&in, ps);
         assert_true(EVP_KDF_CTX_set_params(c, ps));
         d = EVP_KDF_CTX_dup(c);
@@ -516,13 +487,12 @@ struct prf_in {
     int nseed;
 };
 
-static int prf_derive(EVP_KDF *kdf, const struct prf_in *in, unsigned char *out, size_t outlen)
+/* The TLS1-PRF parameters of in, in ps (8 at most); returns ps. */
+static OSSL_PARAM *prf_build(const struct prf_in *in, OSSL_PARAM *ps)
 {
-    OSSL_PARAM ps[8], *p = ps;
-    EVP_KDF_CTX *c = EVP_KDF_CTX_new(kdf);
-    int i, ok;
+    OSSL_PARAM *p = ps;
+    int i;
 
-    assert_non_null(c);
     if (in->md != NULL)
         *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)in->md, 0);
     if (in->has_secret)
@@ -532,31 +502,24 @@ static int prf_derive(EVP_KDF *kdf, const struct prf_in *in, unsigned char *out,
         *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SEED, (void *)in->seed[i],
                                                  in->seed_len[i]);
     *p = OSSL_PARAM_construct_end();
-    ok = EVP_KDF_derive(c, out, outlen, ps) > 0;
-    EVP_KDF_CTX_free(c);
-    ERR_clear_error();
-    return ok;
+    return ps;
 }
 
 static int prf_agree_(const struct prf_in *in, size_t outlen, int line)
 {
-    unsigned char *a = calloc(1, outlen + 1), *b = calloc(1, outlen + 1);
-    int ra, rb;
+    OSSL_PARAM ps[8];
+    char what[96];
 
-    assert_non_null(a);
-    assert_non_null(b);
-    ra = prf_derive(g_prf_tg, in, a, outlen);
-    rb = prf_derive(g_prf_df, in, b, outlen);
-    if (ra != rb || (ra && memcmp(a, b, outlen) != 0)) {
-        fprintf(stderr,
-                "line %d: TLS1-PRF md %s secret %d/%zu seeds %d out %zu: tlsgate %d default %d%s\n",
-                line, in->md ? in->md : "(none)", in->has_secret, in->secret_len, in->nseed, outlen,
-                ra, rb, ra && rb ? " (different bytes)" : "");
-        fail();
-    }
-    free(a);
-    free(b);
-    return ra;
+    snprintf(what, sizeof(what), "TLS1-PRF md %s secret %d/%zu seeds %d",
+             in->md ? in->md : "(none)", in->has_secret, in->secret_len, in->nseed);
+    return kdfs_agree(g_prf_tg, g_prf_df, prf_build(in, ps), outlen, what, line);
+}
+
+static int prf_derive(EVP_KDF *kdf, const struct prf_in *in, unsigned char *out, size_t outlen)
+{
+    OSSL_PARAM ps[8];
+
+    return kdf_derive(kdf, prf_build(in, ps), out, outlen);
 }
 #define prf_agree(in, outlen) prf_agree_((in), (outlen), __LINE__)
 
@@ -692,78 +655,21 @@ static void test_prf_edges(void **state)
 
 /* ---- TLS through libssl: a server preferring tlsgate, a plain client ---- */
 
-static void make_cert(EVP_PKEY **key, X509 **crt)
-{
-    EVP_PKEY_CTX *kc = EVP_PKEY_CTX_new_from_name(g_lib, "EC", "provider=default");
-    X509_NAME *n;
-
-    assert_non_null(kc);
-    assert_true(EVP_PKEY_keygen_init(kc) > 0);
-    assert_true(EVP_PKEY_CTX_set_group_name(kc, "P-256") > 0);
-    *key = NULL;
-    assert_true(EVP_PKEY_generate(kc, key) > 0);
-    EVP_PKEY_CTX_free(kc);
-    *crt = X509_new_ex(g_lib, "provider=default");
-    assert_non_null(*crt);
-    ASN1_INTEGER_set(X509_get_serialNumber(*crt), 1);
-    X509_gmtime_adj(X509_getm_notBefore(*crt), 0);
-    X509_gmtime_adj(X509_getm_notAfter(*crt), 3600);
-    X509_set_pubkey(*crt, *key);
-    n = X509_get_subject_name(*crt);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
-                               0);
-    X509_set_issuer_name(*crt, n);
-    assert_true(X509_sign(*crt, *key, EVP_sha256()) > 0);
-}
-
-/* Moves records between the two memory BIO pairs until both handshakes are done. */
-static int pump(SSL *c, SSL *s)
-{
-    int i, rc = 0, rs = 0;
-
-    for (i = 0; i < 200 && (rc != 1 || rs != 1); i++) {
-        if (rc != 1) {
-            rc = SSL_do_handshake(c);
-            if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
-                return 0;
-        }
-        if (rs != 1) {
-            rs = SSL_do_handshake(s);
-            if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ)
-                return 0;
-        }
-    }
-    return rc == 1 && rs == 1;
-}
-
 static SSL_SESSION *one_handshake(SSL_CTX *cc, SSL_CTX *sc, const char *suite, const char *groups,
                                   SSL_SESSION *resume, int *reused)
 {
     int tls12 = strncmp(suite, "TLS_", 4) != 0; /* a TLS 1.2 cipher name */
-    SSL *c = SSL_new(cc), *s = SSL_new(sc);
-    BIO *cb, *sb;
+    SSL *c, *s;
     unsigned char ek[2][64], msg[64], buf[64];
     SSL_SESSION *sess;
     int i;
 
-    assert_non_null(c);
-    assert_non_null(s);
-    assert_true(BIO_new_bio_pair(&cb, 0, &sb, 0));
-    SSL_set_bio(c, cb, cb);
-    SSL_set_bio(s, sb, sb);
-    SSL_set_connect_state(c);
-    SSL_set_accept_state(s);
-    if (tls12) {
-        assert_true(SSL_set_max_proto_version(c, TLS1_2_VERSION));
-        assert_true(SSL_set_cipher_list(c, suite));
-    } else {
-        assert_true(SSL_set_ciphersuites(c, suite));
-    }
+    assert_true(tls_pair(cc, sc, suite, 0, &c, &s));
     if (groups != NULL)
         assert_true(SSL_set1_groups_list(c, groups));
     if (resume != NULL)
         assert_true(SSL_set_session(c, resume));
-    assert_true(pump(c, s));
+    assert_true(tls_pump(c, s));
     assert_int_equal(SSL_version(s), tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
     *reused = SSL_session_reused(s);
     /* both sides derived the same secrets: exporter, and data both ways incl. a key update */
@@ -794,8 +700,8 @@ static void test_tls_handshakes(void **state)
 {
     static const char *const suites[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                                          "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_CCM_SHA256"};
-    SSL_CTX *sc = SSL_CTX_new_ex(g_lib, "?provider=tlsgate", TLS_server_method());
-    SSL_CTX *cc = SSL_CTX_new_ex(g_plain, NULL, TLS_client_method());
+    SSL_CTX *sc = SSL_CTX_new_ex(g_env.lib, "?provider=tlsgate", TLS_server_method());
+    SSL_CTX *cc = SSL_CTX_new_ex(g_env.plain, NULL, TLS_client_method());
     EVP_KDF *used;
     EVP_PKEY *key;
     X509 *crt;
@@ -805,15 +711,15 @@ static void test_tls_handshakes(void **state)
     assert_non_null(sc);
     assert_non_null(cc);
     /* the server's libssl fetches ours */
-    used = EVP_KDF_fetch(g_lib, "TLS13-KDF", "?provider=tlsgate");
+    used = EVP_KDF_fetch(g_env.lib, "TLS13-KDF", "?provider=tlsgate");
     assert_non_null(used);
     assert_string_equal(OSSL_PROVIDER_get0_name(EVP_KDF_get0_provider(used)), "tlsgate");
     EVP_KDF_free(used);
-    used = EVP_KDF_fetch(g_lib, "TLS1-PRF", "?provider=tlsgate");
+    used = EVP_KDF_fetch(g_env.lib, "TLS1-PRF", "?provider=tlsgate");
     assert_non_null(used);
     assert_string_equal(OSSL_PROVIDER_get0_name(EVP_KDF_get0_provider(used)), "tlsgate");
     EVP_KDF_free(used);
-    make_cert(&key, &crt);
+    assert_true(tls_self_signed(g_env.lib, "provider=default", &key, &crt));
     assert_true(SSL_CTX_use_certificate(sc, crt));
     assert_true(SSL_CTX_use_PrivateKey(sc, key));
     assert_true(SSL_CTX_set_ciphersuites(sc,
@@ -864,20 +770,12 @@ static void test_tls_handshakes(void **state)
 static int setup(void **state)
 {
     (void)state;
-    g_lib = OSSL_LIB_CTX_new();
-    g_plain = OSSL_LIB_CTX_new();
-    if (g_lib == NULL || g_plain == NULL ||
-        !OSSL_PROVIDER_set_default_search_path(g_lib, TLSGATE_PROV_DIR) ||
-        (g_prov[0] = OSSL_PROVIDER_load(g_lib, "default")) == NULL ||
-        (g_prov[1] = OSSL_PROVIDER_load(g_lib, "tlsgate")) == NULL ||
-        (g_prov[2] = OSSL_PROVIDER_load(g_plain, "default")) == NULL) {
-        ERR_print_errors_fp(stderr);
+    if (!prov_env_load(&g_env, 1))
         return -1;
-    }
-    g_tg = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=tlsgate");
-    g_df = EVP_KDF_fetch(g_lib, "TLS13-KDF", "provider=default");
-    g_prf_tg = EVP_KDF_fetch(g_lib, "TLS1-PRF", "provider=tlsgate");
-    g_prf_df = EVP_KDF_fetch(g_lib, "TLS1-PRF", "provider=default");
+    g_tg = EVP_KDF_fetch(g_env.lib, "TLS13-KDF", "provider=tlsgate");
+    g_df = EVP_KDF_fetch(g_env.lib, "TLS13-KDF", "provider=default");
+    g_prf_tg = EVP_KDF_fetch(g_env.lib, "TLS1-PRF", "provider=tlsgate");
+    g_prf_df = EVP_KDF_fetch(g_env.lib, "TLS1-PRF", "provider=default");
     if (g_tg == NULL || g_df == NULL || g_prf_tg == NULL || g_prf_df == NULL) {
         ERR_print_errors_fp(stderr);
         return -1;
@@ -892,10 +790,7 @@ static int teardown(void **state)
     EVP_KDF_free(g_df);
     EVP_KDF_free(g_prf_tg);
     EVP_KDF_free(g_prf_df);
-    for (size_t i = 0; i < 3; i++)
-        OSSL_PROVIDER_unload(g_prov[i]);
-    OSSL_LIB_CTX_free(g_lib);
-    OSSL_LIB_CTX_free(g_plain);
+    prov_env_free(&g_env);
     return 0;
 }
 

@@ -24,10 +24,10 @@
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 
+#include "prov_env.h"
 #include "tlsgate/prov.h"
 
-static OSSL_LIB_CTX *g_lib;
-static OSSL_PROVIDER *g_tg, *g_df;
+static struct prov_env g_env; /* lib: tlsgate + default */
 
 struct grp {
     const char *name;
@@ -40,39 +40,22 @@ static const struct grp g_groups[2] = {
     {"SecP256r1MLKEM768", 0x11EB, 1, 65 + 1184, 65 + 1088},
 };
 
-static void print_errors(const char *what)
-{
-    fprintf(stderr, "%s:\n", what);
-    ERR_print_errors_fp(stderr);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    g_lib = OSSL_LIB_CTX_new();
-    if (g_lib == NULL || !OSSL_PROVIDER_set_default_search_path(g_lib, TLSGATE_PROV_DIR))
-        return -1;
-    g_tg = OSSL_PROVIDER_load(g_lib, "tlsgate");
-    g_df = OSSL_PROVIDER_load(g_lib, "default");
-    if (g_tg == NULL || g_df == NULL) {
-        print_errors("loading tlsgate.so from " TLSGATE_PROV_DIR);
-        return -1;
-    }
-    return 0;
+    return prov_env_load(&g_env, 0) ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    OSSL_PROVIDER_unload(g_tg);
-    OSSL_PROVIDER_unload(g_df);
-    OSSL_LIB_CTX_free(g_lib);
+    prov_env_free(&g_env);
     return 0;
 }
 
 static EVP_PKEY *gen(const struct grp *g, int keypair)
 {
-    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(g_lib, g->name, NULL);
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(g_env.lib, g->name, NULL);
     EVP_PKEY *k = NULL;
     assert_non_null(c);
     if (keypair)
@@ -104,7 +87,7 @@ static EVP_PKEY *server_key(const struct grp *g, const unsigned char *share, siz
 
 static int encaps(EVP_PKEY *k, unsigned char *ct, size_t *ctlen, unsigned char ss[64])
 {
-    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(g_lib, k, NULL);
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(g_env.lib, k, NULL);
     size_t sslen = 0, need = 0;
     int ok = c != NULL && EVP_PKEY_encapsulate_init(c, NULL) == 1 &&
              EVP_PKEY_encapsulate(c, NULL, &need, NULL, &sslen) == 1 && need <= *ctlen &&
@@ -115,7 +98,7 @@ static int encaps(EVP_PKEY *k, unsigned char *ct, size_t *ctlen, unsigned char s
 
 static int decaps(EVP_PKEY *k, const unsigned char *ct, size_t ctlen, unsigned char ss[64])
 {
-    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(g_lib, k, NULL);
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(g_env.lib, k, NULL);
     size_t sslen = 0;
     ERR_set_mark();
     int ok = c != NULL && EVP_PKEY_decapsulate_init(c, NULL) == 1 &&
@@ -285,7 +268,7 @@ static void test_tls_group_capability(void **state)
 {
     (void)state;
     struct cap_seen s = {{0, 0}};
-    assert_int_equal(OSSL_PROVIDER_get_capabilities(g_tg, "TLS-GROUP", cap_cb, &s), 1);
+    assert_int_equal(OSSL_PROVIDER_get_capabilities(g_env.tg, "TLS-GROUP", cap_cb, &s), 1);
     assert_int_equal(s.found[0], 1);
     assert_int_equal(s.found[1], 1);
 }
@@ -312,7 +295,7 @@ static int metrics_read(tlsgate_metrics_t *m)
     OSSL_PARAM p[2];
     p[0] = OSSL_PARAM_construct_octet_string("metrics", m, sizeof(*m));
     p[1] = OSSL_PARAM_construct_end();
-    return OSSL_PROVIDER_get_params(g_tg, p) == 1;
+    return OSSL_PROVIDER_get_params(g_env.tg, p) == 1;
 }
 
 static void test_batched_in_jobs(void **state)

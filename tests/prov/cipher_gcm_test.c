@@ -36,14 +36,12 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#ifndef TLSGATE_PROV_DIR
-#error "TLSGATE_PROV_DIR must name the directory of tlsgate.so"
-#endif
+#include "prov_env.h"
+#include "tls_pair.h"
 
-static OSSL_LIB_CTX *g_lib, *g_plain;
-static OSSL_PROVIDER *g_tgp, *g_dfl, *g_dfl2;
-static int g_off;   /* TLSGATE_GCM=off */
-static int g_avail; /* the provider offers AES-GCM here */
+static struct prov_env g_env; /* lib: tlsgate + default; plain: default */
+static int g_off;             /* TLSGATE_GCM=off */
+static int g_avail;           /* the provider offers AES-GCM here */
 static uint64_t g_state;
 
 static uint64_t rnd(void)
@@ -64,7 +62,7 @@ static uint64_t counter(const char *name)
 {
     uint64_t v = 0;
     OSSL_PARAM ps[2] = {OSSL_PARAM_construct_uint64(name, &v), OSSL_PARAM_END};
-    assert_true(OSSL_PROVIDER_get_params(g_tgp, ps));
+    assert_true(OSSL_PROVIDER_get_params(g_env.tg, ps));
     return v;
 }
 
@@ -78,16 +76,10 @@ static int setup(void **state)
     printf("prov_gcm: seed %llu (GCM_SEED=N to repeat)\n", (unsigned long long)g_state);
     const char *off = getenv("TLSGATE_GCM");
     g_off = off && strcmp(off, "off") == 0;
-    g_lib = OSSL_LIB_CTX_new();
-    g_plain = OSSL_LIB_CTX_new();
-    OSSL_PROVIDER_set_default_search_path(g_lib, TLSGATE_PROV_DIR);
-    g_tgp = OSSL_PROVIDER_load(g_lib, "tlsgate");
-    g_dfl = OSSL_PROVIDER_load(g_lib, "default");
-    g_dfl2 = OSSL_PROVIDER_load(g_plain, "default");
-    if (!g_tgp || !g_dfl || !g_dfl2)
+    if (!prov_env_load(&g_env, 1))
         return -1;
     ERR_set_mark();
-    EVP_CIPHER *c = EVP_CIPHER_fetch(g_lib, "AES-128-GCM", "provider=tlsgate");
+    EVP_CIPHER *c = EVP_CIPHER_fetch(g_env.lib, "AES-128-GCM", "provider=tlsgate");
     ERR_pop_to_mark();
     g_avail = c != NULL;
     EVP_CIPHER_free(c);
@@ -98,18 +90,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    OSSL_PROVIDER_unload(g_tgp);
-    OSSL_PROVIDER_unload(g_dfl);
-    OSSL_PROVIDER_unload(g_dfl2);
-    OSSL_LIB_CTX_free(g_lib);
-    OSSL_LIB_CTX_free(g_plain);
+    prov_env_free(&g_env);
     return 0;
 }
 
 static EVP_CIPHER *fetch_tg(const char *name)
 {
     ERR_set_mark();
-    EVP_CIPHER *c = EVP_CIPHER_fetch(g_lib, name, "provider=tlsgate");
+    EVP_CIPHER *c = EVP_CIPHER_fetch(g_env.lib, name, "provider=tlsgate");
     ERR_pop_to_mark();
     return c;
 }
@@ -197,7 +185,7 @@ static void diff_stream(const char *name, size_t keylen)
     EVP_CIPHER *tg = fetch_tg(name);
     if (tg == NULL)
         skip(); /* nothing of ours to compare (and nothing to free) */
-    EVP_CIPHER *df = EVP_CIPHER_fetch(g_plain, name, NULL);
+    EVP_CIPHER *df = EVP_CIPHER_fetch(g_env.plain, name, NULL);
     assert_non_null(df);
     static const size_t lens[] = {0,   1,   15,   16,   17,    31,    33,    64,   255,
                                   256, 257, 1000, 4096, 16383, 16384, 16401, 70000};
@@ -270,16 +258,18 @@ static void diff_stream(const char *name, size_t keylen)
     EVP_CIPHER_free(df);
 }
 
-static void test_stream_128(void **state)
-{
-    (void)state;
-    diff_stream("AES-128-GCM", 16);
-}
+/* A test's cipher: its state (the CMUnitTest's initial state, main()). */
+struct gcm_alg {
+    const char *name;
+    size_t keylen;
+};
+static const struct gcm_alg aes128 = {"AES-128-GCM", 16}, aes256 = {"AES-256-GCM", 32};
 
-static void test_stream_256(void **state)
+static void test_stream(void **state)
 {
-    (void)state;
-    diff_stream("AES-256-GCM", 32);
+    const struct gcm_alg *a = *state;
+
+    diff_stream(a->name, a->keylen);
 }
 
 /* More live contexts than the provider's per-thread cache of expanded keys (64): records
@@ -293,7 +283,7 @@ static void test_many_contexts(void **state)
     EVP_CIPHER *tg = fetch_tg("AES-256-GCM");
     if (tg == NULL)
         skip(); /* nothing of ours to compare (and nothing to free) */
-    EVP_CIPHER *df = EVP_CIPHER_fetch(g_plain, "AES-256-GCM", NULL);
+    EVP_CIPHER *df = EVP_CIPHER_fetch(g_env.plain, "AES-256-GCM", NULL);
     EVP_CIPHER_CTX *a[N], *b[N];
     unsigned char key[32], iv[12], msg[300], o1[300], o2[300], t1[16], t2[16];
     int n;
@@ -400,7 +390,7 @@ static void test_misuse(void **state)
     EVP_CIPHER *tg = fetch_tg("AES-256-GCM");
     if (tg == NULL)
         skip(); /* nothing of ours to compare (and nothing to free) */
-    EVP_CIPHER *df = EVP_CIPHER_fetch(g_plain, "AES-256-GCM", NULL);
+    EVP_CIPHER *df = EVP_CIPHER_fetch(g_env.plain, "AES-256-GCM", NULL);
     for (int w = 0; w < 8; w++) {
         int a = misuse(tg, w), b = misuse(df, w);
         if (a != b)
@@ -439,7 +429,7 @@ static void diff_tls12(const char *name, int klen)
     EVP_CIPHER *tg = fetch_tg(name);
     if (tg == NULL)
         skip(); /* nothing of ours to compare (and nothing to free) */
-    EVP_CIPHER *df = EVP_CIPHER_fetch(g_plain, name, NULL);
+    EVP_CIPHER *df = EVP_CIPHER_fetch(g_env.plain, name, NULL);
     unsigned char key[32], iv[12], *a = malloc(20000), *b = malloc(20000), *p = malloc(20000);
     fill(key, sizeof(key));
     fill(iv, sizeof(iv));
@@ -499,57 +489,14 @@ static void diff_tls12(const char *name, int klen)
     EVP_CIPHER_free(df);
 }
 
-static void test_tls12_128(void **state)
+static void test_tls12(void **state)
 {
-    (void)state;
-    diff_tls12("AES-128-GCM", 16);
-}
+    const struct gcm_alg *a = *state;
 
-static void test_tls12_256(void **state)
-{
-    (void)state;
-    diff_tls12("AES-256-GCM", 32);
+    diff_tls12(a->name, a->keylen);
 }
 
 /* ---- handshakes ---- */
-
-static void make_cert(EVP_PKEY **key, X509 **crt)
-{
-    *key = EVP_PKEY_Q_keygen(g_plain, NULL, "EC", "P-256");
-    assert_non_null(*key);
-    *crt = X509_new();
-    ASN1_INTEGER_set(X509_get_serialNumber(*crt), 1);
-    X509_gmtime_adj(X509_getm_notBefore(*crt), -60);
-    X509_gmtime_adj(X509_getm_notAfter(*crt), 3600);
-    X509_set_pubkey(*crt, *key);
-    X509_NAME *n = X509_get_subject_name(*crt);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1,
-                               0);
-    X509_set_issuer_name(*crt, n);
-    assert_true(X509_sign(*crt, *key, EVP_sha256()) > 0);
-}
-
-static int pump(SSL *c, SSL *s)
-{
-    int rc = 0, rs = 0;
-    for (int i = 0; i < 200 && (rc != 1 || rs != 1); i++) {
-        if (rc != 1) {
-            rc = SSL_do_handshake(c);
-            if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ) {
-                ERR_print_errors_fp(stderr);
-                return 0;
-            }
-        }
-        if (rs != 1) {
-            rs = SSL_do_handshake(s);
-            if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ) {
-                ERR_print_errors_fp(stderr);
-                return 0;
-            }
-        }
-    }
-    return rc == 1 && rs == 1;
-}
 
 static void xfer(SSL *from, SSL *to, size_t n)
 {
@@ -570,9 +517,9 @@ static void test_handshakes(void **state)
     (void)state;
     EVP_PKEY *key;
     X509 *crt;
-    make_cert(&key, &crt);
-    SSL_CTX *sc = SSL_CTX_new_ex(g_lib, "?provider=tlsgate", TLS_server_method());
-    SSL_CTX *cc = SSL_CTX_new_ex(g_plain, NULL, TLS_client_method());
+    assert_true(tls_self_signed(g_env.plain, NULL, &key, &crt));
+    SSL_CTX *sc = SSL_CTX_new_ex(g_env.lib, "?provider=tlsgate", TLS_server_method());
+    SSL_CTX *cc = SSL_CTX_new_ex(g_env.plain, NULL, TLS_client_method());
     assert_non_null(sc);
     assert_non_null(cc);
     assert_true(SSL_CTX_use_certificate(sc, crt));
@@ -583,20 +530,9 @@ static void test_handshakes(void **state)
     for (int i = 0; i < 4; i++) {
         int tls12 = i >= 2;
         uint64_t before = counter("gcm_records");
-        SSL *c = SSL_new(cc), *s = SSL_new(sc);
-        BIO *cb, *sb;
-        assert_true(BIO_new_bio_pair(&cb, 40000, &sb, 40000));
-        SSL_set_bio(c, cb, cb);
-        SSL_set_bio(s, sb, sb);
-        SSL_set_connect_state(c);
-        SSL_set_accept_state(s);
-        if (tls12) {
-            assert_true(SSL_set_max_proto_version(c, TLS1_2_VERSION));
-            assert_true(SSL_set_cipher_list(c, suites[i]));
-        } else {
-            assert_true(SSL_set_ciphersuites(c, suites[i]));
-        }
-        assert_true(pump(c, s));
+        SSL *c, *s;
+        assert_true(tls_pair(cc, sc, suites[i], 40000, &c, &s));
+        assert_true(tls_pump(c, s));
         assert_string_equal(SSL_get_cipher_name(s), tls12 ? suites[i] : suites[i]);
         for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
             if (k == 5 && !tls12)
@@ -623,10 +559,14 @@ static void test_handshakes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_available),     cmocka_unit_test(test_stream_128),
-        cmocka_unit_test(test_stream_256),    cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_many_contexts), cmocka_unit_test(test_tls12_128),
-        cmocka_unit_test(test_tls12_256),     cmocka_unit_test(test_handshakes),
+        cmocka_unit_test(test_available),
+        {"test_stream_128", test_stream, NULL, NULL, (void *)&aes128},
+        {"test_stream_256", test_stream, NULL, NULL, (void *)&aes256},
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_many_contexts),
+        {"test_tls12_128", test_tls12, NULL, NULL, (void *)&aes128},
+        {"test_tls12_256", test_tls12, NULL, NULL, (void *)&aes256},
+        cmocka_unit_test(test_handshakes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
