@@ -70,7 +70,11 @@ static void h1_head(gw_req_t *r, int status, const char *content_type, uint64_t 
     if (extra)
         gw_sock_out_append(&c->s, extra, strlen(extra));
     r->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
-    gw_headers_emit(c, status); /* add_header: http/headers.c */
+    gw_vbuf_t ah = {0}; /* add_header (http/headers.c): nothing allocated without any */
+    gw_headers_add(r, status, &ah);
+    if (ah.len)
+        gw_sock_out_append(&c->s, ah.s, ah.len);
+    gw_vbuf_free(&ah);
     gw_sock_out_append(&c->s, "\r\n", 2);
 }
 
@@ -137,7 +141,7 @@ static void route_request(gw_conn_t *c)
     c->rq->bytes_sent = 0;
     c->rq->status = 0;
     c->resp_start = c->s.out_len; /* answers of earlier pipelined requests stay before it */
-    gw_vars_request(c);           /* real client address, underscores, head copy: http/vars.h */
+    gw_vars_request(c->rq);       /* real client address, underscores, head copy: http/vars.h */
     if (gw_conn_logs(c))          /* the log's copies, only when a server here logs */
         gw_req_log_fields(c->rq);
 

@@ -27,17 +27,23 @@ static const char *rh_put(h2_stream_t *st, const char *p, size_t n)
     return d;
 }
 
-/* room for the answer's fields: ours (at most 6) and one per line of lines, and for
- * their text (extra bytes) */
-static void fields_reset(h2_stream_t *st, const char *lines, size_t extra)
+static size_t count_lines(const char *lines)
 {
-    size_t n = 8;
+    size_t n = 0;
     for (const char *p = lines; p && (p = strstr(p, "\r\n")); p += 2)
         n++;
+    return n;
+}
+
+/* room for the answer's fields: ours (at most 6) and one per line of lines and of more
+ * (add_header's, may be NULL), and for their text (extra bytes) */
+static void fields_reset(h2_stream_t *st, const char *lines, const char *more, size_t extra)
+{
+    size_t n = 8 + count_lines(lines) + count_lines(more);
     free(st->nv);
     free(st->rh);
     st->nv = malloc(n * sizeof(*st->nv));
-    st->rh_cap = 256 + extra + (lines ? strlen(lines) : 0);
+    st->rh_cap = 256 + extra + (lines ? strlen(lines) : 0) + (more ? strlen(more) : 0);
     st->rh = malloc(st->rh_cap);
     if (!st->nv || !st->rh)
         abort(); /* as at start-up: a worker cannot go on without it */
@@ -88,7 +94,9 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
                     const char *extra)
 {
     h2_stream_t *st = r->owner;
-    fields_reset(st, extra, content_type ? strlen(content_type) : 0);
+    gw_vbuf_t ah = {0}; /* add_header (http/headers.c), as HTTP/1.1's head */
+    gw_headers_add(r, status, &ah);
+    fields_reset(st, extra, ah.s, content_type ? strlen(content_type) : 0);
     char num[24];
     size_t n =
         (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) - num);
@@ -106,6 +114,8 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
         NV_LIT(st, "content-length", rh_put(st, num, n), n);
     }
     add_lines(st, extra);
+    add_lines(st, ah.s);
+    gw_vbuf_free(&ah);
 }
 
 static void h2_body(gw_req_t *r, const char *p, size_t n)
@@ -190,6 +200,7 @@ h2_stream_t *gw_h2_stream_new(gw_h2_t *h, int32_t id)
     st->rq = gw_req_take();
     st->rq->ops = &h2_ops;
     st->rq->owner = st;
+    st->rq->conn = h->c; /* the transport: TLS and addresses for the variables */
     st->rq->proto = GW_REQ_HTTP2;
     st->rq->vs = h->c->vs;
     st->rq->peer_text = h->c->s.peer_text;
@@ -363,11 +374,12 @@ static void choose(h2_stream_t *st, int status)
     gw_req_t *r = st->rq;
     gw_http_request_t *q = &r->req;
     r->is_head = q->method == GW_HTTP_HEAD;
+    gw_vars_request(r); /* real client address, underscores: as HTTP/1.1's route_request */
     if (gw_conn_logs(c))
         gw_req_log_fields(r);
     if (st->too_large) {
-        gw_log(GW_LOG_INFO, 0, "client %s sent too large a header list on stream %d",
-               c->s.peer_text, st->id);
+        gw_log(GW_LOG_INFO, 0, "client %s sent too large a header list on stream %d", r->peer_text,
+               st->id);
         gw_resp_error(r, 431);
         return;
     }
@@ -495,7 +507,7 @@ void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const
 {
     gw_req_t *r = st->rq;
     st->last_ms = gw_now_ms(); /* from here the client's reading is what is timed */
-    fields_reset(st, lines, 0);
+    fields_reset(st, lines, NULL, 0);
     char num[24];
     size_t n = (size_t)(gw_put_u64(num, (uint64_t)status) - num);
     NV_LIT(st, ":status", rh_put(st, num, n), n);

@@ -42,6 +42,14 @@ gw_reqbuf_t *gw_reqbuf_new(int chunked, uint64_t content_length, size_t mem_cap,
  */
 int gw_reqbuf_fill(gw_reqbuf_t *b, struct gw_conn *c, uint64_t max_body);
 
+/**
+ * Append n body bytes that arrive unframed (an HTTP/2 stream's DATA: b made with chunked
+ * 0 and the Content-Length, or UINT64_MAX when unknown). Returns 0, -413 when the body
+ * would pass max_body (0 = no limit), -500 when the temporary file cannot be written
+ * (logged with peer, the client's address).
+ */
+int gw_reqbuf_add(gw_reqbuf_t *b, const char *s, size_t n, uint64_t max_body, const char *peer);
+
 /** Copy up to cap body bytes from offset off into out; returns how many (0 at the end or
  * on a read error of the temporary file, logged). */
 size_t gw_reqbuf_read(gw_reqbuf_t *b, uint64_t off, char *out, size_t cap);

@@ -10,7 +10,7 @@ if(NOT Python3_Interpreter_FOUND)
 endif()
 foreach(_integ static tls edge config load reload default process options regress provider metrics
         negotiation resume resume_redis proxy stream hostile privs closenotify bulk gwfix
-        gwconf mtls proxyproto upstream_tls reqbuf pq h2defence h2proxy gwall)
+        gwconf mtls proxyproto upstream_tls reqbuf pq h2defence h2proxy gwall h2parity)
   add_test(NAME integ_${_integ}
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/integ/test_${_integ}.py
                    $<TARGET_FILE:tlsgate>)
