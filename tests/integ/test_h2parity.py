@@ -20,6 +20,7 @@ HTTP/1.1 ones (test_gwconf.py, test_reqbuf.py):
 
 Usage: python3 tests/integ/test_h2parity.py BIN [TEST...]
 """
+import contextlib
 import hashlib
 import http.server
 import json
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends as be  # noqa: E402
 import harness as h  # noqa: E402
 import test_h2defence as raw  # noqa: E402  (the raw-frame client)
+from test_gwconf import wait_log  # noqa: E402
 
 KNOWN_FAILURES = {}
 
@@ -54,15 +56,20 @@ def curl(env, port, path, *args):
     return ver, int(code), fields, open(out, "rb").read()
 
 
-def wait_log(path, n, timeout=5):
-    def lines():
-        try:
-            with open(path) as f:
-                ls = f.read().splitlines()
-            return ls if len(ls) >= n else None
-        except OSError:
-            return None
-    return h.wait_until(lines, timeout, what="%d access log line(s) in %s" % (n, path))
+@contextlib.contextmanager
+def served(env, http, *more):
+    """A backend (backends.py) and a server from http formatted with (the backend's port,
+    the server's port, its TLS lines, its root, *more); its root has index.html. Yields
+    (backend, port)."""
+    b = be.Backend()
+    try:
+        env.write("html/index.html", "hello\n")
+        port = env.port()
+        env.start(env.conf(http % ((b.port, port, env.tls("a_rsa"), env.html) + more)),
+                  port=port)
+        yield b, port
+    finally:
+        b.close()
 
 
 def answers(c, sids, timeout=10):
@@ -119,12 +126,8 @@ def post_unknown_length(c, sid, path, total, chunk=16000, timeout=10):
 
 
 def test_add_header_and_error_page(env):
-    b = be.Backend()
-    try:
-        env.write("html/index.html", "hello\n")
-        env.write("html/errors/404.html", "<p>our own 404</p>\n")
-        port = env.port()
-        env.start(env.conf("""
+    env.write("html/errors/404.html", "<p>our own 404</p>\n")
+    with served(env, """
         upstream app { server 127.0.0.1:%d; }
         server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
             add_header Strict-Transport-Security "max-age=63072000" always;
@@ -133,7 +136,7 @@ def test_add_header_and_error_page(env):
             error_page 404 /errors/404.html;
             location /app/ { proxy_pass http://app/; }
             location /old/ { error_page 404 =301 https://example.com/new; }
-        }""" % (b.port, port, env.tls("a_rsa"), env.html)), port=port)
+        }""") as (b, port):
         ver, st, f, body = curl(env, port, "/index.html")
         assert (ver, st, body) == ("2", 200, b"hello\n"), (ver, st, body)
         assert f["strict-transport-security"] == ["max-age=63072000"], f
@@ -155,17 +158,11 @@ def test_add_header_and_error_page(env):
         ver, st, f, body = curl(env, port, "/app/echo")
         assert st == 200 and f["x-plain"] == ["plain"] and "x-hop" not in f, f
         assert f["strict-transport-security"] == ["max-age=63072000"], f
-    finally:
-        b.close()
 
 
 def test_log_format_and_upstream_vars(env):
-    b = be.Backend()
     log = env.path("access.log")
-    try:
-        env.write("html/index.html", "hello\n")
-        port = env.port()
-        env.start(env.conf(r"""
+    with served(env, r"""
         log_format tls '$remote_addr|$request|$status|$ssl_protocol|$ssl_cipher|$ssl_curve|'
                        '$server_protocol|$http_user_agent|$host|$body_bytes_sent|$bytes_sent|'
                        '$connection|$upstream_addr|$upstream_status|$upstream_response_time|'
@@ -174,7 +171,7 @@ def test_log_format_and_upstream_vars(env):
         server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
             access_log %s tls;
             location /app/ { proxy_pass http://app; }
-        }""" % (b.port, port, env.tls("a_rsa"), env.html, log)), port=port)
+        }""", log) as (b, port):
         c = raw.Raw(env, port)
         c.send(c.headers(1, path="/index.html?x=1", extra=[("user-agent", "h2 \"ua\"")]))
         fields, body = stream_answer(c, 1)
@@ -196,17 +193,11 @@ def test_log_format_and_upstream_vars(env):
         assert g[11] == f[11] and g[11].isdigit(), (f, g)  # one connection, two streams
         assert g[12] == "127.0.0.1:%d" % b.port and g[13] == "200", g
         assert re.match(r"^\d+\.\d{3}$", g[14]), g
-    finally:
-        b.close()
 
 
 def test_real_ip_per_stream(env):
-    b = be.Backend()
     log = env.path("access.log")
-    try:
-        env.write("html/index.html", "hello\n")
-        port = env.port()
-        env.start(env.conf("""
+    with served(env, """
         log_format ip '$remote_addr $status $request_uri';
         upstream app { server 127.0.0.1:%d; }
         server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
@@ -214,7 +205,7 @@ def test_real_ip_per_stream(env):
             set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;
             location = /denied { deny 10.9.9.9; return 200 "in $remote_addr"; }
             location /app/ { proxy_pass http://app; }
-        }""" % (b.port, port, env.tls("a_rsa"), env.html, log)), port=port)
+        }""", log) as (b, port):
         c = raw.Raw(env, port)
         # three streams of one connection, each with its own client
         c.send(c.headers(1, path="/denied", extra=[("x-forwarded-for", "10.9.9.9")]) +
@@ -233,8 +224,6 @@ def test_real_ip_per_stream(env):
         lines = sorted(wait_log(log, 4))
         assert lines == sorted(["10.9.9.9 403 /denied", "10.1.1.1 200 /denied",
                                 "127.0.0.1 200 /denied", "10.2.2.2 200 /app/echo"]), lines
-    finally:
-        b.close()
 
 
 class LengthOnly(http.server.BaseHTTPRequestHandler):
