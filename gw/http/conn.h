@@ -155,6 +155,16 @@ static inline int gw_conn_flush(gw_conn_t *c)
     return gw_sock_flush(&c->s);
 }
 
+/** gw_conn_flush(), setting *progress to 1 when bytes left the output buffer. */
+static inline int gw_conn_flush_progress(gw_conn_t *c, int *progress)
+{
+    size_t before = c->s.out_len - c->s.out_off;
+    int r = gw_sock_flush(&c->s);
+    if (r >= 0 && c->s.out_len - c->s.out_off != before)
+        *progress = 1;
+    return r;
+}
+
 /** Send TLS close_notify once: gw_sock_close_notify(). */
 static inline int gw_conn_close_notify(gw_conn_t *c)
 {

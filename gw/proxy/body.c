@@ -28,16 +28,9 @@ int gw_proxy_pull_body(gw_proxy_t *p)
             p->continue_sent = 1;
             return 0;
         }
-        size_t got = 0;
-        int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
-        if (r == GW_CONN_IO_AGAIN)
-            return 0;
-        if (r != GW_CONN_IO_OK) {
-            gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
-                   c->s.peer_text);
-            return -1;
-        }
-        c->s.in_len = got;
+        int r = gw_reqbuf_recv(c); /* proxy/reqbuf.h */
+        if (r <= 0)
+            return r;
         gw_sock_timer(&c->s, c->vs->conf->srv.send_timeout_ms);
     }
     p->body_started = 1;

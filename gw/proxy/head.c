@@ -135,6 +135,22 @@ void gw_proxy_build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
     p->head_len = b.len;
 }
 
+/* A field line of a response head that gw_proxy_parse_response accepted */
+typedef struct field {
+    const char *l, *v; /* the line (its name first), its value */
+    size_t ll, nl, vl; /* their lengths, the name's */
+} field_t;
+
+/* The next field of the head buf[*pos..hl): 0 at the empty line that ends it. */
+static int next_field(const char *buf, size_t hl, size_t *pos, field_t *f)
+{
+    gw_proxy_next_line(buf, hl, pos, &f->l, &f->ll);
+    if (f->ll == 0)
+        return 0;
+    gw_proxy_split_field(f->l, f->ll, &f->nl, &f->v, &f->vl);
+    return 1;
+}
+
 /* Forward the response head to the client; -1 when malformed. */
 int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsigned long long cl,
                           int chunked, int up_close)
@@ -175,37 +191,24 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsi
         gw_vbuf_str(&b, "\r\n");
     }
     size_t fields = pos;
-    for (;;) {
-        gw_proxy_next_line(p->uin, hl, &pos, &l, &ll);
-        if (ll == 0)
-            break;
-        size_t nl, vl;
-        const char *v;
-        gw_proxy_split_field(l, ll, &nl, &v, &vl);
-        if (hop_by_hop(l, nl))
+    field_t f, m;
+    while (next_field(p->uin, hl, &pos, &f)) {
+        if (hop_by_hop(f.l, f.nl))
             continue;
         /* fields named by the upstream's Connection are hop-by-hop too */
         int named = 0;
-        size_t q = fields, ql;
-        const char *m;
-        for (;;) {
-            gw_proxy_next_line(p->uin, hl, &q, &m, &ql);
-            if (ql == 0)
-                break;
-            size_t mn, mvl;
-            const char *mv;
-            gw_proxy_split_field(m, ql, &mn, &mv, &mvl);
-            if (mn == 10 && strncasecmp(m, "connection", 10) == 0) {
-                size_t p2 = 0, el;
-                const char *e;
-                while (gw_proxy_list_elem(mv, mvl, &p2, &e, &el))
-                    if (el == nl && strncasecmp(e, l, nl) == 0)
-                        named = 1;
-            }
+        for (size_t q = fields; !named && next_field(p->uin, hl, &q, &m);) {
+            if (m.nl != 10 || strncasecmp(m.l, "connection", 10) != 0)
+                continue;
+            size_t p2 = 0, el;
+            const char *e;
+            while (gw_proxy_list_elem(m.v, m.vl, &p2, &e, &el))
+                if (el == f.nl && strncasecmp(e, f.l, f.nl) == 0)
+                    named = 1;
         }
         if (named)
             continue;
-        gw_vbuf_add(&b, l, ll);
+        gw_vbuf_add(&b, f.l, f.ll);
         gw_vbuf_str(&b, "\r\n");
     }
     p->rq->status = status;

@@ -464,14 +464,8 @@ client:
     /* client: queued output down, and a look for an abort while the upstream works */
     if (c->s.async_paused || c->s.async_retry)
         return 0; /* a paused TLS job: no other SSL call until its wake drives us */
-    if (c->s.out_len > c->s.out_off) {
-        size_t before = c->s.out_len - c->s.out_off;
-        int r = gw_conn_flush(c);
-        if (r < 0)
-            return -1;
-        if (c->s.out_len - c->s.out_off != before)
-            *progress = 1;
-    }
+    if (c->s.out_len > c->s.out_off && gw_conn_flush_progress(c, progress) < 0)
+        return -1;
     if (c->s.async_paused || c->s.async_retry)
         return 0;
     if (!from_up && p->probe_client && p->body_done && !c->s.read_eof &&

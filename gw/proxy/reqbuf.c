@@ -72,6 +72,20 @@ static int store(gw_reqbuf_t *b, const char *peer, const char *s, size_t n)
     return 0;
 }
 
+int gw_reqbuf_recv(gw_conn_t *c)
+{
+    size_t got = 0;
+    int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
+    if (r == GW_CONN_IO_AGAIN)
+        return 0;
+    if (r != GW_CONN_IO_OK) {
+        gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body", c->s.peer_text);
+        return -1;
+    }
+    c->s.in_len = got;
+    return 1;
+}
+
 int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
 {
     while (!b->done) {
@@ -85,16 +99,9 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             }
             if (gw_sock_busy(&c->s))
                 return 0; /* a paused TLS job: no SSL call until its wake drives us */
-            size_t got = 0;
-            int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
-            if (r == GW_CONN_IO_AGAIN)
-                return 0;
-            if (r != GW_CONN_IO_OK) {
-                gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
-                       c->s.peer_text);
-                return -1;
-            }
-            c->s.in_len = got;
+            int r = gw_reqbuf_recv(c);
+            if (r <= 0)
+                return r;
         }
         if (b->chunked) {
             size_t len = c->s.in_len, used = 0;

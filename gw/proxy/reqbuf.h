@@ -33,6 +33,10 @@ typedef struct gw_reqbuf {
 gw_reqbuf_t *gw_reqbuf_new(int chunked, uint64_t content_length, size_t mem_cap,
                            int expect_continue);
 
+/** Read request body bytes of HTTP/1.1 client c into its empty input buffer (c->s.in).
+ * Returns 1 when some arrived, 0 to wait, -1 when the client is gone (logged). */
+int gw_reqbuf_recv(struct gw_conn *c);
+
 /**
  * Read what the client has sent of the body (c->in first, then the connection) into b.
  * Returns 1 when the body is complete, 0 to wait for the client, -1 when the client is
