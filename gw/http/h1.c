@@ -196,6 +196,11 @@ static int finish_request(gw_conn_t *c)
     int reuse = c->rq->keep_alive && !c->rq->close_after && !gw_conn_stopping(c) && !c->s.read_eof;
     if (!reuse)
         return 0;
+    /* the next request is the TCP peer's until its own head says otherwise (real_ip), and
+     * has no settings yet: an answer before its head is parsed must not use this one's */
+    c->rq->peer_text = c->s.peer_text;
+    c->rq->v.family = 0;
+    c->rq->v.loc = NULL;
     /* keep the bytes of a pipelined next request */
     if (c->head_len < c->s.in_len)
         memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
