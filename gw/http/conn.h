@@ -132,6 +132,13 @@ int gw_h2_start(gw_conn_t *c);
  * then the connection ends. */
 void gw_h2_shutdown(gw_conn_t *c);
 
+/** c's client as text for log lines: its current request's (after real_ip), else the TCP
+ * peer's. */
+static inline const char *gw_conn_client(const gw_conn_t *c)
+{
+    return c->rq ? c->rq->peer_text : c->s.peer_text;
+}
+
 /** The worker of c's process is stopping (no keep-alive, GOAWAY). */
 static inline int gw_conn_stopping(const gw_conn_t *c)
 {

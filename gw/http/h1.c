@@ -313,7 +313,7 @@ static int fill_from_file(gw_conn_t *c)
     ssize_t n = pread(c->rq->file_fd, c->s.out + c->s.out_len, want, (off_t)c->rq->file_off);
     if (n <= 0) {
         gw_log(GW_LOG_ERROR, n < 0 ? errno : 0, "pread() of a file for client %s %s",
-               c->s.peer_text, n == 0 ? "hit an unexpected end (file truncated?)" : "failed");
+               gw_conn_client(c), n == 0 ? "hit an unexpected end (file truncated?)" : "failed");
         return -1;
     }
     c->s.out_len += (size_t)n;
@@ -581,13 +581,13 @@ static void h1_timeout(gw_sock_t *s)
         h1_drive(&c->s);
         return;
     case GW_CONN_READ_BODY:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request body", c->s.peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request body", gw_conn_client(c));
         break;
     case GW_CONN_WRITE:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->s.peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", gw_conn_client(c));
         break;
     case GW_CONN_PROXY:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", c->s.peer_text,
+        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", gw_conn_client(c),
                c->s.out_len > c->s.out_off ? "reading the proxied response"
                                            : "sending the request body");
         break;

@@ -90,7 +90,7 @@ void gw_proxy_conn_free(gw_conn_t *c)
     c->proxy = NULL;
     if (p->uc && p->rs != RS_DONE)
         gw_log(GW_LOG_INFO, 0, "client %s went away: the request to upstream %s is cancelled",
-               c->s.peer_text, p->up->conf->servers[p->peer].text);
+               p->rq->peer_text, p->up->conf->servers[p->peer].text);
     gw_proxy_free_(p);
 }
 
@@ -483,7 +483,7 @@ client:
             gw_log(GW_LOG_INFO, 0,
                    "client %s closed the connection while its request was "
                    "proxied",
-                   c->s.peer_text);
+                   p->rq->peer_text);
             return -1;
         }
     }

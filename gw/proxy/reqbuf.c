@@ -79,7 +79,8 @@ int gw_reqbuf_recv(gw_conn_t *c)
     if (r == GW_CONN_IO_AGAIN)
         return 0;
     if (r != GW_CONN_IO_OK) {
-        gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body", c->s.peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
+               gw_conn_client(c));
         return -1;
     }
     c->s.in_len = got;
@@ -108,7 +109,7 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             int r = gw_http_chunked_decode(&b->dec, c->s.in, &len, &used, max_body);
             if (r < 0)
                 return r; /* -400: a bad chunk size line, refused before the upstream */
-            if (len && store(b, c->s.peer_text, c->s.in, len) != 0)
+            if (len && store(b, gw_conn_client(c), c->s.in, len) != 0)
                 return -500;
             memmove(c->s.in, c->s.in + used, c->s.in_len - used);
             c->s.in_len -= used;
@@ -117,7 +118,7 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             continue;
         }
         size_t take = c->s.in_len < b->left ? c->s.in_len : (size_t)b->left;
-        if (store(b, c->s.peer_text, c->s.in, take) != 0)
+        if (store(b, gw_conn_client(c), c->s.in, take) != 0)
             return -500;
         memmove(c->s.in, c->s.in + take, c->s.in_len - take);
         c->s.in_len -= take;
