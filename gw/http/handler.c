@@ -16,7 +16,6 @@
 #include "core/obs.h"
 #include "core/stats.h"
 #include "http/conn.h"
-#include "http/h2.h"
 #include "proxy/proxy.h"
 
 static const struct {
