@@ -10,6 +10,8 @@
 #   NGINX_BIN       nginx binary (default nginx from PATH or /usr/sbin/nginx)
 #   BENCH_REQUESTS  h2load -n per run (default 200000)
 #   BENCH_ROUNDS    rounds of nginx then tlsgate (default 3; the median is reported)
+#   TLSGATE_BASE    a second tlsgate binary run in nginx's place (same configuration as
+#                   tlsgate's): an A/B of two builds in one run, rounds alternating
 #
 # Both servers: one worker pinned to CPU 0 (worker_cpu_affinity 01), `listen ... ssl
 # http2`, TLSv1.3 with an ECDSA P-256 certificate, access_log off, a 1,024-byte file,
@@ -25,7 +27,9 @@ TG=$(realpath "${TLSGATE_BIN:-build/tlsgate}")
 NGINX=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 N=${BENCH_REQUESTS:-200000}; ROUNDS=${BENCH_ROUNDS:-3}
 [ -x "$TG" ] || die "no tlsgate binary at $TG"
-[ -x "$NGINX" ] || die "nginx missing (apt-get install nginx-light)"
+BASE=${TLSGATE_BASE:+$(realpath "$TLSGATE_BASE")}
+LA=${BASE:+base}; LA=${LA:-nginx}
+[ -n "$BASE" ] || [ -x "$NGINX" ] || die "nginx missing (apt-get install nginx-light)"
 command -v h2load >/dev/null || die "h2load missing (apt-get install nghttp2-client)"
 TMP=$(mktemp -d)
 cleanup() { for f in "$TMP"/*.pid; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null; done; rm -rf "$TMP"; }
@@ -52,7 +56,10 @@ EOF
 
 run_one() { # NAME -> "req/s cpu_s req_per_cpu_s"
     local name=$1 port; port=$(free_port)
-    if [ "$name" = nginx ]; then
+    if [ "$name" = nginx ] && [ -n "$BASE" ]; then
+        conf nginx "$port" > "$TMP/base.conf"
+        "$BASE" -c "$TMP/base.conf" &
+    elif [ "$name" = nginx ]; then
         conf nginx "$port" | sed 's/^events/daemon off; events/' > "$TMP/nginx.conf"
         "$NGINX" -p "$TMP/ngx" -c "$TMP/nginx.conf" -e "$TMP/nginx.err" &
     else
@@ -84,8 +91,8 @@ echo "h2load -c 10 -m 20 -n $N, 1 KB file, one worker on CPU 0, h2load on CPU 1;
 echo "| server | req/s | worker CPU s | req per CPU s |"
 echo "|---|---|---|---|"
 for s in nginx tlsgate; do
-    printf "| %s | %s | %s | %s |\n" "$s" "$(awk '{print $1}' "$TMP/$s.r" | median)" \
+    printf "| %s | %s | %s | %s |\n" "$( [ $s = nginx ] && echo "$LA" || echo $s)" "$(awk '{print $1}' "$TMP/$s.r" | median)" \
         "$(awk '{print $2}' "$TMP/$s.r" | median)" "$(awk '{print $3}' "$TMP/$s.r" | median)"
 done
 ng=$(awk '{print $3}' "$TMP/nginx.r" | median); tg=$(awk '{print $3}' "$TMP/tlsgate.r" | median)
-echo "tlsgate / nginx (req per CPU s): $(awk -v a="$ng" -v b="$tg" 'BEGIN { printf "%.2f", b / a }')"
+echo "tlsgate / $LA (req per CPU s): $(awk -v a="$ng" -v b="$tg" 'BEGIN { printf "%.2f", b / a }')"

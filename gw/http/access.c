@@ -13,11 +13,17 @@
 #include "net/proxy_protocol.h"
 #include "net/realip.h"
 
-int gw_access_denied(gw_conn_t *c, const gw_loc_settings_t *l)
+int gw_access_denied(const gw_req_t *r, const gw_loc_settings_t *l)
 {
     const gw_deploy_loc_t *d = &l->dep;
+    if (!d->n_access)
+        return 0;
+    /* the client after real_ip (gw_vars_request), else the connection's TCP peer */
+    const gw_conn_vars_t *cv = &r->conn->v;
+    int fam = r->v.family ? r->v.family : cv->tcp_family;
+    const unsigned char *addr = r->v.family ? r->v.addr : cv->tcp_addr;
     for (size_t i = 0; i < d->n_access; i++)
-        if (gw_cidr_match(&d->access[i].cidr, c->v.family, c->v.addr))
+        if (gw_cidr_match(&d->access[i].cidr, fam, addr))
             return d->access[i].deny;
     return 0;
 }
@@ -30,48 +36,46 @@ static int trusted(const gw_deploy_srv_t *d, int family, const unsigned char *ad
     return 0;
 }
 
-static void set_client(gw_conn_t *c, int family, const unsigned char *addr, int port)
+/* r's client is family/addr/port from here on: allow/deny, $remote_addr, $remote_port */
+static void set_client(gw_req_t *r, int family, const unsigned char *addr, int port)
 {
-    c->v.family = (uint8_t)family;
-    memset(c->v.addr, 0, sizeof(c->v.addr));
-    memcpy(c->v.addr, addr, family == AF_INET ? 4 : 16);
-    c->v.port = (uint16_t)port;
-    inet_ntop(family, addr, c->s.peer_text, sizeof(c->s.peer_text));
-    c->v.peer_replaced = 1;
+    r->v.family = (uint8_t)family;
+    memset(r->v.addr, 0, sizeof(r->v.addr));
+    memcpy(r->v.addr, addr, family == AF_INET ? 4 : 16);
+    r->v.port = (uint16_t)port;
+    if (inet_ntop(family, addr, r->v.addr_text, sizeof(r->v.addr_text)))
+        r->peer_text = r->v.addr_text;
 }
 
-void gw_access_real_ip(gw_conn_t *c)
+void gw_access_real_ip(gw_req_t *r)
 {
-    gw_conn_vars_t *v = &c->v;
-    /* every request starts from the TCP peer (or the PROXY protocol's address, which is
-     * the connection's own) */
-    v->family = v->tcp_family;
-    memcpy(v->addr, v->tcp_addr, 16);
-    v->port = v->tcp_port;
-    if (v->peer_replaced) { /* a previous request's real_ip address */
-        inet_ntop(v->tcp_family, v->tcp_addr, c->s.peer_text, sizeof(c->s.peer_text));
-        v->peer_replaced = 0;
-    }
-    const gw_deploy_srv_t *d = &c->vs->conf->srv.dep;
-    if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->family, v->addr))
+    const gw_conn_vars_t *v = &r->conn->v;
+    /* every request (and HTTP/2 stream) starts from the TCP peer: the PROXY protocol's
+     * address is the connection's own, and replaces it only by real_ip_header */
+    r->v.family = v->tcp_family;
+    memcpy(r->v.addr, v->tcp_addr, sizeof(r->v.addr));
+    r->v.port = v->tcp_port;
+    r->peer_text = r->conn->s.peer_text;
+    const gw_deploy_srv_t *d = &r->vs->conf->srv.dep;
+    if (!d->n_real_ip_from || !d->real_ip_header || !trusted(d, v->tcp_family, v->tcp_addr))
         return;
     if (strcmp(d->real_ip_header, "proxy_protocol") == 0) {
         if (v->pp_family)
-            set_client(c, v->pp_family, v->pp_addr, v->pp_port);
+            set_client(r, v->pp_family, v->pp_addr, v->pp_port);
         return;
     }
-    const gw_http_request_t *r = &c->rq->req;
+    const gw_http_request_t *q = &r->req;
     const gw_http_header_t *h = NULL;
-    for (size_t i = 0; i < r->n_headers && !h; i++)
-        if (gw_http_token_eq(r->headers[i].name, r->headers[i].name_len, d->real_ip_header))
-            h = &r->headers[i];
+    for (size_t i = 0; i < q->n_headers && !h; i++)
+        if (gw_http_token_eq(q->headers[i].name, q->headers[i].name_len, d->real_ip_header))
+            h = &q->headers[i];
     if (!h)
         return;
     int fam = 0;
     unsigned char a[16];
     if (gw_realip_pick(h->value, h->value_len, d->real_ip_from, d->n_real_ip_from,
                        d->real_ip_recursive == 1, &fam, a))
-        set_client(c, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
+        set_client(r, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
 }
 
 int gw_access_proxy_protocol(gw_conn_t *c)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "net/limits.h"
@@ -87,12 +88,7 @@ static void on_freed(gw_sock_t *s)
     gw_conn_set_stat(c, GW_ST_NONE);
     gw_limit_conn_release(c->ipc);
     c->ipc = NULL;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        env->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    GW_LIST_UNLINK(env->conns, c);
     free(c);
     GW_WSTAT_ADD(conns, -1);
     int was_full = env->n_conns >= env->max_conns;
@@ -154,10 +150,7 @@ void gw_conn_accepted(gw_conn_env_t *env, gw_laddr_t *laddr, int fd, const struc
         c->in_max = (size_t)s->client_header_buffer_size;
 
     /* TCP_NODELAY comes from the listener (gw_listen_open) */
-    c->next = env->conns;
-    if (env->conns)
-        env->conns->prev = c;
-    env->conns = c;
+    GW_LIST_PUSH(env->conns, c);
     env->n_conns++;
     GW_WSTAT_ADD(conns, 1);
     GW_STAT_ADD(handled, 1);

@@ -132,6 +132,13 @@ int gw_h2_start(gw_conn_t *c);
  * then the connection ends. */
 void gw_h2_shutdown(gw_conn_t *c);
 
+/** c's client as text for log lines: its current request's (after real_ip), else the TCP
+ * peer's. */
+static inline const char *gw_conn_client(const gw_conn_t *c)
+{
+    return c->rq ? c->rq->peer_text : c->s.peer_text;
+}
+
 /** The worker of c's process is stopping (no keep-alive, GOAWAY). */
 static inline int gw_conn_stopping(const gw_conn_t *c)
 {
@@ -153,6 +160,16 @@ static inline int gw_conn_recv(gw_conn_t *c, char *buf, size_t len, size_t *got)
 static inline int gw_conn_flush(gw_conn_t *c)
 {
     return gw_sock_flush(&c->s);
+}
+
+/** gw_conn_flush(), setting *progress to 1 when bytes left the output buffer. */
+static inline int gw_conn_flush_progress(gw_conn_t *c, int *progress)
+{
+    size_t before = c->s.out_len - c->s.out_off;
+    int r = gw_sock_flush(&c->s);
+    if (r >= 0 && c->s.out_len - c->s.out_off != before)
+        *progress = 1;
+    return r;
 }
 
 /** Send TLS close_notify once: gw_sock_close_notify(). */

@@ -70,7 +70,11 @@ static void h1_head(gw_req_t *r, int status, const char *content_type, uint64_t 
     if (extra)
         gw_sock_out_append(&c->s, extra, strlen(extra));
     r->v.head_bytes = (uint64_t)(o - head) + (extra ? strlen(extra) : 0) + 2;
-    gw_headers_emit(c, status); /* add_header: http/headers.c */
+    gw_vbuf_t ah = {0}; /* add_header (http/headers.c): nothing allocated without any */
+    gw_headers_add(r, status, &ah);
+    if (ah.len)
+        gw_sock_out_append(&c->s, ah.s, ah.len);
+    gw_vbuf_free(&ah);
     gw_sock_out_append(&c->s, "\r\n", 2);
 }
 
@@ -137,7 +141,7 @@ static void route_request(gw_conn_t *c)
     c->rq->bytes_sent = 0;
     c->rq->status = 0;
     c->resp_start = c->s.out_len; /* answers of earlier pipelined requests stay before it */
-    gw_vars_request(c);           /* real client address, underscores, head copy: http/vars.h */
+    gw_vars_request(c->rq);       /* real client address, underscores, head copy: http/vars.h */
     if (gw_conn_logs(c))          /* the log's copies, only when a server here logs */
         gw_req_log_fields(c->rq);
 
@@ -192,6 +196,11 @@ static int finish_request(gw_conn_t *c)
     int reuse = c->rq->keep_alive && !c->rq->close_after && !gw_conn_stopping(c) && !c->s.read_eof;
     if (!reuse)
         return 0;
+    /* the next request is the TCP peer's until its own head says otherwise (real_ip), and
+     * has no settings yet: an answer before its head is parsed must not use this one's */
+    c->rq->peer_text = c->s.peer_text;
+    c->rq->v.family = 0;
+    c->rq->v.loc = NULL;
     /* keep the bytes of a pipelined next request */
     if (c->head_len < c->s.in_len)
         memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
@@ -304,7 +313,7 @@ static int fill_from_file(gw_conn_t *c)
     ssize_t n = pread(c->rq->file_fd, c->s.out + c->s.out_len, want, (off_t)c->rq->file_off);
     if (n <= 0) {
         gw_log(GW_LOG_ERROR, n < 0 ? errno : 0, "pread() of a file for client %s %s",
-               c->s.peer_text, n == 0 ? "hit an unexpected end (file truncated?)" : "failed");
+               gw_conn_client(c), n == 0 ? "hit an unexpected end (file truncated?)" : "failed");
         return -1;
     }
     c->s.out_len += (size_t)n;
@@ -572,13 +581,13 @@ static void h1_timeout(gw_sock_t *s)
         h1_drive(&c->s);
         return;
     case GW_CONN_READ_BODY:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request body", c->s.peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s timed out sending the request body", gw_conn_client(c));
         break;
     case GW_CONN_WRITE:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", c->s.peer_text);
+        gw_log(GW_LOG_INFO, 0, "client %s timed out reading the response", gw_conn_client(c));
         break;
     case GW_CONN_PROXY:
-        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", c->s.peer_text,
+        gw_log(GW_LOG_INFO, 0, "client %s timed out %s", gw_conn_client(c),
                c->s.out_len > c->s.out_off ? "reading the proxied response"
                                            : "sending the request body");
         break;

@@ -182,7 +182,14 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *u)
 {
     (void)u;
-    if (!f->hd.stream_id || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    if (!f->hd.stream_id)
+        return 0;
+    if (f->hd.type == NGHTTP2_HEADERS) { /* $bytes_sent: the answer's head as sent (HPACK) */
+        h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+        if (st)
+            st->rq->v.head_bytes += 9 + f->hd.length;
+    }
+    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     /* RFC 9113 §8.1: an answer complete before its request: the client may stop sending */
     if (!nghttp2_session_get_stream_remote_close(ng, f->hd.stream_id))

@@ -18,8 +18,7 @@ typedef struct h2_stream {
     gw_req_t *rq;
     /* the request's header list: names and values copied into hb; until the head is
      * complete rq->req.headers[] hold offsets into hb (hb may move when it grows) */
-    char *hb;
-    size_t hb_len, hb_cap;
+    gw_vbuf_t hb;
     size_t list_size; /* RFC 9113 §6.5.2 size: name + value + 32 per field */
     uint32_t method_o, method_l, path_o, path_l, auth_o, auth_l;
     int too_large;       /* the header list passed large_client_header_buffers: 431 */
@@ -31,15 +30,15 @@ typedef struct h2_stream {
     size_t n_nv, nv_cap;
     char *rh; /* storage of the answer's header values */
     size_t rh_len, rh_cap;
-    char *body; /* an in-memory body */
-    size_t body_len, body_off;
+    gw_vbuf_t body; /* an in-memory body (body.len bytes), sent from body_off */
+    size_t body_off;
     int64_t last_ms;        /* last progress either way (send_timeout per stream) */
     int body_eof;           /* the answer's body is complete (else more may come) */
     int req_done;           /* the request ended (END_STREAM received) */
     int held;               /* answered, but sent only once the request body has ended */
     struct gw_proxy *proxy; /* proxy_pass: the upstream request in progress */
-    char *rb;               /* request body bytes the proxy has not taken yet */
-    size_t rb_len, rb_off, rb_cap;
+    gw_vbuf_t rb;           /* request body bytes the proxy has not taken yet (from rb_off) */
+    size_t rb_off;
 } h2_stream_t;
 
 typedef struct gw_h2 {

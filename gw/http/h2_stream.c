@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/list.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "proxy/proxy.h"
@@ -27,17 +28,23 @@ static const char *rh_put(h2_stream_t *st, const char *p, size_t n)
     return d;
 }
 
-/* room for the answer's fields: ours (at most 6) and one per line of lines, and for
- * their text (extra bytes) */
-static void fields_reset(h2_stream_t *st, const char *lines, size_t extra)
+static size_t count_lines(const char *lines)
 {
-    size_t n = 8;
+    size_t n = 0;
     for (const char *p = lines; p && (p = strstr(p, "\r\n")); p += 2)
         n++;
+    return n;
+}
+
+/* room for the answer's fields: ours (at most 6) and one per line of lines and of more
+ * (add_header's, may be NULL), and for their text (extra bytes) */
+static void fields_reset(h2_stream_t *st, const char *lines, const char *more, size_t extra)
+{
+    size_t n = 8 + count_lines(lines) + count_lines(more);
     free(st->nv);
     free(st->rh);
     st->nv = malloc(n * sizeof(*st->nv));
-    st->rh_cap = 256 + extra + (lines ? strlen(lines) : 0);
+    st->rh_cap = 256 + extra + (lines ? strlen(lines) : 0) + (more ? strlen(more) : 0);
     st->rh = malloc(st->rh_cap);
     if (!st->nv || !st->rh)
         abort(); /* as at start-up: a worker cannot go on without it */
@@ -88,7 +95,9 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
                     const char *extra)
 {
     h2_stream_t *st = r->owner;
-    fields_reset(st, extra, content_type ? strlen(content_type) : 0);
+    gw_vbuf_t ah = {0}; /* add_header (http/headers.c), as HTTP/1.1's head */
+    gw_headers_add(r, status, &ah);
+    fields_reset(st, extra, ah.s, content_type ? strlen(content_type) : 0);
     char num[24];
     size_t n =
         (size_t)(gw_put_u64(num, (uint64_t)(status >= 100 && status < 1000 ? status : 500)) - num);
@@ -106,17 +115,14 @@ static void h2_head(gw_req_t *r, int status, const char *content_type, uint64_t 
         NV_LIT(st, "content-length", rh_put(st, num, n), n);
     }
     add_lines(st, extra);
+    add_lines(st, ah.s);
+    gw_vbuf_free(&ah);
 }
 
 static void h2_body(gw_req_t *r, const char *p, size_t n)
 {
     h2_stream_t *st = r->owner;
-    char *b = realloc(st->body, st->body_len + n);
-    if (!b)
-        abort();
-    memcpy(b + st->body_len, p, n);
-    st->body = b;
-    st->body_len += n;
+    gw_vbuf_add(&st->body, p, n);
 }
 
 static const gw_req_ops_t h2_ops = {h2_head, h2_body};
@@ -131,7 +137,7 @@ static ssize_t data_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     (void)user;
     h2_stream_t *st = source->ptr;
     gw_req_t *r = st->rq;
-    uint64_t left = r->file_fd >= 0 ? r->file_left : st->body_len - st->body_off;
+    uint64_t left = r->file_fd >= 0 ? r->file_left : st->body.len - st->body_off;
     size_t n = left < length ? (size_t)left : length;
     if (n == 0 && !st->body_eof)
         return NGHTTP2_ERR_DEFERRED; /* the proxy has more to come: gw_h2_proxy_body */
@@ -163,10 +169,10 @@ int gw_h2_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *fr
         r->file_off += length;
         r->file_left -= length;
     } else {
-        memcpy(o + 9, st->body + st->body_off, length);
+        memcpy(o + 9, st->body.s + st->body_off, length);
         st->body_off += length;
-        if (st->body_off == st->body_len && !st->body_eof)
-            st->body_off = st->body_len = 0; /* a proxied body: the buffer is reused */
+        if (st->body_off == st->body.len && !st->body_eof)
+            st->body_off = st->body.len = 0; /* a proxied body: the buffer is reused */
         if (st->proxy)
             gw_proxy_wake(st->proxy); /* room again: the upstream may be read */
     }
@@ -190,16 +196,14 @@ h2_stream_t *gw_h2_stream_new(gw_h2_t *h, int32_t id)
     st->rq = gw_req_take();
     st->rq->ops = &h2_ops;
     st->rq->owner = st;
+    st->rq->conn = h->c; /* the transport: TLS and addresses for the variables */
     st->rq->proto = GW_REQ_HTTP2;
     st->rq->vs = h->c->vs;
     st->rq->peer_text = h->c->s.peer_text;
     st->rq->tls = h->c->s.ssl != NULL;
     memset(&st->rq->req, 0, sizeof(st->rq->req));
     st->last_ms = gw_now_ms();
-    st->next = h->streams;
-    if (h->streams)
-        h->streams->prev = st;
-    h->streams = st;
+    GW_LIST_PUSH(h->streams, st);
     h->n_streams++;
     return st;
 }
@@ -207,41 +211,25 @@ h2_stream_t *gw_h2_stream_new(gw_h2_t *h, int32_t id)
 void gw_h2_stream_free(h2_stream_t *st)
 {
     gw_h2_t *h = st->h;
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        h->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
+    GW_LIST_UNLINK(h->streams, st);
     h->n_streams--;
     if (st->proxy)
         gw_proxy_stream_free(st->proxy);
     if (st->dispatched && st->rq->status)
         gw_req_access_log(st->rq);
     gw_req_give(st->rq);
-    free(st->hb);
+    gw_vbuf_free(&st->hb);
     free(st->rh);
     free(st->nv);
-    free(st->body);
-    free(st->rb);
+    gw_vbuf_free(&st->body);
+    gw_vbuf_free(&st->rb);
     free(st);
 }
 
 static uint32_t hb_put(h2_stream_t *st, const uint8_t *p, size_t n)
 {
-    if (st->hb_len + n > st->hb_cap) {
-        size_t cap = st->hb_cap ? st->hb_cap : 1024;
-        while (cap < st->hb_len + n)
-            cap *= 2;
-        char *b = realloc(st->hb, cap);
-        if (!b)
-            abort();
-        st->hb = b;
-        st->hb_cap = cap;
-    }
-    uint32_t o = (uint32_t)st->hb_len;
-    memcpy(st->hb + o, p, n);
-    st->hb_len += n;
+    uint32_t o = (uint32_t)st->hb.len;
+    gw_vbuf_add(&st->hb, (const char *)p, n);
     return o;
 }
 
@@ -301,7 +289,7 @@ static int parse_u64(const char *v, size_t n, uint64_t *out)
 static void resolve(h2_stream_t *st)
 {
     gw_http_request_t *q = &st->rq->req;
-    const char *b = st->hb;
+    const char *b = st->hb.s;
     q->method_str = b + st->method_o;
     q->method_len = st->method_l;
     q->method = gw_http_method_id(q->method_str, q->method_len);
@@ -363,11 +351,12 @@ static void choose(h2_stream_t *st, int status)
     gw_req_t *r = st->rq;
     gw_http_request_t *q = &r->req;
     r->is_head = q->method == GW_HTTP_HEAD;
+    gw_vars_request(r); /* real client address, underscores: as HTTP/1.1's route_request */
     if (gw_conn_logs(c))
         gw_req_log_fields(r);
     if (st->too_large) {
-        gw_log(GW_LOG_INFO, 0, "client %s sent too large a header list on stream %d",
-               c->s.peer_text, st->id);
+        gw_log(GW_LOG_INFO, 0, "client %s sent too large a header list on stream %d", r->peer_text,
+               st->id);
         gw_resp_error(r, 431);
         return;
     }
@@ -399,7 +388,7 @@ void gw_h2_stream_submit(h2_stream_t *st, int eof)
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
         return;
     }
-    int data = !r->is_head && (st->body_len || (r->file_fd >= 0 && r->file_left) || !eof);
+    int data = !r->is_head && (st->body.len || (r->file_fd >= 0 && r->file_left) || !eof);
     if (!data && r->file_fd >= 0) {
         close(r->file_fd);
         r->file_fd = -1;
@@ -454,7 +443,7 @@ static void body_too_large(h2_stream_t *st)
         close(r->file_fd);
     r->file_fd = -1;
     r->file_left = 0;
-    st->body_len = st->body_off = 0;
+    st->body.len = st->body_off = 0;
     r->bytes_sent = 0;
     gw_resp_error(r, 413);
     gw_h2_stream_submit(st, 1);
@@ -471,20 +460,9 @@ void gw_h2_stream_body(h2_stream_t *st, const uint8_t *data, size_t len)
             body_too_large(st);
         return;
     }
-    if (st->rb_off == st->rb_len)
-        st->rb_off = st->rb_len = 0;
-    if (st->rb_len + len > st->rb_cap) { /* at most the window we gave: 64 KiB */
-        size_t cap = st->rb_cap ? st->rb_cap : 16384;
-        while (cap < st->rb_len + len)
-            cap *= 2;
-        char *b = realloc(st->rb, cap);
-        if (!b)
-            abort();
-        st->rb = b;
-        st->rb_cap = cap;
-    }
-    memcpy(st->rb + st->rb_len, data, len);
-    st->rb_len += len;
+    if (st->rb_off == st->rb.len)
+        st->rb_off = st->rb.len = 0;
+    gw_vbuf_add(&st->rb, (const char *)data, len); /* at most the window we gave: 64 KiB */
     gw_proxy_wake(st->proxy);
 }
 
@@ -495,7 +473,7 @@ void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const
 {
     gw_req_t *r = st->rq;
     st->last_ms = gw_now_ms(); /* from here the client's reading is what is timed */
-    fields_reset(st, lines, 0);
+    fields_reset(st, lines, NULL, 0);
     char num[24];
     size_t n = (size_t)(gw_put_u64(num, (uint64_t)status) - num);
     NV_LIT(st, ":status", rh_put(st, num, n), n);
@@ -510,7 +488,7 @@ void gw_h2_proxy_head(h2_stream_t *st, int status, int64_t content_length, const
 
 void gw_h2_proxy_body(h2_stream_t *st, const char *p, size_t n)
 {
-    if (st->body_off == st->body_len)
+    if (st->body_off == st->body.len)
         st->last_ms = gw_now_ms(); /* nothing was waiting for the client: a fresh start */
     h2_body(st->rq, p, n);
     nghttp2_session_resume_data(st->h->ng, st->id);
@@ -537,13 +515,13 @@ void gw_h2_proxy_abort(h2_stream_t *st)
 
 size_t gw_h2_proxy_pending(const h2_stream_t *st)
 {
-    return st->body_len - st->body_off;
+    return st->body.len - st->body_off;
 }
 
 size_t gw_h2_proxy_req_body(h2_stream_t *st, const char **p)
 {
-    *p = st->rb + st->rb_off;
-    return st->rb_len - st->rb_off;
+    *p = st->rb.s + st->rb_off;
+    return st->rb.len - st->rb_off;
 }
 
 void gw_h2_proxy_req_consume(h2_stream_t *st, size_t n)

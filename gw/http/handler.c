@@ -16,7 +16,6 @@
 #include "core/obs.h"
 #include "core/stats.h"
 #include "http/conn.h"
-#include "http/h2.h"
 #include "proxy/proxy.h"
 
 static const struct {
@@ -93,10 +92,8 @@ static void handle_return(gw_req_t *c, const gw_location_t *l)
         return;
     }
     gw_vbuf_t text = {0}; /* the text or URL with its variables (http/vars.h) */
-    if (l->return_text && c->conn)
-        gw_vars_expand(c->conn, l->return_text, code >= 301 && code <= 308, &text);
-    else if (l->return_text)
-        gw_vbuf_add(&text, l->return_text, strlen(l->return_text));
+    if (l->return_text)
+        gw_vars_expand(c, l->return_text, code >= 301 && code <= 308, &text);
     if (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) {
         char extra[4096 + 16];
         snprintf(extra, sizeof(extra), "Location: %s\r\n", text.s ? text.s : "/");
@@ -110,7 +107,7 @@ static void handle_return(gw_req_t *c, const gw_location_t *l)
         return;
     }
     if (code >= 400) {
-        if (!c->conn || !gw_error_page(c->conn, code))
+        if (!gw_error_page(c, code))
             gw_resp_page(c, code, NULL); /* configured: the connection may go on */
         return;
     }
@@ -434,12 +431,9 @@ void gw_http_handle(gw_req_t *c)
 {
     const gw_server_t *s = c->vs->conf;
     const gw_http_request_t *r = &c->req;
-    gw_conn_t *cn = c->conn; /* its TLS, client address and variables (http/vars.h) */
-    /* the connection an HTTP/2 stream came on: its TLS and client address serve
-     * ssl_verify_client and allow/deny (variables, add_header, error_page, log_format and
-     * real_ip are per connection: HTTP/1.1 only, docs/proxy.md) */
-    gw_conn_t *tc = cn ? cn : c->proto == GW_REQ_HTTP2 ? ((h2_stream_t *)c->owner)->h->c : NULL;
-    if (tc && gw_headers_client_cert(tc, c)) /* ssl_verify_client: nginx's 400 page */
+    /* the same for both protocols: c->conn is the transport (an HTTP/2 stream's
+     * connection), the client address is the request's own (real_ip, http/vars.h) */
+    if (gw_headers_client_cert(c)) /* ssl_verify_client: nginx's 400 page */
         return;
     if (r->method == GW_HTTP_OPTIONS && r->target_len == 1 && r->target[0] == '*') {
         gw_resp_simple(c, 200, NULL, "", 0, "Allow: GET, HEAD, OPTIONS\r\n");
@@ -459,8 +453,8 @@ void gw_http_handle(gw_req_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
-    c->v.loc = l ? &l->loc : &s->loc;           /* add_header, error_page, allow/deny */
-    if (tc && gw_access_denied(tc, c->v.loc)) { /* http/access.c */
+    c->v.loc = l ? &l->loc : &s->loc;    /* add_header, error_page, allow/deny */
+    if (gw_access_denied(c, c->v.loc)) { /* http/access.c */
         gw_resp_error(c, 403);
         return;
     }

@@ -17,9 +17,9 @@
 
 #define ERROR_PAGE_MAX (1 << 20) /* bytes of an error_page file held in memory */
 
-static const gw_loc_settings_t *settings(const gw_conn_t *c)
+static const gw_loc_settings_t *settings(const gw_req_t *r)
 {
-    return c->rq && c->rq->v.loc ? c->rq->v.loc : &c->vs->conf->loc;
+    return r->v.loc ? r->v.loc : &r->vs->conf->loc;
 }
 
 /* nginx adds headers without `always` only to these statuses */
@@ -42,33 +42,30 @@ static int success_status(int status)
     }
 }
 
-void gw_headers_emit(gw_conn_t *c, int status)
+void gw_headers_add(gw_req_t *r, int status, gw_vbuf_t *b)
 {
-    const gw_deploy_loc_t *d = &settings(c)->dep;
+    const gw_deploy_loc_t *d = &settings(r)->dep;
     if (!d->n_add_headers)
         return;
     int ok = success_status(status);
-    gw_vbuf_t b = {0};
+    size_t start = b->len;
     for (size_t i = 0; i < d->n_add_headers; i++) {
         const gw_add_header_t *h = &d->add_headers[i];
         if (!ok && !h->always)
             continue;
-        size_t mark = b.len;
-        gw_vbuf_add(&b, h->name, strlen(h->name));
-        gw_vbuf_add(&b, ": ", 2);
-        size_t vstart = b.len;
-        gw_vars_expand(c, h->value, 1, &b);
-        if (b.len == vstart) { /* nginx: an empty value adds no field */
-            b.len = mark;
+        size_t mark = b->len;
+        gw_vbuf_add(b, h->name, strlen(h->name));
+        gw_vbuf_add(b, ": ", 2);
+        size_t vstart = b->len;
+        gw_vars_expand(r, h->value, 1, b);
+        if (b->len == vstart) { /* nginx: an empty value adds no field */
+            b->len = mark;
             continue;
         }
-        gw_vbuf_add(&b, "\r\n", 2);
+        gw_vbuf_add(b, "\r\n", 2);
     }
-    if (b.len)
-        gw_resp_append(c, b.s, b.len);
-    if (c->rq)
-        c->rq->v.head_bytes += b.len;
-    gw_vbuf_free(&b);
+    if (r->proto == GW_REQ_HTTP11) /* HTTP/2: the HEADERS frame is counted when sent */
+        r->v.head_bytes += b->len - start;
 }
 
 static const char *page_type(const char *path)
@@ -85,18 +82,18 @@ static const char *page_type(const char *path)
     return "application/octet-stream";
 }
 
-int gw_error_page(gw_conn_t *c, int status)
+int gw_error_page(gw_req_t *r, int status)
 {
-    if (!c->rq || c->rq->v.in_error_page)
+    if (r->v.in_error_page || !r->vs)
         return 0;
-    const gw_loc_settings_t *l = settings(c);
+    const gw_loc_settings_t *l = settings(r);
     const gw_error_page_t *e = NULL;
     for (size_t i = 0; i < l->dep.n_error_pages && !e; i++)
         if (l->dep.error_pages[i].code == status)
             e = &l->dep.error_pages[i];
     if (!e)
         return 0;
-    c->rq->v.in_error_page = 1;
+    r->v.in_error_page = 1;
     int code = e->new_code ? e->new_code : status;
     if (e->uri[0] != '/') {
         /* a redirect: 302 unless =CODE said which */
@@ -104,16 +101,16 @@ int gw_error_page(gw_conn_t *c, int status)
             code = 302;
         char extra[4096 + 16];
         snprintf(extra, sizeof(extra), "Location: %s\r\n", e->uri);
-        gw_resp_page(c->rq, code, extra);
+        gw_resp_page(r, code, extra);
         return 1;
     }
     /* a local page: the file under the root of the request's settings (nginx makes an
      * internal redirect; the error page is a static file in every deployment seen) */
     char path[4096 + 1024];
-    const char *root = l->root ? l->root : c->vs->conf->loc.root;
+    const char *root = l->root ? l->root : r->vs->conf->loc.root;
     int n = snprintf(path, sizeof(path), "%s%s", root ? root : "", e->uri);
     if (n < 0 || (size_t)n >= sizeof(path) || strstr(e->uri, "/../"))
-        return c->rq->v.in_error_page = 0, 0;
+        return r->v.in_error_page = 0, 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > ERROR_PAGE_MAX) {
@@ -121,31 +118,32 @@ int gw_error_page(gw_conn_t *c, int status)
                e->uri, status, path);
         if (fd >= 0)
             close(fd);
-        c->rq->v.in_error_page = 0;
+        r->v.in_error_page = 0;
         return 0;
     }
     size_t size = (size_t)st.st_size;
     char *body = malloc(size ? size : 1);
     size_t got = 0;
     while (body && got < size) {
-        ssize_t r = pread(fd, body + got, size - got, (off_t)got);
-        if (r <= 0)
+        ssize_t k = pread(fd, body + got, size - got, (off_t)got);
+        if (k <= 0)
             break;
-        got += (size_t)r;
+        got += (size_t)k;
     }
     close(fd);
     if (!body || got != size) {
         free(body);
-        c->rq->v.in_error_page = 0;
+        r->v.in_error_page = 0;
         return 0;
     }
-    gw_resp_simple(c->rq, code, page_type(path), body, size, NULL);
+    gw_resp_simple(r, code, page_type(path), body, size, NULL);
     free(body);
     return 1;
 }
 
-int gw_headers_client_cert(gw_conn_t *c, gw_req_t *r)
+int gw_headers_client_cert(gw_req_t *r)
 {
+    const gw_conn_t *c = r->conn;
     const char *why = gw_tls_verify_result(c->s.ssl, r->vs->conf->srv.dep.ssl_verify_client);
     if (!why)
         return 0;

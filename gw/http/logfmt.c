@@ -14,7 +14,7 @@
 
 static const gw_log_format_t *find_format(const gw_conn_t *c, const char *name)
 {
-    if (!c->env || !c->env->conf)
+    if (!c || !c->env || !c->env->conf)
         return NULL;
     const gw_deploy_srv_t *h = &c->env->conf->http.srv.dep;
     for (size_t i = 0; i < h->n_log_formats; i++)
@@ -57,46 +57,30 @@ static void escape_into(gw_vbuf_t *out, const char *s, size_t n, int json)
     }
 }
 
-int gw_logfmt_write(gw_conn_t *c, int fd)
+/* a value of the line: "-" when empty in the default escaping, as nginx logs it */
+static void put_escaped(gw_vbuf_t *out, const char *v, size_t n, void *arg)
 {
-    const char *name = c->vs->conf->srv.dep.access_log_format;
+    int json = *(const int *)arg;
+    if (n == 0 && !json)
+        gw_vbuf_add(out, "-", 1);
+    else
+        escape_into(out, v, n, json);
+}
+
+int gw_logfmt_write(const gw_req_t *r, int fd)
+{
+    const char *name = r->vs->conf->srv.dep.access_log_format;
     if (!name || strcmp(name, "combined") == 0)
         return 0;
-    const gw_log_format_t *f = find_format(c, name);
+    const gw_log_format_t *f = find_format(r->conn, name);
     if (!f)
         return 0; /* cannot happen: the configuration check refused the name */
     int json = f->escape == GW_LOG_ESCAPE_JSON;
-    gw_vbuf_t line = {0}, val = {0};
-    const char *t = f->format;
-    while (*t) {
-        if (*t != '$') {
-            const char *d = strchr(t, '$');
-            size_t n = d ? (size_t)(d - t) : strlen(t);
-            gw_vbuf_add(&line, t, n);
-            t += n;
-            continue;
-        }
-        const char *s;
-        size_t n, ref = gw_vars_ref(t, &s, &n);
-        if (!ref) {
-            gw_vbuf_add(&line, "$", 1);
-            t++;
-            continue;
-        }
-        val.len = 0;
-        if (!gw_vars_eval(c, s, n, &val)) {
-            gw_vbuf_add(&line, t, ref); /* unknown: literal */
-        } else if (val.len == 0 && !json) {
-            gw_vbuf_add(&line, "-", 1);
-        } else {
-            escape_into(&line, val.s ? val.s : "", val.len, json);
-        }
-        t += ref;
-    }
+    gw_vbuf_t line = {0};
+    gw_vars_expand_fn(r, f->format, &line, put_escaped, &json);
     gw_vbuf_add(&line, "\n", 1);
     ssize_t w = write(fd, line.s, line.len);
     (void)w;
     gw_vbuf_free(&line);
-    gw_vbuf_free(&val);
     return 1;
 }

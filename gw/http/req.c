@@ -115,8 +115,8 @@ void gw_resp_error(gw_req_t *r, int status)
 {
     if (status >= 400 && status != 404 && status != 403 && status != 405 && status != 416 &&
         status != 421)
-        r->close_after = 1; /* framing or limits failed: the connection cannot go on */
-    if (r->conn && gw_error_page(r->conn, status)) /* error_page: http/headers.c */
+        r->close_after = 1;       /* framing or limits failed: the connection cannot go on */
+    if (gw_error_page(r, status)) /* error_page: http/headers.c */
         return;
     gw_resp_page(r, status, status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
 }
@@ -218,7 +218,7 @@ void gw_req_access_log(const gw_req_t *r)
 {
     if (!r->vs || r->vs->access_log_fd < 0)
         return;
-    if (r->conn && gw_logfmt_write(r->conn, r->vs->access_log_fd)) /* log_format: logfmt.c */
+    if (gw_logfmt_write(r, r->vs->access_log_fd)) /* log_format: http/logfmt.c */
         return;
     char line[2048];
     int n = snprintf(line, sizeof(line), "%s - - [%s] \"%s\" %d %llu \"%s\" \"%s\"\n", r->peer_text,

@@ -32,13 +32,13 @@ typedef struct gw_req_ops {
 typedef struct gw_req {
     const gw_req_ops_t *ops;
     void *owner;           /* the connection (HTTP/1.1) or the stream (HTTP/2) */
-    struct gw_conn *conn;  /* the client connection (its TLS, addresses and the variables
-                                of http/vars.h), or NULL */
+    struct gw_conn *conn;  /* the transport: the client connection (HTTP/2: the one the
+                              stream came on), its TLS and addresses for http/vars.h */
     int proto;             /* GW_REQ_HTTP11, GW_REQ_HTTP2 */
     gw_http_request_t req; /* the parsed head (HTTP/2: built from the header list) */
     gw_vserver_t *vs;      /* the server block answering */
-    const char *peer_text;
-    int tls; /* came over TLS ($scheme https) */
+    const char *peer_text; /* the client: the connection's peer, or real_ip's address */
+    int tls;               /* came over TLS ($scheme https) */
 
     int status;
     int is_head;         /* HEAD: no body */

@@ -20,6 +20,8 @@
 
 void gw_vbuf_add(gw_vbuf_t *b, const char *s, size_t n)
 {
+    if (n > SIZE_MAX / 4) /* never: a length underflow (and gcc 12 -O3 sees the path) */
+        abort();
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
@@ -35,10 +37,12 @@ void gw_vbuf_add(gw_vbuf_t *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-static void add_str(gw_vbuf_t *b, const char *s)
+void gw_vbuf_str(gw_vbuf_t *b, const char *s)
 {
     gw_vbuf_add(b, s, strlen(s));
 }
+
+#define add_str gw_vbuf_str
 
 static void add_fmt(gw_vbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_fmt(gw_vbuf_t *b, const char *fmt, ...)
@@ -77,9 +81,6 @@ void gw_vars_accepted(gw_conn_t *c, const struct sockaddr *peer, socklen_t plen)
         memcpy(v->tcp_addr, &s->sin6_addr, 16);
         v->tcp_port = ntohs(s->sin6_port);
     }
-    v->family = v->tcp_family;
-    memcpy(v->addr, v->tcp_addr, 16);
-    v->port = v->tcp_port;
 }
 
 void gw_vars_release(gw_req_vars_t *rv)
@@ -89,9 +90,9 @@ void gw_vars_release(gw_req_vars_t *rv)
 }
 
 /* Does the server read variables after the head has left the input buffer? */
-static int needs_head_copy(const gw_conn_t *c)
+static int needs_head_copy(const gw_req_t *r)
 {
-    const gw_server_t *s = c->vs->conf;
+    const gw_server_t *s = r->vs->conf;
     const char *f = s->srv.dep.access_log_format;
     if (s->srv.access_log && f && strcmp(f, "combined") != 0)
         return 1;
@@ -111,11 +112,11 @@ static int needs_head_copy(const gw_conn_t *c)
             (ptr) = copy + ((const char *)(ptr)-base);                                             \
     } while (0)
 
-static void copy_head(gw_conn_t *c)
+static void copy_head(gw_req_t *rq)
 {
-    gw_http_request_t *r = &c->rq->req;
-    const char *base = c->s.in;
-    size_t len = c->head_len;
+    gw_http_request_t *r = &rq->req;
+    const char *base = rq->conn->s.in;
+    size_t len = rq->conn->head_len;
     char *copy = malloc(len ? len : 1);
     if (!copy)
         return; /* variables of the head read after it left the buffer are then empty */
@@ -134,12 +135,12 @@ static void copy_head(gw_conn_t *c)
         REBASE(r->headers[i].name);
         REBASE(r->headers[i].value);
     }
-    c->rq->v.head = copy;
+    rq->v.head = copy;
 }
 
-void gw_vars_request(gw_conn_t *c)
+void gw_vars_request(gw_req_t *rq)
 {
-    gw_req_vars_t *v = &c->rq->v;
+    gw_req_vars_t *v = &rq->v;
     gw_vars_release(v); /* a pipelined request's predecessor's copy */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -150,8 +151,9 @@ void gw_vars_request(gw_conn_t *c)
     v->upstream_status = 0;
     v->upstream_start_us = 0;
     v->in_error_page = 0;
-    gw_http_request_t *r = &c->rq->req;
-    if (!c->vs->conf->srv.dep.underscores_in_headers) {
+    v->proxy_host = NULL;
+    gw_http_request_t *r = &rq->req;
+    if (!rq->vs->conf->srv.dep.underscores_in_headers) {
         /* nginx ignores such fields (underscores_in_headers off): a backend that maps
          * '_' to '-' would otherwise read "Content_Length" as a length */
         size_t o = 0;
@@ -160,9 +162,10 @@ void gw_vars_request(gw_conn_t *c)
                 r->headers[o++] = r->headers[i];
         r->n_headers = o;
     }
-    gw_access_real_ip(c);
-    if (needs_head_copy(c))
-        copy_head(c);
+    gw_access_real_ip(rq);
+    /* HTTP/2: the stream's header list lives as long as the stream */
+    if (rq->proto == GW_REQ_HTTP11 && needs_head_copy(rq))
+        copy_head(rq);
 }
 
 /* ---- evaluation ---- */
@@ -190,10 +193,10 @@ static const gw_http_header_t *header_var(const gw_http_request_t *r, const char
     return NULL;
 }
 
-static void add_host(gw_vbuf_t *b, const gw_conn_t *c)
+static void add_host(gw_vbuf_t *b, const gw_req_t *rq)
 {
-    const gw_http_request_t *r = c->rq ? &c->rq->req : NULL;
-    if (r && r->host && r->host_len) {
+    const gw_http_request_t *r = &rq->req;
+    if (r->host && r->host_len) {
         size_t n = r->host_len;
         const char *h = r->host;
         const char *colon = h[0] == '[' ? memchr(h, ']', n) : memchr(h, ':', n);
@@ -207,8 +210,8 @@ static void add_host(gw_vbuf_t *b, const gw_conn_t *c)
                 ch = (char)(ch + 32);
             gw_vbuf_add(b, &ch, 1);
         }
-    } else if (c->vs->conf->server_names.n) {
-        add_str(b, c->vs->conf->server_names.v[0]);
+    } else if (rq->vs->conf->server_names.n) {
+        add_str(b, rq->vs->conf->server_names.v[0]);
     }
 }
 
@@ -227,17 +230,17 @@ static void add_name(gw_vbuf_t *b, X509_NAME *n)
     BIO_free(bio);
 }
 
-static void add_ssl_client(gw_vbuf_t *b, gw_conn_t *c, const char *what)
+static void add_ssl_client(gw_vbuf_t *b, SSL *ssl, const char *what)
 {
-    if (!c->s.ssl)
+    if (!ssl)
         return;
-    X509 *x = SSL_get0_peer_certificate(c->s.ssl);
+    X509 *x = SSL_get0_peer_certificate(ssl);
     if (strcmp(what, "verify") == 0) {
         if (!x) {
             add_str(b, "NONE");
             return;
         }
-        long r = SSL_get_verify_result(c->s.ssl);
+        long r = SSL_get_verify_result(ssl);
         if (r == X509_V_OK) {
             add_str(b, "SUCCESS");
         } else {
@@ -297,43 +300,70 @@ static void add_seconds(gw_vbuf_t *b, int64_t us)
     add_fmt(b, "%lld.%03lld", (long long)(us / 1000000), (long long)(us / 1000 % 1000));
 }
 
-int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
+/* $server_protocol: "HTTP/2.0" for a stream (nginx), else the request line's version */
+static void add_protocol(gw_vbuf_t *b, const gw_req_t *rq)
 {
-    const gw_http_request_t *r = c->rq ? &c->rq->req : NULL;
-    const gw_conn_vars_t *v = &c->v;
-    static const gw_req_vars_t none;
-    const gw_req_vars_t *rv = c->rq ? &c->rq->v : &none;
+    if (rq->proto == GW_REQ_HTTP2)
+        add_str(b, "HTTP/2.0");
+    else
+        add_fmt(b, "HTTP/1.%d", rq->req.version_minor);
+}
+
+/* $proxy_add_x_forwarded_for: the request's X-Forwarded-For fields, then $remote_addr */
+static void add_forwarded_for(gw_vbuf_t *b, const gw_req_t *rq)
+{
+    const gw_http_request_t *r = &rq->req;
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (gw_http_token_eq(r->headers[i].name, r->headers[i].name_len, "x-forwarded-for") &&
+            r->headers[i].value_len) {
+            gw_vbuf_add(b, r->headers[i].value, r->headers[i].value_len);
+            gw_vbuf_add(b, ", ", 2);
+        }
+    add_str(b, rq->peer_text);
+}
+
+int gw_vars_eval(const gw_req_t *rq, const char *s, size_t n, gw_vbuf_t *b)
+{
+    const gw_http_request_t *r = &rq->req;
+    const gw_conn_t *c = rq->conn; /* the transport: TLS, addresses, $connection */
+    static const gw_conn_vars_t none;
+    const gw_conn_vars_t *v = c ? &c->v : &none;
+    const gw_req_vars_t *rv = &rq->v;
+    SSL *ssl = c ? c->s.ssl : NULL;
 #define VAR(name) (n == sizeof(name) - 1 && memcmp(s, name, n) == 0)
     if (VAR("remote_addr")) {
-        add_str(b, c->s.peer_text);
+        add_str(b, rq->peer_text);
     } else if (VAR("remote_port")) {
-        if (v->port)
-            add_fmt(b, "%d", v->port);
+        uint16_t port = rv->family ? rv->port : v->tcp_port;
+        if (port)
+            add_fmt(b, "%d", port);
     } else if (VAR("request")) {
-        if (r && r->method_str)
-            add_fmt(b, "%.*s %.*s HTTP/1.%d", (int)r->method_len, r->method_str, (int)r->target_len,
-                    r->target, r->version_minor);
+        if (r->method_str) {
+            add_fmt(b, "%.*s %.*s ", (int)r->method_len, r->method_str, (int)r->target_len,
+                    r->target);
+            add_protocol(b, rq);
+        }
     } else if (VAR("request_method")) {
-        if (r && r->method_str)
+        if (r->method_str)
             gw_vbuf_add(b, r->method_str, r->method_len);
     } else if (VAR("request_uri")) {
-        if (r && r->target)
+        if (r->target)
             gw_vbuf_add(b, r->target, r->target_len);
     } else if (VAR("uri")) {
-        if (r && r->path)
+        if (r->path)
             gw_vbuf_add(b, r->path, r->path_len);
     } else if (VAR("args") || VAR("query_string")) {
-        if (r && r->query)
+        if (r->query)
             gw_vbuf_add(b, r->query, r->query_len);
     } else if (VAR("server_protocol")) {
-        if (r)
-            add_fmt(b, "HTTP/1.%d", r->version_minor);
+        if (r->method_str)
+            add_protocol(b, rq);
     } else if (VAR("status")) {
-        add_fmt(b, "%03d", c->rq ? c->rq->status : 0);
+        add_fmt(b, "%03d", rq->status);
     } else if (VAR("body_bytes_sent")) {
-        add_fmt(b, "%llu", (unsigned long long)(c->rq ? c->rq->bytes_sent : 0));
+        add_fmt(b, "%llu", (unsigned long long)rq->bytes_sent);
     } else if (VAR("bytes_sent")) {
-        add_fmt(b, "%llu", (unsigned long long)((c->rq ? c->rq->bytes_sent : 0) + rv->head_bytes));
+        add_fmt(b, "%llu", (unsigned long long)(rq->bytes_sent + rv->head_bytes));
     } else if (VAR("request_time") || VAR("msec") || VAR("time_iso8601") || VAR("time_local")) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -361,47 +391,53 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
     } else if (VAR("pid")) {
         add_fmt(b, "%d", (int)getpid());
     } else if (VAR("host")) {
-        add_host(b, c);
+        add_host(b, rq);
     } else if (VAR("http_host")) {
-        if (r && r->host)
+        if (r->host)
             gw_vbuf_add(b, r->host, r->host_len);
     } else if (VAR("server_name")) {
-        if (c->vs->conf->server_names.n)
-            add_str(b, c->vs->conf->server_names.v[0]);
+        if (rq->vs->conf->server_names.n)
+            add_str(b, rq->vs->conf->server_names.v[0]);
     } else if (VAR("server_port")) {
-        const char *t = c->laddr && c->laddr->listen ? strrchr(c->laddr->listen->text, ':') : NULL;
+        const char *t =
+            c && c->laddr && c->laddr->listen ? strrchr(c->laddr->listen->text, ':') : NULL;
         if (t)
             add_str(b, t + 1);
     } else if (VAR("scheme")) {
-        add_str(b, c->s.ssl ? "https" : "http");
+        add_str(b, rq->tls ? "https" : "http");
     } else if (VAR("https")) {
-        add_str(b, c->s.ssl ? "on" : "");
+        add_str(b, rq->tls ? "on" : "");
     } else if (VAR("ssl_protocol")) {
-        if (c->s.ssl)
-            add_str(b, SSL_get_version(c->s.ssl));
+        if (ssl)
+            add_str(b, SSL_get_version(ssl));
     } else if (VAR("ssl_cipher")) {
-        if (c->s.ssl && SSL_get_current_cipher(c->s.ssl))
-            add_str(b, SSL_get_cipher_name(c->s.ssl));
+        if (ssl && SSL_get_current_cipher(ssl))
+            add_str(b, SSL_get_cipher_name(ssl));
     } else if (VAR("ssl_curve")) {
-        if (c->s.ssl)
-            add_curve(b, c->s.ssl);
+        if (ssl)
+            add_curve(b, ssl);
     } else if (VAR("ssl_session_reused")) {
-        if (c->s.ssl)
-            add_str(b, SSL_session_reused(c->s.ssl) ? "r" : ".");
+        if (ssl)
+            add_str(b, SSL_session_reused(ssl) ? "r" : ".");
     } else if (VAR("ssl_server_name")) {
-        const char *sn = c->s.ssl ? SSL_get_servername(c->s.ssl, TLSEXT_NAMETYPE_host_name) : NULL;
+        const char *sn = ssl ? SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) : NULL;
         if (sn)
             add_str(b, sn);
     } else if (VAR("ssl_client_s_dn")) {
-        add_ssl_client(b, c, "s_dn");
+        add_ssl_client(b, ssl, "s_dn");
     } else if (VAR("ssl_client_i_dn")) {
-        add_ssl_client(b, c, "i_dn");
+        add_ssl_client(b, ssl, "i_dn");
     } else if (VAR("ssl_client_verify")) {
-        add_ssl_client(b, c, "verify");
+        add_ssl_client(b, ssl, "verify");
     } else if (VAR("ssl_client_fingerprint")) {
-        add_ssl_client(b, c, "fingerprint");
+        add_ssl_client(b, ssl, "fingerprint");
     } else if (VAR("ssl_client_serial")) {
-        add_ssl_client(b, c, "serial");
+        add_ssl_client(b, ssl, "serial");
+    } else if (VAR("proxy_host")) {
+        if (rv->proxy_host)
+            add_str(b, rv->proxy_host);
+    } else if (VAR("proxy_add_x_forwarded_for")) {
+        add_forwarded_for(b, rq);
     } else if (VAR("upstream_addr")) {
         add_str(b, rv->upstream_addr);
     } else if (VAR("upstream_status")) {
@@ -420,7 +456,7 @@ int gw_vars_eval(gw_conn_t *c, const char *s, size_t n, gw_vbuf_t *b)
         if (v->pp_port)
             add_fmt(b, "%d", v->pp_port);
     } else if (n > 5 && memcmp(s, "http_", 5) == 0) {
-        const gw_http_header_t *h = r ? header_var(r, s + 5, n - 5) : NULL;
+        const gw_http_header_t *h = header_var(r, s + 5, n - 5);
         if (h)
             gw_vbuf_add(b, h->value, h->value_len);
     } else {
@@ -447,8 +483,10 @@ size_t gw_vars_ref(const char *t, const char **name, size_t *nlen)
     return (size_t)(s + n + braced - t);
 }
 
-void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
+void gw_vars_expand_fn(const gw_req_t *r, const char *t, gw_vbuf_t *out, gw_vars_put_fn put,
+                       void *arg)
 {
+    gw_vbuf_t val = {0};
     while (*t) {
         if (*t != '$') {
             const char *d = strchr(t, '$');
@@ -464,24 +502,39 @@ void gw_vars_expand(gw_conn_t *c, const char *t, int header, gw_vbuf_t *out)
             t++;
             continue;
         }
-        size_t before = out->len;
-        if (!gw_vars_eval(c, s, n, out)) {
-            gw_vbuf_add(out, t, ref);
-        } else if (header) {
-            size_t o = before;
-            for (size_t i = before; i < out->len; i++)
-                if ((unsigned char)out->s[i] >= ' ' && out->s[i] != 0x7f)
-                    out->s[o++] = out->s[i];
-            out->len = o;
-            out->s[o] = '\0';
-        }
+        val.len = 0;
+        if (gw_vars_eval(r, s, n, &val))
+            put(out, val.s ? val.s : "", val.len, arg);
+        else
+            gw_vbuf_add(out, t, ref); /* unknown: literal */
         t += ref;
     }
+    gw_vbuf_free(&val);
 }
 
-void gw_vars_upstream_try(gw_conn_t *c, const char *text)
+/* a value in a header line: control characters dropped (it never ends the line) */
+static void put_header(gw_vbuf_t *out, const char *v, size_t n, void *arg)
 {
-    gw_req_vars_t *v = &c->rq->v;
+    (void)arg;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] >= ' ' && v[i] != 0x7f)
+            gw_vbuf_add(out, v + i, 1);
+}
+
+static void put_raw(gw_vbuf_t *out, const char *v, size_t n, void *arg)
+{
+    (void)arg;
+    gw_vbuf_add(out, v, n);
+}
+
+void gw_vars_expand(const gw_req_t *r, const char *t, int header, gw_vbuf_t *out)
+{
+    gw_vars_expand_fn(r, t, out, header ? put_header : put_raw, NULL);
+}
+
+void gw_vars_upstream_try(gw_req_t *r, const char *text)
+{
+    gw_req_vars_t *v = &r->v;
     size_t n = strlen(v->upstream_addr);
     snprintf(v->upstream_addr + n, sizeof(v->upstream_addr) - n, "%s%s", n ? ", " : "", text);
     if (!v->upstream_start_us)

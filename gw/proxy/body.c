@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "http/conn.h"
+#include "http/h2.h"
 #include "proxy/internal.h"
 #include "proxy/reqbuf.h"
 
@@ -27,16 +28,9 @@ int gw_proxy_pull_body(gw_proxy_t *p)
             p->continue_sent = 1;
             return 0;
         }
-        size_t got = 0;
-        int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
-        if (r == GW_CONN_IO_AGAIN)
-            return 0;
-        if (r != GW_CONN_IO_OK) {
-            gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
-                   c->s.peer_text);
-            return -1;
-        }
-        c->s.in_len = got;
+        int r = gw_reqbuf_recv(c); /* proxy/reqbuf.h */
+        if (r <= 0)
+            return r;
         gw_sock_timer(&c->s, c->vs->conf->srv.send_timeout_ms);
     }
     p->body_started = 1;
@@ -80,20 +74,43 @@ int gw_proxy_pull_body(gw_proxy_t *p)
     return 1;
 }
 
+/* An HTTP/2 stream's DATA into p->rb: the client's window opens as the bytes are stored.
+ * 1 when the stream's body ended, 0 to wait, -413, -500. */
+static int buffer_h2(gw_proxy_t *p, uint64_t max)
+{
+    for (;;) {
+        const char *d;
+        size_t n = gw_h2_proxy_req_body(p->st, &d);
+        if (!n)
+            return gw_h2_proxy_req_done(p->st);
+        int r = gw_reqbuf_add(p->rb, d, n, max, p->rq->peer_text);
+        if (r < 0)
+            return r;
+        gw_h2_proxy_req_consume(p->st, n);
+    }
+}
+
 int gw_proxy_buffer_body(gw_proxy_t *p)
 {
     gw_conn_t *c = p->c;
-    int64_t max = c->vs->conf->srv.client_max_body_size;
-    int r = gw_reqbuf_fill(p->rb, c, max > 0 ? (uint64_t)max : 0);
-    if (r == 0) {
-        if (!gw_timer_armed(&c->s.timer))
-            gw_sock_timer(&c->s, c->vs->conf->srv.send_timeout_ms);
-        return 0;
+    int64_t max = p->rq->vs->conf->srv.client_max_body_size;
+    uint64_t lim = max > 0 ? (uint64_t)max : 0;
+    if (p->st) { /* HTTP/2: the stream's send_timeout bounds the wait (http/h2.c) */
+        int r = buffer_h2(p, lim);
+        if (r <= 0)
+            return r;
+    } else {
+        int r = gw_reqbuf_fill(p->rb, c, lim);
+        if (r == 0) {
+            if (!gw_timer_armed(&c->s.timer))
+                gw_sock_timer(&c->s, c->vs->conf->srv.send_timeout_ms);
+            return 0;
+        }
+        if (r < 0)
+            return r;
+        gw_sock_timer_del(&c->s);
     }
-    if (r < 0)
-        return r;
     p->body_done = 1;
-    gw_sock_timer_del(&c->s);
     char line[48];
     int n =
         snprintf(line, sizeof(line), "Content-Length: %llu\r\n", (unsigned long long)p->rb->total);

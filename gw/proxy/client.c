@@ -84,13 +84,17 @@ static gw_proxy_t *setup(gw_conn_t *c, gw_req_t *rq, struct h2_stream *st, const
     p->expect_continue = r->expect_continue && !p->body_done;
     if (p->body_chunked)
         gw_http_chunked_init(&p->chunked);
-    if (!st && !p->body_done && ls(p)->dep.proxy_request_buffering != 0) {
-        /* proxy_request_buffering on (proxy/reqbuf.h), HTTP/1.1 clients only: an HTTP/2
-         * stream's body is streamed under its flow control (docs/config.md) */
-        p->rb = gw_reqbuf_new(p->body_chunked, p->body_left,
-                              (size_t)ls(p)->dep.client_body_buffer_size, p->expect_continue);
+    if (!p->body_done && ls(p)->dep.proxy_request_buffering != 0) {
+        /* proxy_request_buffering on (proxy/reqbuf.h): an HTTP/1.1 body framed by
+         * Content-Length or chunked, an HTTP/2 stream's DATA (unframed; a length not
+         * announced is UINT64_MAX) */
+        int chunked = st ? 0 : p->body_chunked;
+        uint64_t len = st && p->body_chunked ? UINT64_MAX : p->body_left;
+        p->rb = gw_reqbuf_new(chunked, len, (size_t)ls(p)->dep.client_body_buffer_size,
+                              p->expect_continue);
         p->expect_continue = 0; /* the buffer asks for the body itself */
     }
+    rq->v.proxy_host = p->up->conf->name; /* $proxy_host */
     gw_proxy_build_head(p, norm, norm_len);
     size_t cap = (p->head_len > UOUT_MIN ? p->head_len : UOUT_MIN) + 64;
     if (cap != p->uout_cap) {
@@ -141,8 +145,9 @@ void gw_proxy_start_h2(struct h2_stream *st, const gw_location_t *loc, const cha
     p->expect_continue = 0; /* HTTP/2 clients send the body under flow control */
     st->proxy = p;
     /* a failure answers (gw_h2_stream_submit) and lets go of st; else the first drive runs
-     * after the loop's events (a pooled upstream connection reports no event) */
-    if (gw_proxy_start_attempt_(p) == 0)
+     * after the loop's events (a pooled upstream connection reports no event); a buffered
+     * body (proxy_request_buffering on) is read by that drive before any upstream */
+    if (p->rb || gw_proxy_start_attempt_(p) == 0)
         gw_post(&p->post);
 }
 
@@ -157,6 +162,6 @@ void gw_proxy_stream_free(struct gw_proxy *p)
         gw_log(GW_LOG_INFO, 0,
                "client %s reset its HTTP/2 stream: the request to upstream %s "
                "is cancelled",
-               p->c->s.peer_text, p->up->conf->servers[p->peer].text);
+               p->rq->peer_text, p->up->conf->servers[p->peer].text);
     gw_proxy_free_(p);
 }

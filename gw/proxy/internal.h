@@ -70,14 +70,6 @@ static inline const gw_loc_settings_t *ls(const gw_proxy_t *p)
     return &p->loc->loc;
 }
 
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-} sbuf_t;
-
-/* a growable string (abort on out of memory, as the connection buffers) */
-void gw_proxy_sb_add(sbuf_t *b, const char *s, size_t n);
-void gw_proxy_sb_str(sbuf_t *b, const char *s);
 /* the request head sent upstream, into p->head */
 void gw_proxy_build_head(gw_proxy_t *p, const char *norm, size_t norm_len);
 /* the response head (hl bytes of p->uin) re-framed for the client */

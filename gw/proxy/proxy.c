@@ -90,7 +90,7 @@ void gw_proxy_conn_free(gw_conn_t *c)
     c->proxy = NULL;
     if (p->uc && p->rs != RS_DONE)
         gw_log(GW_LOG_INFO, 0, "client %s went away: the request to upstream %s is cancelled",
-               c->s.peer_text, p->up->conf->servers[p->peer].text);
+               p->rq->peer_text, p->up->conf->servers[p->peer].text);
     gw_proxy_free_(p);
 }
 
@@ -147,14 +147,13 @@ int gw_proxy_start_attempt_(gw_proxy_t *p)
         int peer = gw_upstream_pick(p->up, p->peer);
         if (peer < 0) {
             gw_log(GW_LOG_ERROR, 0, "no live upstreams in \"%s\" for client %s", p->up->conf->name,
-                   p->c->s.peer_text);
+                   p->rq->peer_text);
             return fail(p, 502);
         }
         p->peer = peer;
         p->tries++;
-        if (!p->st) /* $upstream_addr: per connection, HTTP/1.1 (docs/proxy.md) */
-            gw_vars_upstream_try(p->c, p->up->conf->servers[peer].text);
-        const gw_deploy_loc_t *tls = &ls(p)->dep; /* proxy_pass https:// */
+        gw_vars_upstream_try(p->rq, p->up->conf->servers[peer].text); /* $upstream_addr */
+        const gw_deploy_loc_t *tls = &ls(p)->dep;                     /* proxy_pass https:// */
         gw_upconn_t *uc = gw_upconn_get_ctx(p->up, peer, &p->post, tls->proxy_ssl_ctx);
         if (uc && tls->proxy_ssl_ctx && !uc->ssl &&
             gw_upconn_tls_start(uc, tls, p->up->conf->name) != 0) {
@@ -186,7 +185,6 @@ int gw_proxy_start_attempt_(gw_proxy_t *p)
  * drive result. */
 static int upstream_error(gw_proxy_t *p, int timeout, const char *what)
 {
-    gw_conn_t *c = p->c;
     gw_upconn_t *uc = p->uc;
     int reused = uc->reused, connecting = uc->state == GW_UP_CONNECTING;
     const char *text = p->up->conf->servers[p->peer].text;
@@ -194,7 +192,7 @@ static int upstream_error(gw_proxy_t *p, int timeout, const char *what)
     if (!reused || timeout || p->got_byte)
         gw_upstream_fail(p->up, p->peer);
     gw_log(reused && !timeout ? GW_LOG_INFO : GW_LOG_ERROR, timeout ? 0 : errno,
-           "upstream %s %s (client %s, %s connection)", text, what, c->s.peer_text,
+           "upstream %s %s (client %s, %s connection)", text, what, p->rq->peer_text,
            reused ? "keep-alive" : "new");
     gw_upconn_release(uc, 0);
     p->uc = NULL;
@@ -335,7 +333,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
                                                          : "timed out reading the request";
         if (p->head_fwd) {
             gw_log(GW_LOG_ERROR, 0, "upstream %s %s (client %s)",
-                   p->up->conf->servers[p->peer].text, what, c->s.peer_text);
+                   p->up->conf->servers[p->peer].text, what, p->rq->peer_text);
             gw_upstream_fail(p->up, p->peer);
             return -1;
         }
@@ -447,7 +445,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
         }
         gw_log(GW_LOG_ERROR, n < 0 ? errno : 0,
                "upstream %s closed the connection in the middle of the response (client %s)",
-               p->up->conf->servers[p->peer].text, c->s.peer_text);
+               p->up->conf->servers[p->peer].text, p->rq->peer_text);
         gw_upstream_fail(p->up, p->peer);
         return fail(p, 502);
     }
@@ -466,14 +464,8 @@ client:
     /* client: queued output down, and a look for an abort while the upstream works */
     if (c->s.async_paused || c->s.async_retry)
         return 0; /* a paused TLS job: no other SSL call until its wake drives us */
-    if (c->s.out_len > c->s.out_off) {
-        size_t before = c->s.out_len - c->s.out_off;
-        int r = gw_conn_flush(c);
-        if (r < 0)
-            return -1;
-        if (c->s.out_len - c->s.out_off != before)
-            *progress = 1;
-    }
+    if (c->s.out_len > c->s.out_off && gw_conn_flush_progress(c, progress) < 0)
+        return -1;
     if (c->s.async_paused || c->s.async_retry)
         return 0;
     if (!from_up && p->probe_client && p->body_done && !c->s.read_eof &&
@@ -491,7 +483,7 @@ client:
             gw_log(GW_LOG_INFO, 0,
                    "client %s closed the connection while its request was "
                    "proxied",
-                   c->s.peer_text);
+                   p->rq->peer_text);
             return -1;
         }
     }

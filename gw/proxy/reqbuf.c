@@ -31,7 +31,7 @@ gw_reqbuf_t *gw_reqbuf_new(int chunked, uint64_t content_length, size_t mem_cap,
 }
 
 /* Append n decoded body bytes: memory first, then the temporary file. 0, or -1. */
-static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
+static int store(gw_reqbuf_t *b, const char *peer, const char *s, size_t n)
 {
     size_t m = b->mem_cap - b->mem_len < n ? b->mem_cap - b->mem_len : n;
     memcpy(b->mem + b->mem_len, s, m);
@@ -48,11 +48,11 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
             gw_log(GW_LOG_CRIT, errno,
                    "cannot create a temporary file for the request body "
                    "of client %s",
-                   c->s.peer_text);
+                   peer);
             return -1;
         }
         gw_log(GW_LOG_INFO, 0, "the request body of client %s is buffered to a temporary file",
-               c->s.peer_text);
+               peer);
     }
     while (n) {
         ssize_t w = pwrite(b->fd, s, n, (off_t)(b->total - b->mem_len));
@@ -62,7 +62,7 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
             gw_log(GW_LOG_CRIT, errno,
                    "cannot write the request body of client %s to a "
                    "temporary file",
-                   c->s.peer_text);
+                   peer);
             return -1;
         }
         b->total += (uint64_t)w;
@@ -70,6 +70,21 @@ static int store(gw_reqbuf_t *b, const gw_conn_t *c, const char *s, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+int gw_reqbuf_recv(gw_conn_t *c)
+{
+    size_t got = 0;
+    int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
+    if (r == GW_CONN_IO_AGAIN)
+        return 0;
+    if (r != GW_CONN_IO_OK) {
+        gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
+               gw_conn_client(c));
+        return -1;
+    }
+    c->s.in_len = got;
+    return 1;
 }
 
 int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
@@ -85,23 +100,16 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             }
             if (gw_sock_busy(&c->s))
                 return 0; /* a paused TLS job: no SSL call until its wake drives us */
-            size_t got = 0;
-            int r = gw_conn_recv(c, c->s.in, c->s.in_cap, &got);
-            if (r == GW_CONN_IO_AGAIN)
-                return 0;
-            if (r != GW_CONN_IO_OK) {
-                gw_log(GW_LOG_INFO, 0, "client %s closed the connection in a request body",
-                       c->s.peer_text);
-                return -1;
-            }
-            c->s.in_len = got;
+            int r = gw_reqbuf_recv(c);
+            if (r <= 0)
+                return r;
         }
         if (b->chunked) {
             size_t len = c->s.in_len, used = 0;
             int r = gw_http_chunked_decode(&b->dec, c->s.in, &len, &used, max_body);
             if (r < 0)
                 return r; /* -400: a bad chunk size line, refused before the upstream */
-            if (len && store(b, c, c->s.in, len) != 0)
+            if (len && store(b, gw_conn_client(c), c->s.in, len) != 0)
                 return -500;
             memmove(c->s.in, c->s.in + used, c->s.in_len - used);
             c->s.in_len -= used;
@@ -110,7 +118,7 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             continue;
         }
         size_t take = c->s.in_len < b->left ? c->s.in_len : (size_t)b->left;
-        if (store(b, c, c->s.in, take) != 0)
+        if (store(b, gw_conn_client(c), c->s.in, take) != 0)
             return -500;
         memmove(c->s.in, c->s.in + take, c->s.in_len - take);
         c->s.in_len -= take;
@@ -119,6 +127,13 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
             b->done = 1;
     }
     return 1;
+}
+
+int gw_reqbuf_add(gw_reqbuf_t *b, const char *s, size_t n, uint64_t max_body, const char *peer)
+{
+    if (max_body && b->total + n > max_body)
+        return -413;
+    return store(b, peer, s, n) == 0 ? 0 : -500;
 }
 
 size_t gw_reqbuf_read(gw_reqbuf_t *b, uint64_t off, char *out, size_t cap)

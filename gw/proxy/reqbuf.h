@@ -33,6 +33,10 @@ typedef struct gw_reqbuf {
 gw_reqbuf_t *gw_reqbuf_new(int chunked, uint64_t content_length, size_t mem_cap,
                            int expect_continue);
 
+/** Read request body bytes of HTTP/1.1 client c into its empty input buffer (c->s.in).
+ * Returns 1 when some arrived, 0 to wait, -1 when the client is gone (logged). */
+int gw_reqbuf_recv(struct gw_conn *c);
+
 /**
  * Read what the client has sent of the body (c->in first, then the connection) into b.
  * Returns 1 when the body is complete, 0 to wait for the client, -1 when the client is
@@ -41,6 +45,14 @@ gw_reqbuf_t *gw_reqbuf_new(int chunked, uint64_t content_length, size_t mem_cap,
  * Bytes after the body (a pipelined request) stay in c->in.
  */
 int gw_reqbuf_fill(gw_reqbuf_t *b, struct gw_conn *c, uint64_t max_body);
+
+/**
+ * Append n body bytes that arrive unframed (an HTTP/2 stream's DATA: b made with chunked
+ * 0 and the Content-Length, or UINT64_MAX when unknown). Returns 0, -413 when the body
+ * would pass max_body (0 = no limit), -500 when the temporary file cannot be written
+ * (logged with peer, the client's address).
+ */
+int gw_reqbuf_add(gw_reqbuf_t *b, const char *s, size_t n, uint64_t max_body, const char *peer);
 
 /** Copy up to cap body bytes from offset off into out; returns how many (0 at the end or
  * on a read error of the temporary file, logged). */

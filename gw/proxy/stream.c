@@ -284,12 +284,8 @@ int gw_stream_drive(gw_conn_t *c)
             progress = 1;
         }
         if (c->s.out_len > c->s.out_off) {
-            size_t before = c->s.out_len - c->s.out_off;
-            int r = gw_conn_flush(c);
-            if (r < 0)
+            if (gw_conn_flush_progress(c, &progress) < 0)
                 return -1;
-            if (c->s.out_len - c->s.out_off != before)
-                progress = 1;
             if (c->s.async_paused || c->s.async_retry)
                 return 0;
         }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/list.h"
 #include "core/log.h"
 
 static gw_upconn_t *graveyard; /* closed connections, freed after the pass */
@@ -138,13 +139,7 @@ static void uc_close(gw_upconn_t *uc)
 static void pool_unlink(gw_upconn_t *uc)
 {
     gw_upstream_t *up = uc->up;
-    if (uc->prev)
-        uc->prev->next = uc->next;
-    else
-        up->idle = uc->next;
-    if (uc->next)
-        uc->next->prev = uc->prev;
-    uc->next = uc->prev = NULL;
+    GW_LIST_UNLINK(up->idle, uc);
     up->n_idle--;
 }
 
@@ -293,11 +288,7 @@ void gw_upconn_release(gw_upconn_t *uc, int reuse)
     uc->owner = NULL;
     uc->events = 0;
     uc->timed_out = 0;
-    uc->prev = NULL;
-    uc->next = up->idle;
-    if (up->idle)
-        up->idle->prev = uc;
-    up->idle = uc;
+    GW_LIST_PUSH(up->idle, uc);
     up->n_idle++;
     gw_timer_add(loop_, &uc->timer, cf->keepalive_timeout_ms);
 }

@@ -28,7 +28,7 @@ endfunction()
 
 foreach(_integ static tls edge config load reload default process options regress provider metrics
         negotiation resume resume_redis proxy stream hostile privs closenotify bulk gwfix
-        gwconf mtls proxyproto upstream_tls reqbuf pq h2defence h2proxy gwall)
+        gwconf mtls proxyproto upstream_tls reqbuf pq h2defence h2proxy gwall h2parity)
   tlsgate_integ_test(${_integ})
 endforeach()
 # integ_default uses the fixed port 8443 (never two at once); it prints SKIPPED and exits 0

@@ -63,8 +63,10 @@ def test_answers_all_framings(env):
 
 
 def test_request_bodies(env):
+    """Streamed bodies (proxy_request_buffering off; `on`, the default, is
+    test_h2parity.py's)."""
     with be.Backend() as b:
-        port, _ = serve(env, b)
+        port, _ = serve(env, b, "proxy_request_buffering off;")
         data = os.urandom(5 * 1024 * 1024 + 7)
         env.write("up.bin", data)
         ver, body = curl(env, port, "/echo", "--data-binary", "@" + env.path("up.bin"))
