@@ -964,13 +964,13 @@ static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigne
     mb8__wipe(&s, sizeof s);
 }
 
-/* The kernels' tables, in the caller's scratch (MB8__P256_WS_BYTES, 64-byte aligned). */
+/* The kernels' tables, in the caller's scratch (MB8__EC_WS_BYTES, 64-byte aligned). */
 struct p256_ws {
     pt8 tab[16];                                 /* pt_mul: 0P..15P */
     alignas(64) uint64_t mag[ECDH_W][MB8_LANES]; /* pt_mul, pt_mul_g: Booth digits, magnitudes */
     alignas(64) uint64_t neg[ECDH_W][MB8_LANES]; /* ... and signs */
 };
-_Static_assert(sizeof(struct p256_ws) <= MB8__P256_WS_BYTES, "MB8__P256_WS_BYTES too small");
+_Static_assert(sizeof(struct p256_ws) <= MB8__EC_WS_BYTES, "MB8__EC_WS_BYTES too small");
 
 IFMA_FN mb8_status_t mb8__p256_ecdh_ifma(uint8_t out[MB8_LANES][NB],
                                          const uint8_t priv[MB8_LANES][NB],
