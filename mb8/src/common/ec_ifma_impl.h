@@ -1,13 +1,13 @@
 /*
  * The upper half of the P-256 and P-384 AVX-512 IFMA kernels (common/ec_internal.h), on
- * the field arithmetic and point formulas of the including file (p256/p256_ifma.c,
- * p384/p384_ifma.c): ECDH's signed 5-bit windows on Jacobian coordinates, the fixed-base
- * comb of signed 7-bit digits, the conversions, input checks and outputs, and the entry
- * points. The including file defines before it: the types v8, fe8, pt8, stage8 and NL,
- * NB, NP, NSETUP; the constants P_M, P_ONE, P_RR, N_M, N_RR, B_MONT; stage_put/get,
- * fe8_load/store/bcast, kvec, vsel, fe8_is_zero, fe8_eq, fe8_lt; fmul, fsqr, fadd, fsub,
- * fcanon, finv (mod p), nmul, ninv, madd (mod n); jdbl, jadd (Jacobian), pt_add_affine
- * (complete mixed addition); and
+ * the field arithmetic of the including file (p256/p256_ifma.c, p384/p384_ifma.c; the
+ * lower layer is common/ec_ifma_field.h): the point formulas (complete mixed addition,
+ * Jacobian doubling and addition), ECDH's signed 5-bit windows on Jacobian coordinates,
+ * the fixed-base comb of signed 7-bit digits, the conversions, input checks and outputs,
+ * and the entry points. The including file defines before it, besides
+ * common/ec_ifma_field.h: the constants P_ONE, P_RR, N_M, N_RR, B_MONT; fmul, fsqr
+ * (mod p, inputs and outputs below 2p), fadd_m (a sum that is only multiplied), finv;
+ * nmul, ninv (mod n); and
  *   EC_ECDH_W      ECDH's 5-bit windows (ceil((8 NB + 1) / 5))
  *   EC_COMB_W      the comb's 7-bit windows (ceil((8 NB + 1) / 7))
  *   EC_COMB_E      entries of a comb window (64)
@@ -21,9 +21,132 @@
 #include "ct.h"
 
 #define NSETUP MB8__EC_NSETUP
-/* #pragma GCC unroll with a macro count (the pragma itself does not expand macros) */
-#define EC_PRAGMA_(x) _Pragma(#x)
-#define EC_UNROLL(n) EC_PRAGMA_(GCC unroll n)
+
+/* ---- points --------------------------------------------------------------------------- */
+
+/* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
+ * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
+static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
+{
+    fe8 b;
+    fe8_bcast(&b, B_MONT);
+    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z;
+    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
+    fmul(&t0, X1, X2);
+    fmul(&t1, Y1, Y2);
+    fadd_m(&t3, X2, Y2); /* only multiplied */
+    fadd_m(&t4, X1, Y1);
+    fmul(&t3, &t3, &t4);
+    fadd(&t4, &t0, &t1);
+    fsub(&t3, &t3, &t4);
+    fmul(&t4, Y2, Z1);
+    fadd(&t4, &t4, Y1);
+    fmul(&Y3, X2, Z1);
+    fadd(&Y3, &Y3, X1);
+    fmul(&Z3, &b, Z1);
+    fsub(&X3, &Y3, &Z3);
+    fadd(&Z3, &X3, &X3);
+    fadd(&X3, &X3, &Z3);
+    fsub(&Z3, &t1, &X3);
+    fadd(&X3, &t1, &X3);
+    fmul(&Y3, &b, &Y3);
+    fadd(&t1, Z1, Z1);
+    fadd(&t2, &t1, Z1);
+    fsub(&Y3, &Y3, &t2);
+    fsub(&Y3, &Y3, &t0);
+    fadd(&t1, &Y3, &Y3);
+    fadd(&Y3, &t1, &Y3);
+    fadd(&t1, &t0, &t0);
+    fadd(&t0, &t1, &t0);
+    fsub(&t0, &t0, &t2);
+    fmul(&t1, &t4, &Y3);
+    fmul(&t2, &t0, &Y3);
+    fmul(&Y3, &X3, &Z3);
+    fadd(&Y3, &Y3, &t2);
+    fmul(&X3, &t3, &X3);
+    fsub(&X3, &X3, &t1);
+    fmul(&Z3, &t4, &Z3);
+    fmul(&t1, &t3, &t0);
+    fadd(&Z3, &Z3, &t1);
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
+}
+
+/* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
+ * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
+ * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
+ * and stays so. R may alias P1. */
+static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
+{
+    fe8 delta, gamma, beta, alpha, t, u;
+    fsqr(&delta, &P1->z);
+    fsqr(&gamma, &P1->y);
+    fmul(&beta, &P1->x, &gamma);
+    fsub(&t, &P1->x, &delta);
+    fadd_m(&u, &P1->x, &delta);
+    fmul(&alpha, &t, &u);
+    fadd(&t, &alpha, &alpha);
+    fadd_m(&alpha, &t, &alpha); /* 3 (x - z^2)(x + z^2), only multiplied */
+    fmul(&t, &P1->y, &P1->z);
+    fadd_m(&R->z, &t, &t); /* Z3 = 2 Y Z, only multiplied (here, in pt_dbl4 and the
+                            * next jdbl) */
+    fadd(&beta, &beta, &beta);
+    fadd(&beta, &beta, &beta); /* 4 beta */
+    fsqr(&t, &alpha);
+    fsub(&t, &t, &beta);
+    fsub(&R->x, &t, &beta); /* X3 = alpha^2 - 8 beta */
+    fsub(&t, &beta, &R->x);
+    fmul(&t, &alpha, &t);
+    fsqr(&gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma);
+    fadd(&gamma, &gamma, &gamma); /* 8 gamma^2 */
+    fsub(&R->y, &t, &gamma);      /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
+}
+
+/* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
+ * Not complete: P1 and P2 must not be infinity and P1 != +-P2 (pt_mul shows that its
+ * additions never meet these cases for a scalar in [1, n-1], and masks the infinities).
+ * R may alias P1 or P2. */
+static IFMA_FN void jadd(pt8 *R, const pt8 *P1, const pt8 *P2)
+{
+    fe8 z1z1, z2z2, u1, u2, s1, s2, h, r, hh, hhh, v, t, X3, Y3, Z3;
+    fsqr(&z1z1, &P1->z);
+    fsqr(&z2z2, &P2->z);
+    fmul(&u1, &P1->x, &z2z2);
+    fmul(&u2, &P2->x, &z1z1);
+    fmul(&t, &z2z2, &P2->z);
+    fmul(&s1, &P1->y, &t);
+    fmul(&t, &z1z1, &P1->z);
+    fmul(&s2, &P2->y, &t);
+    fmul(&t, &P1->z, &P2->z);
+    fsub(&h, &u2, &u1);
+    fsub(&r, &s2, &s1);
+    fmul(&Z3, &t, &h); /* Z1 Z2 H */
+    fsqr(&hh, &h);
+    fmul(&hhh, &hh, &h);
+    fmul(&v, &u1, &hh);
+    fsqr(&t, &r);
+    fsub(&t, &t, &hhh);
+    fsub(&t, &t, &v);
+    fsub(&X3, &t, &v); /* r^2 - H^3 - 2 U1 H^2 */
+    fsub(&t, &v, &X3);
+    fmul(&t, &r, &t);
+    fmul(&s1, &s1, &hhh);
+    fsub(&Y3, &t, &s1); /* r (U1 H^2 - X3) - S1 H^3 */
+    R->x = X3;
+    R->y = Y3;
+    R->z = Z3;
+}
+
+static IFMA void pt_infinity(pt8 *R)
+{
+    const v8 z = _mm512_setzero_si512();
+    for (int j = 0; j < NL; j++)
+        R->x.v[j] = R->z.v[j] = z;
+    fe8_bcast(&R->y, P_ONE);
+}
 
 /* Booth recoding for ECDH's windows, as booth7 below with 5-bit windows: the signed digit
  * of window w (w = 0..EC_ECDH_W - 1) of each lane comes from the 6 bits v = k bits

@@ -62,26 +62,13 @@
 #include "../common/ct.h"
 #include "p384_internal.h"
 
-#define IFMA __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"), always_inline)) inline
-#define IFMA_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma")))
 
 #define NB MB8_P384_SCALAR_BYTES
 #define NP MB8_P384_POINT_BYTES
-#define NL 8 /* limbs */
+#define NL MB8__EC_NL /* 8 limbs */
 #ifndef P384_REDC_P_IFMA
 #define P384_REDC_P_IFMA 1
 #endif
-#define M52 ((((uint64_t)1) << 52) - 1)
-
-typedef __m512i v8;
-
-typedef struct {
-    v8 v[NL];
-} fe8;
-
-typedef struct {
-    fe8 x, y, z; /* homogeneous projective, Montgomery form */
-} pt8;
 
 /* ---- constants (the same values as p384_ref.c) --------------------------------------- */
 
@@ -113,174 +100,7 @@ static const uint64_t B_MONT[NL] = {0x91c81cd08114bULL, 0x3708118870d03ULL, 0x43
                                     0xff9b62b21f41fULL, 0x00000000604fbULL};
 #include "p384_ifma_table.h"
 
-/* One lane's 8 x 52-bit numbers to and from bytes: the portable kernel's conversions. */
-#define from_bytes mb8__p384_from_bytes
-#define to_bytes mb8__p384_to_bytes
-
-/* Transposed staging: limb j of lane i at [j][i]. */
-typedef struct {
-    alignas(64) uint64_t l[NL][MB8_LANES];
-} stage8;
-
-static void stage_put(stage8 *s, unsigned lane, const uint8_t b[NB])
-{
-    uint64_t v[NL];
-    from_bytes(v, b);
-    for (int j = 0; j < NL; j++)
-        s->l[j][lane] = v[j];
-    mb8__wipe(v, sizeof v);
-}
-
-static void stage_get(uint8_t b[NB], const stage8 *s, unsigned lane)
-{
-    uint64_t v[NL];
-    for (int j = 0; j < NL; j++)
-        v[j] = s->l[j][lane];
-    to_bytes(b, v);
-    mb8__wipe(v, sizeof v);
-}
-
-static IFMA void fe8_load(fe8 *r, const stage8 *s)
-{
-    for (int j = 0; j < NL; j++)
-        r->v[j] = _mm512_load_si512((const void *)s->l[j]);
-}
-
-static IFMA void fe8_store(stage8 *s, const fe8 *a)
-{
-    for (int j = 0; j < NL; j++)
-        _mm512_store_si512((void *)s->l[j], a->v[j]);
-}
-
-static IFMA void fe8_bcast(fe8 *r, const uint64_t c[NL])
-{
-    for (int j = 0; j < NL; j++)
-        r->v[j] = _mm512_set1_epi64((long long)c[j]);
-}
-
-/* ---- vector helpers ------------------------------------------------------------------ */
-
-static IFMA v8 vmask52(void)
-{
-    return _mm512_set1_epi64((long long)M52);
-}
-
-/* lane mask (bit i) -> all-ones 64-bit elements */
-static IFMA v8 kvec(__mmask8 k)
-{
-    return _mm512_maskz_set1_epi64(k, -1);
-}
-
-/* (m & a) | (~m & b) */
-static IFMA v8 vsel(v8 m, v8 a, v8 b)
-{
-    return _mm512_ternarylogic_epi64(m, a, b, 0xCA);
-}
-
-/* bit i set when lane i of a is zero */
-static IFMA __mmask8 fe8_is_zero(const fe8 *a)
-{
-    v8 o = a->v[0];
-    for (int j = 1; j < NL; j++)
-        o = _mm512_or_si512(o, a->v[j]);
-    return _mm512_cmpeq_epi64_mask(o, _mm512_setzero_si512());
-}
-
-static IFMA __mmask8 fe8_eq(const fe8 *a, const fe8 *b)
-{
-    fe8 d;
-    for (int j = 0; j < NL; j++)
-        d.v[j] = _mm512_xor_si512(a->v[j], b->v[j]);
-    return fe8_is_zero(&d);
-}
-
-/* bit i set when lane i of a (limbs < 2^52) is below the constant m */
-static IFMA __mmask8 fe8_lt(const fe8 *a, const uint64_t m[NL])
-{
-    v8 borrow = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++) {
-        v8 d =
-            _mm512_sub_epi64(_mm512_sub_epi64(a->v[j], _mm512_set1_epi64((long long)m[j])), borrow);
-        borrow = _mm512_srli_epi64(d, 63);
-    }
-    return _mm512_test_epi64_mask(borrow, borrow);
-}
-
-/* r = t mod m for t < 2m (limbs 0..6 < 2^52, limb 7 < 2^53): t - m when that does not
- * borrow. */
-static IFMA void reduce_once(fe8 *r, const v8 t[NL], const uint64_t m[NL])
-{
-    const v8 msk = vmask52();
-    v8 d[NL], c = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++) {
-        v8 x = _mm512_add_epi64(_mm512_sub_epi64(t[j], _mm512_set1_epi64((long long)m[j])), c);
-        c = _mm512_srai_epi64(x, 52); /* 0 or -1 */
-        d[j] = j < NL - 1 ? _mm512_and_si512(x, msk) : x;
-    }
-    /* c = -1: t < m, keep t */
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++)
-        r->v[j] = vsel(c, t[j], d[j]);
-}
-
-/* Signed carry propagation of t[0..7] (lazy limbs, |t| < 2^62, the value nonnegative) into
- * 52-bit limbs, then reduce once (the value must be below 2m). */
-static IFMA void norm_reduce(fe8 *r, v8 t[NL], const uint64_t m[NL])
-{
-    const v8 msk = vmask52();
-#pragma GCC unroll 7
-    for (int j = 0; j < NL - 1; j++) {
-        t[j + 1] = _mm512_add_epi64(t[j + 1], _mm512_srai_epi64(t[j], 52));
-        t[j] = _mm512_and_si512(t[j], msk);
-    }
-    reduce_once(r, t, m);
-}
-
-/* ---- Montgomery multiplication -------------------------------------------------------- */
-
-/* t[0..15] = a * b (lazy limbs below 2^57) */
-static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
-{
-    const v8 z = _mm512_setzero_si512();
-#pragma GCC unroll 16
-    for (int k = 0; k < 2 * NL; k++)
-        t[k] = z;
-#pragma GCC unroll 8
-    for (int i = 0; i < NL; i++) {
-#pragma GCC unroll 8
-        for (int j = 0; j < NL; j++) {
-            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], b->v[j]);
-            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], b->v[j]);
-        }
-    }
-}
-
-/* t[0..15] = a^2: cross products once, doubled, plus the squares */
-static IFMA void sqr_wide(v8 t[2 * NL], const fe8 *a)
-{
-    const v8 z = _mm512_setzero_si512();
-#pragma GCC unroll 16
-    for (int k = 0; k < 2 * NL; k++)
-        t[k] = z;
-#pragma GCC unroll 8
-    for (int i = 0; i < NL; i++) {
-#pragma GCC unroll 8
-        for (int j = i + 1; j < NL; j++) {
-            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], a->v[j]);
-            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], a->v[j]);
-        }
-    }
-#pragma GCC unroll 16
-    for (int k = 0; k < 2 * NL; k++)
-        t[k] = _mm512_add_epi64(t[k], t[k]);
-#pragma GCC unroll 8
-    for (int i = 0; i < NL; i++) {
-        t[2 * i] = _mm512_madd52lo_epu64(t[2 * i], a->v[i], a->v[i]);
-        t[2 * i + 1] = _mm512_madd52hi_epu64(t[2 * i + 1], a->v[i], a->v[i]);
-    }
-}
+#include "../common/ec_ifma_field.h"
 
 /* r = t * 2^-416 mod p, below 2p (not canonical), for t < 2^800 (t = a b with a, b < 2p:
  * (t + q p) / 2^416 < 4p^2 / 2^416 + p < 2p). Round i takes the quotient digit y = t[i]
@@ -396,45 +216,6 @@ static IFMA_FN __attribute__((noinline)) void nsqr(fe8 *r, const fe8 *a)
 }
 
 /* r = a + b mod m (a, b < m) */
-static IFMA void madd(fe8 *r, const fe8 *a, const fe8 *b, const uint64_t m[NL])
-{
-    v8 t[NL];
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++)
-        t[j] = _mm512_add_epi64(a->v[j], b->v[j]);
-    norm_reduce(r, t, m);
-}
-
-/* r = a - b mod m (a, b < m) */
-static IFMA void msub(fe8 *r, const fe8 *a, const fe8 *b, const uint64_t m[NL])
-{
-    const v8 msk = vmask52();
-    v8 d[NL], c = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++) {
-        v8 x = _mm512_add_epi64(_mm512_sub_epi64(a->v[j], b->v[j]), c);
-        c = _mm512_srai_epi64(x, 52); /* 0 or -1 */
-        d[j] = _mm512_and_si512(x, msk);
-    }
-    /* c = -1: borrow, add m */
-    v8 cc = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int j = 0; j < NL; j++) {
-        v8 x = _mm512_add_epi64(
-            _mm512_add_epi64(d[j], _mm512_and_si512(c, _mm512_set1_epi64((long long)m[j]))), cc);
-        cc = _mm512_srli_epi64(x, 52);
-        r->v[j] = _mm512_and_si512(x, msk);
-    }
-}
-
-/* Field elements mod p live in [0, 2p) (limbs < 2^52): fmul and fsqr take and return such
- * values without a final subtraction; fadd and fsub reduce mod 2p; fcanon gives the
- * canonical value (< p) where equality or zero is tested and for the outputs. */
-static IFMA void fadd(fe8 *r, const fe8 *a, const fe8 *b)
-{
-    madd(r, a, b, P2_M);
-}
-
 /* r = a + b, NOT reduced: below 4p (a, b < 2p) or 6p (a < 4p), limbs normalised; only
  * for values that feed nothing but fmul / fsqr, which take any input below 2^399 and
  * still return a value below 2p ((6p)^2 / 2^416 + p < 2p). */
@@ -451,16 +232,6 @@ static IFMA void fadd_m(fe8 *r, const fe8 *a, const fe8 *b)
         r->v[j] = _mm512_and_si512(t[j], msk);
     }
     r->v[NL - 1] = t[NL - 1];
-}
-
-static IFMA void fcanon(fe8 *r, const fe8 *a)
-{
-    reduce_once(r, a->v, P_M);
-}
-
-static IFMA void fsub(fe8 *r, const fe8 *a, const fe8 *b)
-{
-    msub(r, a, b, P2_M);
 }
 
 static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
@@ -582,132 +353,6 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
     mb8__wipe(&x64, sizeof x64);
     mb8__wipe(&acc, sizeof acc);
     mb8__wipe(&t, sizeof t);
-}
-
-/* ---- points --------------------------------------------------------------------------- */
-
-/* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
- * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
-static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
-{
-    fe8 b;
-    fe8_bcast(&b, B_MONT);
-    const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fadd_m(&t3, X2, Y2); /* only multiplied */
-    fadd_m(&t4, X1, Y1);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fmul(&t4, Y2, Z1);
-    fadd(&t4, &t4, Y1);
-    fmul(&Y3, X2, Z1);
-    fadd(&Y3, &Y3, X1);
-    fmul(&Z3, &b, Z1);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    fadd(&t1, Z1, Z1);
-    fadd(&t2, &t1, Z1);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
-/* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
- * Lange EFD), 4M + 4S with Z3 = 2 Y Z. Correct for every point of this prime-order curve
- * (no point has y = 0); the point at infinity must be given as (X : Y : 0) with Y != 0,
- * and stays so. R may alias P1. */
-static IFMA_FN void jdbl(pt8 *R, const pt8 *P1)
-{
-    fe8 delta, gamma, beta, alpha, t, u;
-    fsqr(&delta, &P1->z);
-    fsqr(&gamma, &P1->y);
-    fmul(&beta, &P1->x, &gamma);
-    fsub(&t, &P1->x, &delta);
-    fadd_m(&u, &P1->x, &delta);
-    fmul(&alpha, &t, &u);
-    fadd(&t, &alpha, &alpha);
-    fadd_m(&alpha, &t, &alpha); /* 3 (x - z^2)(x + z^2), only multiplied */
-    fmul(&t, &P1->y, &P1->z);
-    fadd_m(&R->z, &t, &t); /* Z3 = 2 Y Z, only multiplied (here, in pt_dbl4 and the
-                            * next jdbl) */
-    fadd(&beta, &beta, &beta);
-    fadd(&beta, &beta, &beta); /* 4 beta */
-    fsqr(&t, &alpha);
-    fsub(&t, &t, &beta);
-    fsub(&R->x, &t, &beta); /* X3 = alpha^2 - 8 beta */
-    fsub(&t, &beta, &R->x);
-    fmul(&t, &alpha, &t);
-    fsqr(&gamma, &gamma);
-    fadd(&gamma, &gamma, &gamma);
-    fadd(&gamma, &gamma, &gamma);
-    fadd(&gamma, &gamma, &gamma); /* 8 gamma^2 */
-    fsub(&R->y, &t, &gamma);      /* Y3 = alpha (4 beta - X3) - 8 gamma^2 */
-}
-
-/* R = P1 + P2 in Jacobian coordinates, add-1998-cmo-2 (Bernstein-Lange EFD): 12M + 4S.
- * Not complete: P1 and P2 must not be infinity and P1 != +-P2 (pt_mul shows that its
- * additions never meet these cases for a scalar in [1, n-1], and masks the infinities).
- * R may alias P1 or P2. */
-static IFMA_FN void jadd(pt8 *R, const pt8 *P1, const pt8 *P2)
-{
-    fe8 z1z1, z2z2, u1, u2, s1, s2, h, r, hh, hhh, v, t, X3, Y3, Z3;
-    fsqr(&z1z1, &P1->z);
-    fsqr(&z2z2, &P2->z);
-    fmul(&u1, &P1->x, &z2z2);
-    fmul(&u2, &P2->x, &z1z1);
-    fmul(&t, &z2z2, &P2->z);
-    fmul(&s1, &P1->y, &t);
-    fmul(&t, &z1z1, &P1->z);
-    fmul(&s2, &P2->y, &t);
-    fmul(&t, &P1->z, &P2->z);
-    fsub(&h, &u2, &u1);
-    fsub(&r, &s2, &s1);
-    fmul(&Z3, &t, &h); /* Z1 Z2 H */
-    fsqr(&hh, &h);
-    fmul(&hhh, &hh, &h);
-    fmul(&v, &u1, &hh);
-    fsqr(&t, &r);
-    fsub(&t, &t, &hhh);
-    fsub(&t, &t, &v);
-    fsub(&X3, &t, &v); /* r^2 - H^3 - 2 U1 H^2 */
-    fsub(&t, &v, &X3);
-    fmul(&t, &r, &t);
-    fmul(&s1, &s1, &hhh);
-    fsub(&Y3, &t, &s1); /* r (U1 H^2 - X3) - S1 H^3 */
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-}
-
-static IFMA void pt_infinity(pt8 *R)
-{
-    const v8 z = _mm512_setzero_si512();
-    for (int j = 0; j < NL; j++)
-        R->x.v[j] = R->z.v[j] = z;
-    fe8_bcast(&R->y, P_ONE);
 }
 
 /* ECDH: 77 windows of 5-bit signed digits; the fixed-base comb: 55 windows of 7-bit
