@@ -82,7 +82,7 @@ mb8_status_t mb8_p384_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const p
  *
  * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
  * uses a fixed-base comb (77 signed 5-bit digits, a precomputed table of the multiples
- * 1..16 of 32^w G, mb8/src/p384/gen_comb_table.py).
+ * 1..16 of 32^w G, mb8/src/common/gen_comb_table.py).
  */
 mb8_status_t mb8_p384_public_key(uint8_t *const out[MB8_LANES],
                                  const uint8_t *const priv[MB8_LANES], void *scratch);
