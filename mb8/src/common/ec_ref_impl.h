@@ -57,31 +57,43 @@ void MB8__EC_FN(wipe)(void *p, size_t n)
 
 /* ---- NL x 52-bit numbers ----------------------------------------------------------- */
 
+/* Through NB / 8 64-bit words (w[0] least significant), as many loads and shifts as the
+ * limbs need; every position is public. */
 void MB8__EC_FN(from_bytes)(uint64_t v[NL], const uint8_t b[NB])
 {
-    /* byte i (from the least significant) holds bits 8i .. 8i + 7; positions are public */
-    for (int j = 0; j < NL; j++)
-        v[j] = 0;
-    for (int i = 0; i < NB; i++) {
-        uint64_t by = b[NB - 1 - i];
-        int j = 8 * i / 52, sh = 8 * i % 52;
-        v[j] |= by << sh;
-        if (sh > 44)
-            v[j + 1] |= by >> (52 - sh);
+    uint64_t w[NB / 8];
+    for (int i = 0; i < NB / 8; i++) {
+        uint64_t x = 0;
+        for (int j = 0; j < 8; j++)
+            x = (x << 8) | b[NB - 8 * (i + 1) + j];
+        w[i] = x;
     }
-    for (int j = 0; j < NL; j++)
-        v[j] &= M52;
+    for (int j = 0; j < NL; j++) {
+        int k = 52 * j / 64, sh = 52 * j % 64;
+        uint64_t x = w[k] >> sh;
+        if (sh > 12 && k + 1 < NB / 8) /* the limb continues in the next word */
+            x |= w[k + 1] << (64 - sh);
+        v[j] = x & M52;
+    }
+    MB8__EC_FN(wipe)(w, sizeof w);
 }
 
 void MB8__EC_FN(to_bytes)(uint8_t b[NB], const uint64_t v[NL])
 {
-    for (int byte = 0; byte < NB; byte++) {
-        int bit = 8 * byte, j = bit / 52, sh = bit % 52;
+    uint64_t w[NB / 8];
+    for (int i = 0; i < NB / 8; i++) {
+        int j = 64 * i / 52, sh = 64 * i % 52;
         uint64_t x = v[j] >> sh;
-        if (sh > 44 && j + 1 < NL)
+        if (j + 1 < NL) /* bits 52 - sh .. 63 from the next limb */
             x |= v[j + 1] << (52 - sh);
-        b[NB - 1 - byte] = (uint8_t)x;
+        if (j + 2 < NL && 104 - sh < 64) /* and from the one after */
+            x |= v[j + 2] << (104 - sh);
+        w[i] = x;
     }
+    for (int i = 0; i < NB / 8; i++)
+        for (int j = 0; j < 8; j++)
+            b[NB - 8 * i - 1 - j] = (uint8_t)(w[i] >> (8 * j));
+    MB8__EC_FN(wipe)(w, sizeof w);
 }
 
 #define from_bytes MB8__EC_FN(from_bytes)
