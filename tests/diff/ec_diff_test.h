@@ -39,6 +39,7 @@
 #include "mb8/cpu.h"
 #include "mb8/status.h"
 
+#include "diff_util.h"
 #include "memcheck.h"
 
 /* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
@@ -53,70 +54,10 @@ static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 #define ENV STR(MB8__EC_UC)
 #define L MB8_LANES
 
-static uint64_t g_seed;
-static int g_quick;
 static EC_GROUP *g_group;
-static BIGNUM *g_n, *g_p;  /* the group order, the field prime */
-static int g_nid;          /* OpenSSL's name of the curve */
-static const EVP_MD *g_md; /* SHA-(8 NB), ECDSA's digest for the curve */
-
-/* ---- helpers ---------------------------------------------------------------------- */
-
-static void unhex(uint8_t *out, size_t n, const char *hex)
-{
-    assert_int_equal(strlen(hex), 2 * n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (uint8_t)v;
-    }
-}
-
-static void print_hex(const char *what, const uint8_t *b, size_t n)
-{
-    fprintf(stderr, "  %s: ", what);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "%02x", b[i]);
-    fprintf(stderr, "\n");
-}
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    rng_state ^= rng_state >> 12; /* xorshift64* */
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static void rng_bytes(uint8_t *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(rng_next() >> 56);
-}
-
-static void expect_bytes(const char *what, unsigned lane, const uint8_t *got, const uint8_t *want,
-                         size_t n)
-{
-    if (memcmp(got, want, n) == 0)
-        return;
-    fprintf(stderr, "%s: mismatch in lane %u (" ENV "_DIFF_SEED=%llu)\n", what, lane,
-            (unsigned long long)g_seed);
-    print_hex("got ", got, n);
-    print_hex("want", want, n);
-    fail();
-}
-
-static void expect_status(const char *what, mb8_status_t st, unsigned lane, unsigned want)
-{
-    if (mb8_status_lane(st, lane) == want)
-        return;
-    fprintf(stderr, "%s: lane %u status %u, want %u (status 0x%08x, " ENV "_DIFF_SEED=%llu)\n",
-            what, lane, mb8_status_lane(st, lane), want, (unsigned)st, (unsigned long long)g_seed);
-    fail();
-}
-
+static BIGNUM *g_n, *g_p; /* the group order, the field prime */
+static int g_nid;         /* OpenSSL's name of the curve */
+static const EVP_MD *g_md;
 static void expect_zero(const char *what, unsigned lane, const uint8_t *b, size_t n)
 {
     static const uint8_t z[NP];
@@ -458,7 +399,7 @@ static void test_random_ecdsa(void **state)
             expect_bytes("random sign r", i, r[i], wr, NB);
             expect_bytes("random sign s", i, s[i], ws, NB);
             if (!ossl_verify(r[i], s[i], e[i], d[i])) {
-                fprintf(stderr, "lane %u: ECDSA_do_verify failed (" ENV "_DIFF_SEED=%llu)\n", i,
+                fprintf(stderr, "lane %u: ECDSA_do_verify failed (%s=%llu)\n", i, g_seed_var,
                         (unsigned long long)g_seed);
                 fail();
             }
@@ -983,8 +924,8 @@ static void test_ifma_vs_reference(void **state)
             if (st[0][f] != st[1][f]) {
                 fprintf(stderr,
                         "kernel %d: IFMA status 0x%08x, reference 0x%08x, mask 0x%02x "
-                        "(" ENV "_DIFF_SEED=%llu)\n",
-                        f, (unsigned)st[1][f], (unsigned)st[0][f], mask,
+                        "(%s=%llu)\n",
+                        f, (unsigned)st[1][f], (unsigned)st[0][f], mask, g_seed_var,
                         (unsigned long long)g_seed);
                 fail();
             }
@@ -1275,13 +1216,7 @@ static void test_scratch(void **state)
 
 int main(void)
 {
-    const char *s = getenv(ENV "_DIFF_SEED");
-    g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-    if (g_seed == 0)
-        g_seed = 1; /* xorshift needs a nonzero state */
-    g_quick = getenv(ENV "_DIFF_QUICK") != NULL && atoi(getenv(ENV "_DIFF_QUICK")) != 0;
-    fprintf(stderr, STR(MB8__EC) "_diff_test: " ENV "_DIFF_SEED=%llu%s\n",
-            (unsigned long long)g_seed, g_quick ? " (quick)" : "");
+    diff_init(STR(MB8__EC) "_diff_test", ENV);
     char name[16], md[16];
     snprintf(name, sizeof name, "P-%d", 8 * NB);
     snprintf(md, sizeof md, "SHA%d", 8 * NB);
