@@ -148,36 +148,11 @@ static IFMA void pt_infinity(pt8 *R)
     fe8_bcast(&R->y, P_ONE);
 }
 
-/* Booth recoding for ECDH's windows, as booth7 below with 5-bit windows: the signed digit
- * of window w (w = 0..EC_ECDH_W - 1) of each lane comes from the 6 bits v = k bits
- * 5w + 4 .. 5w - 1 (bit -1 = 0, bits above 8 NB - 1 = 0): |d| = ceil(v / 2) for v < 32,
- * ceil((63 - v) / 2) otherwise (then d <= 0), so |d| <= 16 and k = sum d_w 2^(5w); the top
- * digit is never negative (5 EC_ECDH_W > 8 NB). Public positions, branch-free digit
- * arithmetic. */
+/* ECDH's signed 5-bit digits of every lane's scalar (common/booth.h). */
 static void booth5(uint64_t mag[EC_ECDH_W][MB8_LANES], uint64_t neg[EC_ECDH_W][MB8_LANES],
                    const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        uint8_t le[NB + 2];
-        for (int j = 0; j < NB; j++)
-            le[j] = (lane_mask >> i) & 1 ? k[i][NB - 1 - j] : 0; /* lane use is public */
-        le[NB] = le[NB + 1] = 0;
-        for (int w = 0; w < EC_ECDH_W; w++) {
-            int bit = 5 * w - 1; /* lowest bit of the 6-bit group */
-            uint64_t v;
-            if (bit < 0) { /* public position */
-                v = ((uint64_t)le[0] << 1) & 0x3F;
-            } else {
-                uint64_t two = (uint64_t)le[bit >> 3] | ((uint64_t)le[(bit >> 3) + 1] << 8);
-                v = (two >> (bit & 7)) & 0x3F;
-            }
-            uint64_t s = mb8__value_barrier(0 - (v >> 5)); /* all-ones when v >= 32 */
-            uint64_t d = ((63 - v) & s) | (v & ~s);
-            mag[w][i] = (d >> 1) + (d & 1);
-            neg[w][i] = s;
-        }
-        mb8__wipe(le, sizeof le);
-    }
+    mb8__booth(mag, neg, EC_ECDH_W, 5, &k[0][0], NB, lane_mask);
 }
 
 /* Each lane's entry dig of tab (16 entries), by a scan of all 16 with mask vectors. */
@@ -260,7 +235,7 @@ static IFMA_FN void pt_mul(pt8 *R, const pt8 *P1, const uint64_t mag[EC_ECDH_W][
 static void booth7(uint64_t mag[EC_COMB_W][MB8_LANES], uint64_t neg[EC_COMB_W][MB8_LANES],
                    const uint8_t k[MB8_LANES][NB], unsigned lane_mask)
 {
-    mb8__booth7(mag, neg, EC_COMB_W, &k[0][0], NB, lane_mask);
+    mb8__booth(mag, neg, EC_COMB_W, 7, &k[0][0], NB, lane_mask);
 }
 
 /* (x, y) = entry |d| of one comb window for every lane (the digit's magnitude mag in
