@@ -58,16 +58,19 @@ void MB8__EC_FN(wipe)(void *p, size_t n)
 /* ---- NL x 52-bit numbers ----------------------------------------------------------- */
 
 /* Through NB / 8 64-bit words (w[0] least significant), as many loads and shifts as the
- * limbs need; every position is public. */
+ * limbs need; every position is public. Unrolled (at most 6 words, 8 limbs), so that the
+ * positions and their tests are constants, as in the hand-written versions before. */
 void MB8__EC_FN(from_bytes)(uint64_t v[NL], const uint8_t b[NB])
 {
     uint64_t w[NB / 8];
+#pragma GCC unroll 8
     for (int i = 0; i < NB / 8; i++) {
         uint64_t x = 0;
         for (int j = 0; j < 8; j++)
             x = (x << 8) | b[NB - 8 * (i + 1) + j];
         w[i] = x;
     }
+#pragma GCC unroll 8
     for (int j = 0; j < NL; j++) {
         int k = 52 * j / 64, sh = 52 * j % 64;
         uint64_t x = w[k] >> sh;
@@ -81,6 +84,7 @@ void MB8__EC_FN(from_bytes)(uint64_t v[NL], const uint8_t b[NB])
 void MB8__EC_FN(to_bytes)(uint8_t b[NB], const uint64_t v[NL])
 {
     uint64_t w[NB / 8];
+#pragma GCC unroll 8
     for (int i = 0; i < NB / 8; i++) {
         int j = 64 * i / 52, sh = 64 * i % 52;
         uint64_t x = v[j] >> sh;
@@ -90,6 +94,7 @@ void MB8__EC_FN(to_bytes)(uint8_t b[NB], const uint64_t v[NL])
             x |= v[j + 2] << (104 - sh);
         w[i] = x;
     }
+#pragma GCC unroll 8
     for (int i = 0; i < NB / 8; i++)
         for (int j = 0; j < 8; j++)
             b[NB - 8 * i - 1 - j] = (uint8_t)(w[i] >> (8 * j));
