@@ -1,7 +1,10 @@
 /*
  * The AVX-512 IFMA kernels of mb8/p256.h: ECDH, key generation and ECDSA signing for 8
  * lanes at once. See p256_internal.h for the kernel contract; the results are
- * bit-identical to the portable reference (p256_ref.c).
+ * bit-identical to the portable reference (p256_ref.c). This file holds the constants, the
+ * reductions, the inversions and fadd_m; the rest is shared with P-384: the lower layer in
+ * common/ec_ifma_field.h, the points, scalar multiplications and entry points in
+ * common/ec_ifma_impl.h.
  *
  * Layout: as rsa_ifma.c, transposed: a number of 5 radix-2^52 limbs for the 8 lanes is 5
  * zmm vectors; vector j holds limb j of every lane. Nothing crosses lanes.

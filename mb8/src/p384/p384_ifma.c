@@ -1,8 +1,10 @@
 /*
  * The AVX-512 IFMA kernels of mb8/p384.h: ECDH, key generation and ECDSA signing for 8
  * lanes at once. See p384_internal.h for the kernel contract; the results are
- * bit-identical to the portable reference (p384_ref.c). The structure is p256_ifma.c's;
- * what differs is the field arithmetic and the comb's window.
+ * bit-identical to the portable reference (p384_ref.c). This file holds the constants, the
+ * reductions, the inversions and fadd_m; the rest is shared with P-256: the lower layer in
+ * common/ec_ifma_field.h, the points, scalar multiplications and entry points in
+ * common/ec_ifma_impl.h.
  *
  * Layout: transposed, a number of 8 radix-2^52 limbs for the 8 lanes is 8 zmm vectors;
  * vector j holds limb j of every lane. Nothing crosses lanes.
@@ -23,15 +25,12 @@
  *   digit (1 IFMA), y n_lo (8 IFMA), y subtracted at limb 4 and y 2^20 added at limb 7
  *   (shifts): 9 IFMA instead of the generic 17.
  *
- * Points: the reference's complete projective formulas (Renes-Costello-Batina 2016,
- * Algorithms 4, 5 and 6 for a = -3); no exceptional case exists, so nothing secret is
- * masked inside the scalar multiplication.
- *
- * Variable base (ECDH): the reference's fixed 4-bit windows, unsigned digits, a per-lane
- * table of 0P..15P; each lane's entry is selected by a scan of all 16 entries with all-ones
- * mask vectors (vpternlogq), never through a secret index. The 4 doublings of a window run
- * in Jacobian coordinates (dbl-2001-b, exception-free on this prime-order curve once
- * infinity is given a nonzero Y, see pt_dbl4), the window's addition is the complete one.
+ * Points and variable base (ECDH): as P-256's, in common/ec_ifma_impl.h: the complete
+ * mixed addition of Renes-Costello-Batina 2016 (Algorithm 5, a = -3) for the comb, and for
+ * ECDH 77 windows of 5 bits with signed (Booth) digits in [-16, 16] on Jacobian
+ * coordinates (5 doublings, dbl-2001-b, and one addition, add-1998-cmo-2, a window), a
+ * per-lane table of 1P..16P read by a scan of all 16 entries with all-ones mask vectors
+ * (vpternlogq), never through a secret index.
  *
  * Fixed base (key generation, ECDSA's kG): a comb of 55 windows of 7 bits with signed
  * (Booth) digits in [-64, 64]: window w holds the affine multiples j 2^(7w) G, j = 1..64
