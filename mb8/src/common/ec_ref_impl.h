@@ -90,8 +90,8 @@ void MB8__EC_FN(to_bytes)(uint8_t b[NB], const uint64_t v[NL])
         uint64_t x = v[j] >> sh;
         if (j + 1 < NL) /* bits 52 - sh .. 63 from the next limb */
             x |= v[j + 1] << (52 - sh);
-        if (j + 2 < NL && 104 - sh < 64) /* and from the one after */
-            x |= v[j + 2] << (104 - sh);
+        if (j + 2 < NL) /* and from the one after (a shift by 104 - sh, 0 when >= 64) */
+            x |= (v[j + 2] << (52 - sh)) << 52;
         w[i] = x;
     }
 #pragma GCC unroll 8
