@@ -27,6 +27,7 @@
 
 #include <openssl/rand.h>
 
+#include "dudect.h"
 #include "mb8/cpu.h"
 #include "mb8/p256.h"
 #include "mb8/p384.h"
@@ -36,7 +37,6 @@
 static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define L MB8_LANES
-#define NCROP 5
 
 enum test {
     T_ECDH,
@@ -60,32 +60,6 @@ static const uint8_t G[65] = {0x04, 0x6B, 0x17, 0xD1, 0xF2, 0xE1, 0x2C, 0x42, 0x
                               0x4F, 0xE3, 0x42, 0xE2, 0xFE, 0x1A, 0x7F, 0x9B, 0x8E, 0xE7, 0xEB,
                               0x4A, 0x7C, 0x0F, 0x9E, 0x16, 0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31,
                               0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5};
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double welch_t(const uint64_t *t, const uint8_t *cls, size_t n, uint64_t limit)
-{
-    double mean[2] = {0}, m2[2] = {0}, cnt[2] = {0};
-
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] > limit)
-            continue;
-        int c = cls[i];
-        double x = (double)t[i], d = x - mean[c];
-        cnt[c] += 1;
-        mean[c] += d / cnt[c];
-        m2[c] += d * (x - mean[c]);
-    }
-    if (cnt[0] < 2 || cnt[1] < 2)
-        return 0;
-    return (mean[0] - mean[1]) /
-           sqrt(m2[0] / (cnt[0] - 1) / cnt[0] + m2[1] / (cnt[1] - 1) / cnt[1]);
-}
 
 /* A P-256 scalar in [1, n-1]: 32 random bytes with the top bit cleared (< 2^255 < n). */
 /* The P-384 generator, uncompressed: the fixed peer point of p384-ecdh. */
@@ -195,15 +169,8 @@ int main(int argc, char **argv)
             uint64_t t1 = __rdtscp(&aux);
             t[i] = t1 - t0;
         }
-        memcpy(sorted, t, n * sizeof(*t));
-        qsort(sorted, n, sizeof(*t), cmp_u64);
-        static const double pct[NCROP] = {1.0, 0.99, 0.95, 0.90, 0.75};
-        double maxt = 0;
-        for (int c = 0; c < NCROP; c++) {
-            double tv = welch_t(t, cls, n, sorted[(size_t)((double)(n - 1) * pct[c])]);
-            if (fabs(tv) > maxt)
-                maxt = fabs(tv);
-        }
+        dudect_sort(sorted, t, n);
+        double maxt = dudect_max_t(t, sorted, cls, n, 0);
         printf("%-14s median %8llu cycles per call   max |t| = %5.2f  %s\n", names[test],
                (unsigned long long)sorted[n / 2], maxt,
                maxt > 4.5 ? "LEAK SUSPECTED" : "no leak detected");

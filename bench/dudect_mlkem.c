@@ -25,37 +25,13 @@
 
 #include <openssl/rand.h>
 
+#include "dudect.h"
 #include "mb8/cpu.h"
 #include "mb8/mlkem.h"
 
 static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define L MB8_LANES
-#define NCROP 5
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double welch_t(const uint64_t *t, const uint8_t *cls, size_t n, uint64_t limit)
-{
-    double mean[2] = {0}, m2[2] = {0}, cnt[2] = {0};
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] > limit)
-            continue;
-        int c = cls[i];
-        double x = (double)t[i], d = x - mean[c];
-        cnt[c] += 1;
-        mean[c] += d / cnt[c];
-        m2[c] += d * (x - mean[c]);
-    }
-    if (cnt[0] < 2 || cnt[1] < 2)
-        return 0;
-    return (mean[0] - mean[1]) /
-           sqrt(m2[0] / (cnt[0] - 1) / cnt[0] + m2[1] / (cnt[1] - 1) / cnt[1]);
-}
 
 int main(int argc, char **argv)
 {
@@ -109,15 +85,8 @@ int main(int argc, char **argv)
             (void)mb8_mlkem768_encaps(o1, o2, ekp, mp, g_scratch);
             t[i] = __rdtscp(&aux) - t0;
         }
-        memcpy(sorted, t, n * sizeof(*t));
-        qsort(sorted, n, sizeof(*t), cmp_u64);
-        static const double pct[NCROP] = {1.0, 0.99, 0.95, 0.90, 0.75};
-        double maxt = 0;
-        for (int c = 0; c < NCROP; c++) {
-            double tv = fabs(welch_t(t, cls, n, sorted[(size_t)((double)(n - 1) * pct[c])]));
-            if (tv > maxt)
-                maxt = tv;
-        }
+        dudect_sort(sorted, t, n);
+        double maxt = dudect_max_t(t, sorted, cls, n, 0);
         printf("mlkem768-encaps %d lane%s median %8llu cycles per call   max |t| = %5.2f  %s\n",
                used, used > 1 ? "s" : " ", (unsigned long long)sorted[n / 2], maxt,
                maxt > 4.5 ? "LEAK SUSPECTED" : "no leak detected");

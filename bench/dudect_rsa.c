@@ -28,13 +28,13 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
+#include "dudect.h"
 #include "mb8/cpu.h"
 #include "mb8/rsa.h"
 
 #define BITS 2048
 #define LEN (BITS / 8)
 #define HALF (LEN / 2)
-#define NCROP 5
 
 static int bn_param(const EVP_PKEY *pk, const char *name, uint8_t *out, size_t len)
 {
@@ -43,34 +43,6 @@ static int bn_param(const EVP_PKEY *pk, const char *name, uint8_t *out, size_t l
 
     BN_clear_free(bn);
     return ok;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Welch's t of the two classes, keeping only measurements below `limit` cycles. */
-static double welch_t(const uint64_t *t, const uint8_t *cls, size_t n, uint64_t limit)
-{
-    double mean[2] = {0}, m2[2] = {0};
-    double cnt[2] = {0};
-
-    for (size_t i = 0; i < n; i++) { /* Welford's online mean and variance */
-        if (t[i] > limit)
-            continue;
-        int c = cls[i];
-        double x = (double)t[i], d = x - mean[c];
-        cnt[c] += 1;
-        mean[c] += d / cnt[c];
-        m2[c] += d * (x - mean[c]);
-    }
-    if (cnt[0] < 2 || cnt[1] < 2)
-        return 0;
-    double v0 = m2[0] / (cnt[0] - 1), v1 = m2[1] / (cnt[1] - 1);
-    return (mean[0] - mean[1]) / sqrt(v0 / cnt[0] + v1 / cnt[1]);
 }
 
 int main(int argc, char **argv)
@@ -153,21 +125,11 @@ int main(int argc, char **argv)
         uint64_t t1 = __rdtscp(&aux);
         t[i] = t1 - t0;
     }
-    memcpy(sorted, t, n * sizeof(*t));
-    qsort(sorted, n, sizeof(*t), cmp_u64);
-    static const double pct[NCROP] = {1.0, 0.99, 0.95, 0.90, 0.75};
-    double maxt = 0;
+    dudect_sort(sorted, t, n);
     printf("# dudect RSA-2048, kernel %s, %zu measurements (fixed vs random dP/dQ)\n",
            mb8_cpu_has_ifma() ? "AVX-512 IFMA" : "portable", n);
     printf("# median %llu cycles per 8-lane batch\n", (unsigned long long)sorted[n / 2]);
-    for (int c = 0; c < NCROP; c++) {
-        uint64_t lim = sorted[(size_t)((double)(n - 1) * pct[c])];
-        double tv = welch_t(t, cls, n, lim);
-        printf("crop at %3.0f%% (<= %llu cycles): t = %+.2f\n", pct[c] * 100,
-               (unsigned long long)lim, tv);
-        if (fabs(tv) > maxt)
-            maxt = fabs(tv);
-    }
+    double maxt = dudect_max_t(t, sorted, cls, n, 1);
     printf("max |t| = %.2f: %s\n", maxt,
            maxt > 4.5 ? "LEAK SUSPECTED (> 4.5)" : "no leak detected (<= 4.5)");
     mb8_rsa_key_dispose(k0);

@@ -30,6 +30,7 @@
 #include "mb8/x25519.h"
 #include "x25519/x25519_internal.h" /* the kernels, for the IFMA-vs-reference comparison */
 
+#include "diff_util.h"
 #include "memcheck.h"
 
 /* mb8's scratch for the elliptic-curve calls (mb8/status.h; one call at a time) */
@@ -37,45 +38,8 @@ static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[65536];
 
 #define N MB8_X25519_BYTES
 
-static uint64_t g_seed;
-static int g_quick;
 
 /* ---- helpers ---------------------------------------------------------------------- */
-
-static void unhex(uint8_t out[N], const char *hex)
-{
-    assert_int_equal(strlen(hex), 2 * N);
-    for (int i = 0; i < N; i++) {
-        unsigned v;
-        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (uint8_t)v;
-    }
-}
-
-static void print_hex(const char *what, const uint8_t b[N])
-{
-    fprintf(stderr, "  %s: ", what);
-    for (int i = 0; i < N; i++)
-        fprintf(stderr, "%02x", b[i]);
-    fprintf(stderr, "\n");
-}
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static void rng_bytes(uint8_t *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(rng_next() >> 56);
-}
 
 /* OpenSSL's X25519(k, u): 1 and out on success, 0 when derive fails (all-zero result). */
 static int ossl_x25519(uint8_t out[N], const uint8_t k[N], const uint8_t u[N])
@@ -107,28 +71,6 @@ static void ossl_public_key(uint8_t out[N], const uint8_t k[N])
     assert_int_equal(EVP_PKEY_get_raw_public_key(priv, out, &len), 1);
     assert_int_equal(len, N);
     EVP_PKEY_free(priv);
-}
-
-/* Fails the test, naming the seed and lane, when got != want. */
-static void expect_lane(const char *what, unsigned lane, const uint8_t got[N],
-                        const uint8_t want[N])
-{
-    if (memcmp(got, want, N) == 0)
-        return;
-    fprintf(stderr, "%s: mismatch in lane %u (X25519_DIFF_SEED=%llu)\n", what, lane,
-            (unsigned long long)g_seed);
-    print_hex("got ", got);
-    print_hex("want", want);
-    fail();
-}
-
-static void expect_status(const char *what, mb8_status_t st, unsigned lane, unsigned want)
-{
-    if (mb8_status_lane(st, lane) == want)
-        return;
-    fprintf(stderr, "%s: lane %u status %u, want %u (status 0x%08x, X25519_DIFF_SEED=%llu)\n", what,
-            lane, mb8_status_lane(st, lane), want, (unsigned)st, (unsigned long long)g_seed);
-    fail();
 }
 
 /* ---- RFC 7748 known answers ------------------------------------------------------- */
@@ -173,13 +115,13 @@ static uint8_t kat_k[8][N], kat_u[8][N], kat_out[8][N];
 static void load_kats(void)
 {
     for (int j = 0; j < 8; j++) {
-        unhex(kat_k[j], KAT[j][0]);
-        unhex(kat_u[j], KAT[j][1]);
+        unhex(kat_k[j], N, KAT[j][0]);
+        unhex(kat_u[j], N, KAT[j][1]);
         if (KAT[j][2] != NULL) {
-            unhex(kat_out[j], KAT[j][2]);
+            unhex(kat_out[j], N, KAT[j][2]);
             uint8_t o[N];
             assert_int_equal(ossl_x25519(o, kat_k[j], kat_u[j]), 1);
-            expect_lane("KAT vs OpenSSL", (unsigned)j, o, kat_out[j]);
+            expect_bytes("KAT vs OpenSSL", (unsigned)j, o, kat_out[j], N);
         } else {
             assert_int_equal(ossl_x25519(kat_out[j], kat_k[j], kat_u[j]), 1);
         }
@@ -204,7 +146,7 @@ static void test_rfc7748_vectors_rotated(void **state)
         mb8_status_t st = mb8_x25519(out, k, u, g_scratch);
         assert_int_equal(st, 0);
         for (unsigned j = 0; j < 8; j++)
-            expect_lane("RFC 7748 vector", (j + r) % 8, o[(j + r) % 8], kat_out[j]);
+            expect_bytes("RFC 7748 vector", (j + r) % 8, o[(j + r) % 8], kat_out[j], N);
     }
 }
 
@@ -234,7 +176,7 @@ static void test_public_key_vectors_and_random(void **state)
         }
         assert_int_equal(mb8_x25519_public_key(out, kp, g_scratch), 0);
         for (unsigned j = 0; j < 8; j++)
-            expect_lane("public key", (j + r) % 8, o[(j + r) % 8], want[j]);
+            expect_bytes("public key", (j + r) % 8, o[(j + r) % 8], want[j], N);
     }
     /* random batches with random unused lanes */
     int rounds = g_quick ? 4 : 256;
@@ -258,7 +200,7 @@ static void test_public_key_vectors_and_random(void **state)
             }
             expect_status("public key", st, i, MB8_STATUS_OK);
             ossl_public_key(w, kk[i]);
-            expect_lane("public key random", i, o[i], w);
+            expect_bytes("public key random", i, o[i], w, N);
         }
     }
 }
@@ -289,18 +231,18 @@ static void test_rfc7748_iterated(void **state)
         assert_int_equal(mb8_x25519(out, kp, up, g_scratch), 0);
         for (unsigned i = 0; i < 8; i++) {
             if (i != chain)
-                expect_lane("iterated: neighbour", i, o[i], kat_out[(i + (unsigned)it) % 8]);
+                expect_bytes("iterated: neighbour", i, o[i], kat_out[(i + (unsigned)it) % 8], N);
         }
         memcpy(u, k, N);
         memcpy(k, o[chain], N);
         if (it == 0) {
-            unhex(want, ONE);
-            expect_lane("iterated x1", chain, k, want);
+            unhex(want, N, ONE);
+            expect_bytes("iterated x1", chain, k, want, N);
         }
     }
     if (iters == 1000) {
-        unhex(want, THOUSAND);
-        expect_lane("iterated x1000", 999 % 8, k, want);
+        unhex(want, N, THOUSAND);
+        expect_bytes("iterated x1000", 999 % 8, k, want, N);
     }
 }
 
@@ -333,7 +275,7 @@ static void test_random_vs_openssl(void **state)
             int ok = ossl_x25519(w, k[i], u[i]);
             expect_status("random", st, i, ok ? MB8_STATUS_OK : MB8_STATUS_ZERO_RESULT);
             if (ok)
-                expect_lane("random vs OpenSSL", i, o[i], w);
+                expect_bytes("random vs OpenSSL", i, o[i], w, N);
         }
     }
 }
@@ -363,7 +305,7 @@ static void test_small_order_points(void **state)
     rng_state = g_seed ^ 0xbad;
     for (unsigned s = 0; s < 2 * N_SMALL; s++) {
         uint8_t bad[N];
-        unhex(bad, SMALL_ORDER[s % N_SMALL]);
+        unhex(bad, N, SMALL_ORDER[s % N_SMALL]);
         if (s >= N_SMALL)
             bad[31] ^= 0x80;
         for (unsigned lane = 0; lane < 8; lane += (g_quick ? 7 : 1)) {
@@ -384,13 +326,13 @@ static void test_small_order_points(void **state)
             assert_int_equal(ossl_x25519(w, k[lane], bad), 0);
             expect_status("small order", st, lane, MB8_STATUS_ZERO_RESULT);
             uint8_t zero[N] = {0};
-            expect_lane("small order output", lane, o[lane], zero);
+            expect_bytes("small order output", lane, o[lane], zero, N);
             for (unsigned i = 0; i < 8; i++) {
                 if (i == lane)
                     continue;
                 assert_int_equal(ossl_x25519(w, k[i], u[i]), 1);
                 expect_status("small order neighbour", st, i, MB8_STATUS_OK);
-                expect_lane("small order neighbour", i, o[i], w);
+                expect_bytes("small order neighbour", i, o[i], w, N);
             }
         }
     }
@@ -438,8 +380,8 @@ static void test_noncanonical_and_top_bit(void **state)
             assert_int_equal(ok, d >= 2);
             expect_status("non-canonical", st, i, ok ? MB8_STATUS_OK : MB8_STATUS_ZERO_RESULT);
             if (ok)
-                expect_lane("non-canonical vs OpenSSL", i, o[i], w);
-            expect_lane("non-canonical vs canonical", i, o[i], oc[i]);
+                expect_bytes("non-canonical vs OpenSSL", i, o[i], w, N);
+            expect_bytes("non-canonical vs canonical", i, o[i], oc[i], N);
         }
     }
     /* random u with bit 255 set vs the same u with it cleared */
@@ -462,7 +404,7 @@ static void test_noncanonical_and_top_bit(void **state)
         assert_int_equal(mb8_x25519(out1, kp, p1, g_scratch), 0);
         assert_int_equal(mb8_x25519(out0, kp, p0, g_scratch), 0);
         for (unsigned i = 0; i < 8; i++)
-            expect_lane("top bit", i, o1[i], o0[i]);
+            expect_bytes("top bit", i, o1[i], o0[i], N);
     }
 }
 
@@ -482,7 +424,7 @@ static void test_partial_batches_vs_openssl(void **state)
             rng_bytes(k[i], N);
             rng_bytes(u[i], N);
             if ((rng_next() & 3) == 0) {
-                unhex(u[i], SMALL_ORDER[rng_next() % N_SMALL]);
+                unhex(u[i], N, SMALL_ORDER[rng_next() % N_SMALL]);
                 u[i][31] ^= (uint8_t)(rng_next() & 0x80);
             }
             kp[i] = (m >> i & 1) ? k[i] : NULL;
@@ -502,7 +444,7 @@ static void test_partial_batches_vs_openssl(void **state)
             expect_status("partial", st, i, ok ? MB8_STATUS_OK : MB8_STATUS_ZERO_RESULT);
             if (!ok)
                 memset(w, 0, N);
-            expect_lane("partial vs OpenSSL", i, o[i], w);
+            expect_bytes("partial vs OpenSSL", i, o[i], w, N);
         }
     }
 }
@@ -568,7 +510,7 @@ static void test_ifma_vs_reference(void **state)
         mb8__x25519_ladder52_ifma(o1, (const uint8_t(*)[N])k, (const uint8_t(*)[N])u, mask);
         mb8__x25519_ladder51_ref(o2, (const uint8_t(*)[N])k, (const uint8_t(*)[N])u, mask);
         for (unsigned i = 0; i < 8; i++)
-            expect_lane("IFMA vs reference", i, o1[i], o2[i]);
+            expect_bytes("IFMA vs reference", i, o1[i], o2[i], N);
         /* key generation kernel (u = 9) against the reference ladder on u = 9 */
         uint8_t nine[8][N];
         memset(nine, 0, sizeof nine);
@@ -579,7 +521,7 @@ static void test_ifma_vs_reference(void **state)
         mb8__x25519_base_ifma(o1, (const uint8_t(*)[N])k, mask, g_scratch);
         mb8__x25519_ladder51_ref(o2, (const uint8_t(*)[N])k, (const uint8_t(*)[N])nine, mask);
         for (unsigned i = 0; i < 8; i++)
-            expect_lane("IFMA base vs reference", i, o1[i], o2[i]);
+            expect_bytes("IFMA base vs reference", i, o1[i], o2[i], N);
     }
 }
 
@@ -628,9 +570,9 @@ static void test_lane_bookkeeping(void **state)
     for (unsigned i = 0; i < 8; i++)
         expect_status("mixed lanes", st, i, want[i]);
     assert_false(mb8_status_all_ok(st));
-    expect_lane("mixed lanes", 0, o[0], kat_out[0]);
-    expect_lane("mixed lanes", 2, o[2], kat_out[5]);
-    expect_lane("mixed lanes", 7, o[7], kat_out[7]);
+    expect_bytes("mixed lanes", 0, o[0], kat_out[0], N);
+    expect_bytes("mixed lanes", 2, o[2], kat_out[5], N);
+    expect_bytes("mixed lanes", 7, o[7], kat_out[7], N);
     for (unsigned i = 1; i < 6; i += (i == 1 ? 2 : 1)) /* lanes 1, 3, 4, 5: untouched */
         for (int b = 0; b < N; b++)
             assert_int_equal(o[i][b], 0xAA);
@@ -646,7 +588,7 @@ static void test_lane_bookkeeping(void **state)
     }
     assert_int_equal(mb8_x25519(out, kp, up, g_scratch), 0);
     for (unsigned i = 0; i < 8; i++)
-        expect_lane("aliased output", i, out[i], kat_out[i]);
+        expect_bytes("aliased output", i, out[i], kat_out[i], N);
 }
 
 /* The constant-time check (docs/constant-time.md): under valgrind memcheck (the ctest
@@ -687,7 +629,7 @@ static void test_constant_time_memcheck(void **state)
             expect_status("ct", st, i, MB8_STATUS_UNUSED);
         else {
             expect_status("ct", st, i, MB8_STATUS_OK);
-            expect_lane("ct", i, out[i], want[i]);
+            expect_bytes("ct", i, out[i], want[i], N);
         }
     }
     /* key generation too */
@@ -705,7 +647,7 @@ static void test_constant_time_memcheck(void **state)
     VALGRIND_MAKE_MEM_DEFINED(k, sizeof(k));
     for (unsigned i = 0; i < MB8_LANES; i++) {
         expect_status("ct pub", st, i, MB8_STATUS_OK);
-        expect_lane("ct pub", i, pub[i], pwant[i]);
+        expect_bytes("ct pub", i, pub[i], pwant[i], N);
     }
 }
 
@@ -763,13 +705,7 @@ static void test_scratch(void **state)
 
 int main(void)
 {
-    const char *s = getenv("X25519_DIFF_SEED");
-    g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-    if (g_seed == 0)
-        g_seed = 1; /* xorshift needs a nonzero state */
-    g_quick = getenv("X25519_DIFF_QUICK") != NULL && atoi(getenv("X25519_DIFF_QUICK")) != 0;
-    fprintf(stderr, "x25519_diff_test: X25519_DIFF_SEED=%llu%s\n", (unsigned long long)g_seed,
-            g_quick ? " (quick)" : "");
+    diff_init("x25519_diff_test", "X25519");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scratch),
         cmocka_unit_test(test_rfc7748_vectors_rotated),

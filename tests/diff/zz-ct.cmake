@@ -1,33 +1,25 @@
 # Constant-time and memory checks of mb8's portable kernels under valgrind memcheck
-# (valgrind cannot run AVX-512: MB8_FORCE_PORTABLE=1 selects the portable path). diff_rsa
-# and x25519_diff_test mark the private key and blinding values, or the scalars and points,
-# undefined, so any branch or memory index that depends on them is a memcheck error (a ctgrind check, undefined-value errors ON); see
-# docs/constant-time.md. Not in sanitizer builds: valgrind and ASan do not mix.
+# (valgrind cannot run AVX-512: MB8_FORCE_PORTABLE=1 selects the portable path). Each
+# program marks its secrets undefined, so any branch or memory index that depends on them
+# is a memcheck error (a ctgrind check, undefined-value errors ON); see
+# docs/constant-time.md: diff_rsa the private key and blinding values, x25519_diff_test
+# the scalars and points, p256_diff_test and p384_diff_test the private scalars, nonces
+# and digests, mlkem_diff_test d, z, m and the decapsulation key's secret part. Not in
+# sanitizer builds: valgrind and ASan do not mix. Each entry: NAME:PROGRAM:VARIABLE that
+# shortens its loops:TIMEOUT (s).
 find_program(VALGRIND_EXECUTABLE valgrind)
 if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
-  add_test(NAME ct_rsa COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
-                               --leak-check=full $<TARGET_FILE:diff_rsa>)
-  set_tests_properties(ct_rsa PROPERTIES TIMEOUT 240
-                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;MB8_RSA_ITERS=1")
-  add_test(NAME ct_x25519 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
-                                        --leak-check=full $<TARGET_FILE:x25519_diff_test>)
-  set_tests_properties(ct_x25519 PROPERTIES TIMEOUT 240
-                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;X25519_DIFF_QUICK=1")
-  # p256_diff_test marks the private scalars, nonces and digests undefined.
-  add_test(NAME ct_p256 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
-                                      --leak-check=full $<TARGET_FILE:p256_diff_test>)
-  set_tests_properties(ct_p256 PROPERTIES TIMEOUT 240
-                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;P256_DIFF_QUICK=1")
-  # p384_diff_test: the same marking for P-384.
-  add_test(NAME ct_p384 COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
-                                      --leak-check=full $<TARGET_FILE:p384_diff_test>)
-  set_tests_properties(ct_p384 PROPERTIES TIMEOUT 600
-                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;P384_DIFF_QUICK=1")
-endif()
-# mlkem_diff_test marks d, z, m and the decapsulation key's secret part undefined.
-if(VALGRIND_EXECUTABLE AND NOT TLSGATE_SANITIZE)
-  add_test(NAME ct_mlkem COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
-                                       --leak-check=full $<TARGET_FILE:mlkem_diff_test>)
-  set_tests_properties(ct_mlkem PROPERTIES TIMEOUT 240
-                       ENVIRONMENT "MB8_FORCE_PORTABLE=1;MLKEM_DIFF_QUICK=1")
+  foreach(_entry rsa:diff_rsa:MB8_RSA_ITERS=1:240 x25519:x25519_diff_test:X25519_DIFF_QUICK=1:240
+                 p256:p256_diff_test:P256_DIFF_QUICK=1:240 p384:p384_diff_test:P384_DIFF_QUICK=1:600
+                 mlkem:mlkem_diff_test:MLKEM_DIFF_QUICK=1:240)
+    string(REPLACE ":" ";" _entry "${_entry}")
+    list(GET _entry 0 _name)
+    list(GET _entry 1 _prog)
+    list(GET _entry 2 _short)
+    list(GET _entry 3 _timeout)
+    add_test(NAME ct_${_name} COMMAND ${VALGRIND_EXECUTABLE} --error-exitcode=1 --quiet
+                                      --leak-check=full $<TARGET_FILE:${_prog}>)
+    set_tests_properties(ct_${_name} PROPERTIES TIMEOUT ${_timeout}
+                         ENVIRONMENT "MB8_FORCE_PORTABLE=1;${_short}")
+  endforeach()
 endif()

@@ -1,155 +1,28 @@
 /*
- * NIST P-256 (secp256r1; FIPS 186-4 §D.1.2.3 / FIPS 186-5, SEC 2 §2.4.2) for 8
- * independent lanes: ECDH (SEC 1 v2 §3.3.1, as RFC 8422 §5.10 / RFC 5903 use it), key
- * generation and ECDSA signing (FIPS 186-4 §6.4, SEC 1 v2 §4.1.3).
+ * NIST P-256 (secp256r1; FIPS 186-4 §D.1.2.3 / FIPS 186-5, SEC 2 §2.4.2) for 8 independent
+ * lanes: ECDH, key generation and ECDSA signing, declared below by MB8_EC_DECLARE(p256):
+ * mb8_p256_scratch_size, mb8_p256_ecdh, mb8_p256_public_key, mb8_p256_ecdsa_sign,
+ * mb8_p256_ecdsa_sign_setup and mb8_p256_ecdsa_sign_complete, documented in mb8/ec.h (with
+ * NB = 32, NP = 65).
  *
- * The OpenSSL provider calls these entry points; which kernel runs behind them is chosen at
- * run time (mb8/cpu.h): the AVX-512 IFMA kernel (mb8/src/p256/p256_ifma.c: 8 lanes
- * transposed, 5 limbs of 52 bits, Montgomery arithmetic with p = -1 mod 2^52, a
- * fixed-base comb with signed digits for kG) or the portable reference
- * (mb8/src/p256/p256_ref.c: the same limbs one lane at a time, complete projective
- * formulas, fixed 4-bit windows). Both give bit-identical results (tests/diff).
- *
- * Lane conventions are those of mb8/status.h. Encodings are big-endian octet strings (SEC 1
- * §2.3): scalars, digests, coordinates and signature halves are 32 bytes; points are the
- * 65-byte uncompressed form 0x04 || X || Y (SEC 1 §2.3.3, RFC 8422 §5.4.1). Every output
- * buffer may alias its lane's inputs (results are computed into internal buffers and copied
- * out at the end). Nothing is allocated; secret temporaries are wiped before return.
- *
- * Scratch: every entry point but mb8_p256_ecdsa_sign_complete takes `scratch`, at least
- * mb8_p256_scratch_size() bytes aligned to MB8_SCRATCH_ALIGN (64), where the IFMA kernels
- * keep their tables (the variable-base window table, the recoded scalar digits; ~22 KB)
- * so that a call needs about 15 KB of stack (gcc -fstack-usage, the deepest chain). It holds
- * secrets while a call runs and is wiped before return; one call at a time per scratch.
- * NULL or misaligned: every used lane is MB8_STATUS_BAD_INPUT (outputs not written), on
- * every CPU, though the portable kernels do not use it.
- *
- * Timing: the running time depends only on which lanes are used (the NULL pattern of the
- * pointer arrays), never on scalar, nonce, digest or point bytes; range and curve checks
- * are computed as masks and only their 1-bit results reach the status word.
- *
- * The lane arrays themselves (out, scalar, point, priv, peer, digest, nonce) must not be
- * NULL; their entries may be, as each function says.
+ * Kernels: the AVX-512 IFMA one (mb8/src/p256/p256_ifma.c with mb8/src/common/ec_ifma_*.h;
+ * 5 limbs of 52 bits, Montgomery arithmetic with p = -1 mod 2^52; its fixed-base comb has
+ * 37 signed 7-bit digits) and the portable reference (mb8/src/p256/p256_ref.c with
+ * mb8/src/common/ec_ref_impl.h). The IFMA kernels keep ~22 KB of tables in the scratch, so
+ * that a call needs about 15 KB of stack (gcc -fstack-usage, the deepest chain).
  */
 #ifndef MB8_P256_H
 #define MB8_P256_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#include "mb8/status.h"
+#include "mb8/ec.h"
 
 /** Bytes in a P-256 scalar, digest, coordinate, shared secret, r or s. */
 #define MB8_P256_SCALAR_BYTES 32
 /** Bytes in an uncompressed P-256 point: 0x04 || X || Y. */
 #define MB8_P256_POINT_BYTES 65
-
-/** Bytes of scratch the P-256 entry points need (any kernel; a constant per build). */
-size_t mb8_p256_scratch_size(void);
-
-/**
- * ECDH: out[i] = the x-coordinate of priv[i] * peer[i] (SEC 1 §3.3.1, the "Z" shared
- * secret; RFC 8422 §5.10 and RFC 5903 §9 use exactly these 32 bytes).
- *
- * - priv[i]: 32 bytes, big-endian scalar d, which must be in [1, n-1]. NULL marks lane i
- *   unused (MB8_STATUS_UNUSED; nothing of the lane read or written).
- * - peer[i]: 65 bytes, 0x04 || X || Y. Fully validated (SEC 1 §3.2.2.1 for a prime-order
- *   curve): prefix 0x04, X < p, Y < p, Y^2 = X^3 - 3X + b. The point at infinity has no
- *   65-byte encoding, and (0, 0) is not on the curve.
- * - out[i]: 32 bytes, big-endian x-coordinate.
- *
- * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n, when
- * peer[i] is not a valid point, or when peer[i] or out[i] is NULL, or scratch is unusable
- * (a NULL out, or any out with unusable scratch, is not written; otherwise out[i] gets 32
- * zero bytes); MB8_STATUS_ZERO_RESULT when the product is
- * the point at infinity (impossible for valid inputs on this prime-order curve, kept as a
- * guard; out[i] gets zeros); MB8_STATUS_UNUSED. A bad lane does not affect the others.
- */
-mb8_status_t mb8_p256_ecdh(uint8_t *const out[MB8_LANES], const uint8_t *const priv[MB8_LANES],
-                           const uint8_t *const peer[MB8_LANES], void *scratch);
-
-/**
- * Key generation: out[i] = priv[i] * G, uncompressed (SEC 1 §3.2.1 step 2; the caller
- * draws d in [1, n-1] from its DRBG).
- *
- * - priv[i]: 32 bytes, big-endian, in [1, n-1]; NULL marks lane i unused.
- * - out[i]: 65 bytes, 0x04 || X || Y.
- *
- * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when priv[i] is 0 or >= n (out[i]
- * gets 65 zero bytes) or out[i] is NULL or scratch unusable (not written);
- * MB8_STATUS_UNUSED.
- *
- * The reference kernel runs the variable-base scalar multiplication on G; the IFMA kernel
- * uses a fixed-base comb (37 signed 7-bit digits, a precomputed table of multiples of G).
- */
-mb8_status_t mb8_p256_public_key(uint8_t *const out[MB8_LANES],
-                                 const uint8_t *const priv[MB8_LANES], void *scratch);
-
-/**
- * ECDSA signature generation with a caller-supplied nonce (FIPS 186-4 §6.4, SEC 1 §4.1.3
- * steps 1-6): r = x(kG) mod n, s = k^-1 (e + r d) mod n.
- *
- * - digest[i]: 32 bytes, the leftmost 256 bits of the hash as a big-endian integer e
- *   (FIPS 186-4 §6.4: SHA-256 gives exactly this; shorter or longer hashes are the
- *   caller's to truncate or left-pad). e >= n is allowed (reduced mod n).
- * - priv[i]: 32 bytes, big-endian d in [1, n-1].
- * - nonce[i]: 32 bytes, big-endian k in [1, n-1], secret, fresh for every signature (the
- *   provider draws it from OpenSSL's DRBG, or RFC 6979). Reusing k reveals d.
- * - sig_r[i], sig_s[i]: 32 bytes each, big-endian, in [1, n-1] (the caller DER-encodes).
- * NULL priv[i] marks lane i unused; NULL digest, nonce or output with a non-NULL priv, or
- * unusable scratch, is MB8_STATUS_BAD_INPUT (outputs not written).
- *
- * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d or k is 0 or >= n, or when r
- * or s comes out 0 (the caller retries with a new k; probability ~2^-255); the outputs then
- * get zeros. MB8_STATUS_UNUSED.
- *
- * Side channels: d is never multiplied by the public r directly: s is computed as
- * (k b)^-1 (b e + (b r) d) with the blinding factor b = k (secret, fresh per signature; a
- * separate random b would need an extra input). Inversions are Fermat (fixed exponent).
- * The same two halves are offered apart as mb8_p256_ecdsa_sign_setup (nonce only: r,
- * (k b)^-1, b) and mb8_p256_ecdsa_sign_complete.
- */
-mb8_status_t mb8_p256_ecdsa_sign(uint8_t *const sig_r[MB8_LANES], uint8_t *const sig_s[MB8_LANES],
-                                 const uint8_t *const digest[MB8_LANES],
-                                 const uint8_t *const priv[MB8_LANES],
-                                 const uint8_t *const nonce[MB8_LANES], void *scratch);
-
 /** Bytes of an ECDSA sign setup: r || (k b)^-1 || b, each 32 bytes big-endian mod n. */
 #define MB8_P256_SETUP_BYTES 96
 
-/**
- * The nonce-only half of ECDSA signing (FIPS 186-4 §6.4 steps 1-4 and the inversion), for
- * computing ahead of time (issue #7: idle-time precomputation): setup[i] = r || (k b)^-1 ||
- * b with r = x(kG) mod n and the blinding factor b = k, as mb8_p256_ecdsa_sign uses them.
- *
- * - nonce[i]: 32 bytes, big-endian k in [1, n-1], secret, fresh; NULL marks lane i unused.
- * - setup[i]: MB8_P256_SETUP_BYTES, SECRET (it reveals k): use it for one signature only,
- *   then wipe it.
- *
- * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when k is 0 or >= n, r comes out 0,
- * or setup[i] is NULL or scratch unusable (then setup[i] is not written; otherwise zeros);
- * MB8_STATUS_UNUSED.
- * Runs on the kernel mb8_cpu_has_ifma() selects (the fixed-base comb on IFMA).
- */
-mb8_status_t mb8_p256_ecdsa_sign_setup(uint8_t *const setup[MB8_LANES],
-                                       const uint8_t *const nonce[MB8_LANES], void *scratch);
-
-/**
- * The completion: s = (k b)^-1 (b e + (b r) d) mod n from a setup, with sig_r = r. The
- * pair (sig_r, sig_s) is the signature mb8_p256_ecdsa_sign gives for the same nonce,
- * byte for byte. digest, priv, sig_r, sig_s as in mb8_p256_ecdsa_sign; setup[i] from
- * mb8_p256_ecdsa_sign_setup. NULL priv[i] marks lane i unused.
- *
- * Per-lane status: MB8_STATUS_OK; MB8_STATUS_BAD_INPUT when d is 0 or >= n, a setup value
- * is 0 or >= n (e.g. a failed setup's zeros), s comes out 0, or a pointer of a used lane
- * is NULL; the outputs then get zeros (NULL ones are not written). MB8_STATUS_UNUSED.
- * A few multiplications mod n per lane (portable code on every CPU, a few hundred bytes of
- * stack: no scratch); constant time in d, e and the setup.
- */
-mb8_status_t mb8_p256_ecdsa_sign_complete(uint8_t *const sig_r[MB8_LANES],
-                                          uint8_t *const sig_s[MB8_LANES],
-                                          const uint8_t *const digest[MB8_LANES],
-                                          const uint8_t *const priv[MB8_LANES],
-                                          const uint8_t *const setup[MB8_LANES]);
+MB8_EC_DECLARE(p256);
 
 #endif

@@ -298,39 +298,33 @@ static void limbs_from_bytes(uint64_t l[5], const uint8_t s[32])
 /* Normalised limbs (value < 2^256) -> the canonical 32 bytes (value mod p), per lane,
  * without branches: the fold and chain of fe8_norm give v < 2^255 + 2^208 < 2p, then
  * v - q p with q = (v + 19) >> 255 in {0, 1}, as the reference's tobytes. */
+/* h[0] += 19 c, then the carries of limbs 0..3 into the next (52-bit limbs). */
+static void add19_carry(uint64_t h[5], uint64_t c)
+{
+    h[0] += 19 * c;
+    for (int j = 0; j < 4; j++) {
+        h[j + 1] += h[j] >> 52;
+        h[j] &= M52;
+    }
+}
+
 static void limbs_to_bytes(uint8_t s[32], const uint64_t in[5])
 {
-    uint64_t h0 = in[0], h1 = in[1], h2 = in[2], h3 = in[3], h4 = in[4];
-    uint64_t c = h4 >> 47;
-    h4 &= M47;
-    h0 += 19 * c;
-    h1 += h0 >> 52;
-    h0 &= M52;
-    h2 += h1 >> 52;
-    h1 &= M52;
-    h3 += h2 >> 52;
-    h2 &= M52;
-    h4 += h3 >> 52;
-    h3 &= M52;
-    uint64_t q = (h0 + 19) >> 52;
-    q = (h1 + q) >> 52;
-    q = (h2 + q) >> 52;
-    q = (h3 + q) >> 52;
-    q = (h4 + q) >> 47;
-    h0 += 19 * q;
-    h1 += h0 >> 52;
-    h0 &= M52;
-    h2 += h1 >> 52;
-    h1 &= M52;
-    h3 += h2 >> 52;
-    h2 &= M52;
-    h4 += h3 >> 52;
-    h3 &= M52;
-    h4 &= M47;
-    store64_le(s, h0 | (h1 << 52));
-    store64_le(s + 8, (h1 >> 12) | (h2 << 40));
-    store64_le(s + 16, (h2 >> 24) | (h3 << 28));
-    store64_le(s + 24, (h3 >> 36) | (h4 << 16));
+    uint64_t h[5] = {in[0], in[1], in[2], in[3], in[4]};
+    uint64_t c = h[4] >> 47;
+    h[4] &= M47;
+    add19_carry(h, c);
+    uint64_t q = (h[0] + 19) >> 52;
+    q = (h[1] + q) >> 52;
+    q = (h[2] + q) >> 52;
+    q = (h[3] + q) >> 52;
+    q = (h[4] + q) >> 47;
+    add19_carry(h, q);
+    h[4] &= M47;
+    store64_le(s, h[0] | (h[1] << 52));
+    store64_le(s + 8, (h[1] >> 12) | (h[2] << 40));
+    store64_le(s + 16, (h[2] >> 24) | (h[3] << 28));
+    store64_le(s + 24, (h[3] >> 36) | (h[4] << 16));
 }
 
 /*
