@@ -52,6 +52,14 @@ char *gw_conf_xstrdup(const char *s)
     return d;
 }
 
+char *gw_conf_xvasprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        oom();
+    return s;
+}
+
 void *gw_conf_xpush(void *arrp, size_t *n, size_t elem)
 {
     void *v;
@@ -80,12 +88,9 @@ void gw_conf_strv_free(char ***v, size_t *n)
 void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
 {
     va_list ap;
-    char *msg = NULL;
     va_start(ap, fmt);
-    int r = vasprintf(&msg, fmt, ap);
+    char *msg = gw_conf_xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        oom();
     char **slot = gw_conf_xpush(&errs->v, &errs->n, sizeof(*errs->v));
     *slot = msg;
 }
@@ -137,9 +142,7 @@ static void verror_at(gw_conf_parser_t *p, const char *file, int line, const cha
                       const char *fmt, va_list ap)
 {
     char q[300];
-    char *reason = NULL;
-    if (vasprintf(&reason, fmt, ap) < 0)
-        oom();
+    char *reason = gw_conf_xvasprintf(fmt, ap);
     gw_errlist_add(p->errs, "%s:%d: %s: %s", file, line, gw_conf_quote(q, sizeof(q), name, 64),
                    reason);
     free(reason);
@@ -169,17 +172,26 @@ int gw_conf_bad_value(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi,
                       ...)
 {
     char q[600];
-    char *reason = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int r = vasprintf(&reason, fmt, ap);
+    char *reason = gw_conf_xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        oom();
     gw_conf_error(p, n->line, n->args[0], "invalid value \"%s\": %s",
                   gw_conf_quote(q, sizeof(q), argi < n->n_args ? n->args[argi] : "", 128), reason);
     free(reason);
     return -1;
+}
+
+int gw_conf_get_flag(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, int *out)
+{
+    const char *a = n->args[argi];
+    if (strcasecmp(a, "on") == 0)
+        *out = 1;
+    else if (strcasecmp(a, "off") == 0)
+        *out = 0;
+    else
+        return gw_conf_bad_value(p, n, argi, "must be \"on\" or \"off\"");
+    return 0;
 }
 
 /* ---- paths ---- */

@@ -183,14 +183,7 @@ static int get_size(gw_conf_parser_t *p, const gw_conf_directive_t *d, const gw_
 static int set_flag(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
                     const gw_conf_node_t *n, void *base)
 {
-    const char *a = n->args[1];
-    if (strcasecmp(a, "on") == 0)
-        *FIELD(base, d, int) = 1;
-    else if (strcasecmp(a, "off") == 0)
-        *FIELD(base, d, int) = 0;
-    else
-        return gw_conf_bad_value(p, n, 1, "must be \"on\" or \"off\"");
-    return 0;
+    return gw_conf_get_flag(p, n, 1, FIELD(base, d, int));
 }
 
 static int set_int(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
@@ -1830,21 +1823,19 @@ static const char *ctx_names(unsigned ctx, char *buf, size_t size)
     return buf;
 }
 
+const gw_conf_section_t gw_conf_sections[] = {
+    {GW_CTX_MAIN, "Main context", "Directives at the top level of the file."},
+    {GW_CTX_EVENTS, "events", "Inside `events { ... }`."},
+    {GW_CTX_HTTP, "http",
+     "Inside `http { ... }`. Settings given here are the defaults of every server."},
+    {GW_CTX_SERVER, "server", "Inside `server { ... }` (in `http`)."},
+    {GW_CTX_LOCATION, "location", "Inside `location` */PATH* `{ ... }` (in `server`)."},
+};
+const size_t gw_conf_n_sections = sizeof(gw_conf_sections) / sizeof(gw_conf_sections[0]);
+
 int gw_conf_write_docs(void *fp)
 {
     FILE *f = fp;
-    static const struct {
-        unsigned ctx;
-        const char *title;
-        const char *intro;
-    } sections[] = {
-        {GW_CTX_MAIN, "Main context", "Directives at the top level of the file."},
-        {GW_CTX_EVENTS, "events", "Inside `events { ... }`."},
-        {GW_CTX_HTTP, "http",
-         "Inside `http { ... }`. Settings given here are the defaults of every server."},
-        {GW_CTX_SERVER, "server", "Inside `server { ... }` (in `http`)."},
-        {GW_CTX_LOCATION, "location", "Inside `location /PATH { ... }` (in `server`)."},
-    };
     fputs("# tlsgate configuration\n"
           "\n"
           "<!-- Generated from the directive table in gw/conf/directives.c by "
@@ -1878,14 +1869,15 @@ int gw_conf_write_docs(void *fp)
           "define none; `ssl_conf_command`s of http come before a server's own. A directive "
           "that may appear only once per block is an error when repeated.\n",
           f);
-    for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-        fprintf(f, "\n## %s\n\n%s\n\n", sections[s].title, sections[s].intro);
+    for (size_t s = 0; s < gw_conf_n_sections; s++) {
+        const gw_conf_section_t *sec = &gw_conf_sections[s];
+        fprintf(f, "\n## %s\n\n%s\n\n", sec->title, sec->intro);
         fputs("| directive | arguments | default | contexts | description |\n"
               "|---|---|---|---|---|\n",
               f);
         for (size_t i = 0; i < gw_conf_n_directives; i++) {
             const gw_conf_directive_t *d = &gw_conf_directives[i];
-            if (!(d->ctx & sections[s].ctx))
+            if (!(d->ctx & sec->ctx))
                 continue;
             char ctx[64];
             fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");

@@ -1,5 +1,6 @@
 #include "conf/man.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,19 +80,6 @@ static void ctx_list(FILE *f, unsigned ctx)
 
 static void write_conf5(FILE *f, const char *version)
 {
-    static const struct {
-        unsigned ctx;
-        const char *title;
-        const char *intro;
-    } sections[] = {
-        {GW_CTX_MAIN, "MAIN CONTEXT", "Directives at the top level of the file."},
-        {GW_CTX_EVENTS, "EVENTS", "Inside \\fBevents { ... }\\fR."},
-        {GW_CTX_HTTP, "HTTP",
-         "Inside \\fBhttp { ... }\\fR. Settings given here are the defaults of every server."},
-        {GW_CTX_SERVER, "SERVER", "Inside \\fBserver { ... }\\fR (in \\fBhttp\\fR)."},
-        {GW_CTX_LOCATION, "LOCATION",
-         "Inside \\fBlocation\\fR \\fI/PATH\\fR \\fB{ ... }\\fR (in \\fBserver\\fR)."},
-    };
     th(f, "TLSGATE.CONF", 5, version, "File Formats Manual");
     fputs(".SH NAME\n"
           "tlsgate.conf \\- tlsgate configuration file\n"
@@ -125,11 +113,17 @@ static void write_conf5(FILE *f, const char *version)
           "that define none. A directive that may appear only once per block is an error "
           "when repeated.\n",
           f);
-    for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-        fprintf(f, ".SH %s\n%s\n", sections[s].title, sections[s].intro);
+    for (size_t s = 0; s < gw_conf_n_sections; s++) {
+        const gw_conf_section_t *sec = &gw_conf_sections[s];
+        fputs(".SH ", f);
+        for (const char *t = sec->title; *t; t++)
+            fputc(toupper((unsigned char)*t), f);
+        fputc('\n', f);
+        roff_text(f, sec->intro, 1);
+        fputc('\n', f);
         for (size_t i = 0; i < gw_conf_n_directives; i++) {
             const gw_conf_directive_t *d = &gw_conf_directives[i];
-            if (!(d->ctx & sections[s].ctx))
+            if (!(d->ctx & sec->ctx))
                 continue;
             fprintf(f, ".TP\n\\fB%s\\fR", d->name);
             if (d->args_doc[0]) {
