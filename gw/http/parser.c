@@ -165,21 +165,37 @@ static int line_cut(const unsigned char *b, size_t i, size_t n, int more, int ov
 
 int gw_http_method_id(const char *m, size_t n)
 {
-    /* RFC 9110 §9.1: "The method token is case-sensitive". Indexed by enum gw_http_method;
-     * the length test rejects most tokens before any memcmp. */
-    static const struct {
-        char name[8];
-        size_t len;
-    } methods[] = {
-        [GW_HTTP_GET] = {"GET", 3},         [GW_HTTP_HEAD] = {"HEAD", 4},
-        [GW_HTTP_POST] = {"POST", 4},       [GW_HTTP_PUT] = {"PUT", 3},
-        [GW_HTTP_DELETE] = {"DELETE", 6},   [GW_HTTP_OPTIONS] = {"OPTIONS", 7},
-        [GW_HTTP_PATCH] = {"PATCH", 5},     [GW_HTTP_TRACE] = {"TRACE", 5},
-        [GW_HTTP_CONNECT] = {"CONNECT", 7},
-    };
-    for (size_t i = GW_HTTP_GET; i < sizeof(methods) / sizeof(methods[0]); i++)
-        if (n == methods[i].len && memcmp(m, methods[i].name, n) == 0)
-            return (int)i;
+    /* RFC 9110 §9.1: "The method token is case-sensitive". */
+    switch (n) {
+    case 3:
+        if (memcmp(m, "GET", 3) == 0)
+            return GW_HTTP_GET;
+        if (memcmp(m, "PUT", 3) == 0)
+            return GW_HTTP_PUT;
+        break;
+    case 4:
+        if (memcmp(m, "HEAD", 4) == 0)
+            return GW_HTTP_HEAD;
+        if (memcmp(m, "POST", 4) == 0)
+            return GW_HTTP_POST;
+        break;
+    case 5:
+        if (memcmp(m, "PATCH", 5) == 0)
+            return GW_HTTP_PATCH;
+        if (memcmp(m, "TRACE", 5) == 0)
+            return GW_HTTP_TRACE;
+        break;
+    case 6:
+        if (memcmp(m, "DELETE", 6) == 0)
+            return GW_HTTP_DELETE;
+        break;
+    case 7:
+        if (memcmp(m, "OPTIONS", 7) == 0)
+            return GW_HTTP_OPTIONS;
+        if (memcmp(m, "CONNECT", 7) == 0)
+            return GW_HTTP_CONNECT;
+        break;
+    }
     return GW_HTTP_OTHER;
 }
 
