@@ -348,6 +348,16 @@ static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
     }
 }
 
+/* Free the n NAME VALUE pairs of v and v. */
+static void cmds_free(gw_conf_cmd_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
 static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
@@ -357,11 +367,7 @@ static void srv_free(gw_srv_settings_t *s)
     free(s->ssl_session_cache_redis);
     strlist_free(&s->ssl_session_ticket_keys);
     free(s->ssl_password_file);
-    for (size_t i = 0; i < s->n_conf_cmds; i++) {
-        free(s->conf_cmds[i].name);
-        free(s->conf_cmds[i].value);
-    }
-    free(s->conf_cmds);
+    cmds_free(s->conf_cmds, s->n_conf_cmds);
     for (size_t i = 0; i < s->n_certs; i++) {
         free(s->certs[i].cert);
         free(s->certs[i].key);
@@ -376,11 +382,7 @@ static void loc_free(gw_loc_settings_t *l)
 {
     free(l->root);
     strlist_free(&l->index);
-    for (size_t i = 0; i < l->n_proxy_headers; i++) {
-        free(l->proxy_headers[i].name);
-        free(l->proxy_headers[i].value);
-    }
-    free(l->proxy_headers);
+    cmds_free(l->proxy_headers, l->n_proxy_headers);
     gw_conf_deploy_loc_free(&l->dep);
 }
 
@@ -427,11 +429,7 @@ void gw_conf_free(gw_conf_t *conf)
         gw_provider_conf_t *pv = &conf->providers[i];
         free(pv->name);
         free(pv->path);
-        for (size_t j = 0; j < pv->n_params; j++) {
-            free(pv->params[j].name);
-            free(pv->params[j].value);
-        }
-        free(pv->params);
+        cmds_free(pv->params, pv->n_params);
     }
     free(conf->providers);
     free(conf->ssl_propquery);
