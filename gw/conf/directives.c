@@ -1833,6 +1833,43 @@ const gw_conf_section_t gw_conf_sections[] = {
 };
 const size_t gw_conf_n_sections = sizeof(gw_conf_sections) / sizeof(gw_conf_sections[0]);
 
+void gw_conf_each_section(void *out, void (*section)(void *out, const gw_conf_section_t *sec),
+                          void (*row)(void *out, const gw_conf_directive_t *d))
+{
+    for (size_t s = 0; s < gw_conf_n_sections; s++) {
+        section(out, &gw_conf_sections[s]);
+        for (size_t i = 0; i < gw_conf_n_directives; i++)
+            if (gw_conf_directives[i].ctx & gw_conf_sections[s].ctx)
+                row(out, &gw_conf_directives[i]);
+    }
+}
+
+int gw_conf_repeatable(const gw_conf_directive_t *d)
+{
+    return (d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK);
+}
+
+static void md_section(void *out, const gw_conf_section_t *sec)
+{
+    fprintf(out, "\n## %s\n\n%s\n\n", sec->title, sec->intro);
+    fputs("| directive | arguments | default | contexts | description |\n"
+          "|---|---|---|---|---|\n",
+          out);
+}
+
+static void md_row(void *out, const gw_conf_directive_t *d)
+{
+    FILE *f = out;
+    char ctx[64];
+    fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");
+    if (d->default_text)
+        fprintf(f, "`%s`", d->default_text);
+    else
+        fputs("-", f);
+    fprintf(f, " | %s | %s%s |\n", ctx_names(d->ctx, ctx, sizeof(ctx)), d->doc,
+            gw_conf_repeatable(d) ? " May be repeated." : "");
+}
+
 int gw_conf_write_docs(void *fp)
 {
     FILE *f = fp;
@@ -1869,27 +1906,7 @@ int gw_conf_write_docs(void *fp)
           "define none; `ssl_conf_command`s of http come before a server's own. A directive "
           "that may appear only once per block is an error when repeated.\n",
           f);
-    for (size_t s = 0; s < gw_conf_n_sections; s++) {
-        const gw_conf_section_t *sec = &gw_conf_sections[s];
-        fprintf(f, "\n## %s\n\n%s\n\n", sec->title, sec->intro);
-        fputs("| directive | arguments | default | contexts | description |\n"
-              "|---|---|---|---|---|\n",
-              f);
-        for (size_t i = 0; i < gw_conf_n_directives; i++) {
-            const gw_conf_directive_t *d = &gw_conf_directives[i];
-            if (!(d->ctx & sec->ctx))
-                continue;
-            char ctx[64];
-            fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");
-            if (d->default_text)
-                fprintf(f, "`%s`", d->default_text);
-            else
-                fputs("-", f);
-            fprintf(f, " | %s | %s%s |\n", ctx_names(d->ctx, ctx, sizeof(ctx)), d->doc,
-                    (d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK) ? " May be repeated."
-                                                                            : "");
-        }
-    }
+    gw_conf_each_section(f, md_section, md_row);
     fflush(f);
     return ferror(f) ? -1 : 0;
 }

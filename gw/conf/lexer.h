@@ -174,6 +174,14 @@ typedef struct gw_conf_section {
 extern const gw_conf_section_t gw_conf_sections[];
 extern const size_t gw_conf_n_sections;
 
+/** For each of gw_conf_sections in order: section(out, sec), then row(out, d) for every
+ * directive allowed in it, in table order (the walk both references make). */
+void gw_conf_each_section(void *out, void (*section)(void *out, const gw_conf_section_t *sec),
+                          void (*row)(void *out, const gw_conf_directive_t *d));
+
+/** Whether the references say "May be repeated." of d (a repeatable simple directive). */
+int gw_conf_repeatable(const gw_conf_directive_t *d);
+
 /** Index of the directive called name in gw_conf_directives, or -1. */
 int gw_conf_find_directive(const char *name);
 
