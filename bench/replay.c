@@ -1030,13 +1030,19 @@ static void usage(FILE *f)
                "  -h            this help\n");
 }
 
-static int parse_num(const char *s, double min, double max, double *out)
+/* The value s of option -opt: a number in min..max (a whole one when whole) in *out and 0;
+ * else "-opt: what, not 's'" on stderr and -1. NaN is out of every range. */
+static int opt_num(int opt, const char *s, double min, double max, int whole, const char *what,
+                   double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < min || v > max)
+    if (errno || end == s || *end || !(v >= min && v <= max) ||
+        (whole && v != (double)(unsigned long)v)) {
+        err_msg("-%c: %s, not '%s'", opt, what, s);
         return -1;
+    }
     *out = v;
     return 0;
 }
@@ -1100,31 +1106,23 @@ int main(int argc, char **argv)
             sni_set = 1;
             break;
         case 'c':
-            if (parse_num(optarg, 1, 100000, &v) != 0 || v != (int)v) {
-                err_msg("-c: connections, 1..100000, not '%s'", optarg);
+            if (opt_num(opt, optarg, 1, 100000, 1, "connections, 1..100000", &v) != 0)
                 return 2;
-            }
             o.conns = (int)v;
             break;
         case 'd':
-            if (parse_num(optarg, 0.01, 86400, &v) != 0) {
-                err_msg("-d: seconds, 0.01..86400, not '%s'", optarg);
+            if (opt_num(opt, optarg, 0.01, 86400, 0, "seconds, 0.01..86400", &v) != 0)
                 return 2;
-            }
             o.seconds = v;
             break;
         case 'N':
-            if (parse_num(optarg, 1, 1e12, &v) != 0 || v != (double)(unsigned long)v) {
-                err_msg("-N: a count >= 1, not '%s'", optarg);
+            if (opt_num(opt, optarg, 1, 1e12, 1, "a count >= 1", &v) != 0)
                 return 2;
-            }
             o.count = (unsigned long)v;
             break;
         case 't':
-            if (parse_num(optarg, 1, 3600000, &v) != 0 || v != (int)v) {
-                err_msg("-t: milliseconds, 1..3600000, not '%s'", optarg);
+            if (opt_num(opt, optarg, 1, 3600000, 1, "milliseconds, 1..3600000", &v) != 0)
                 return 2;
-            }
             o.timeout_ms = (int)v;
             break;
         case 'r':

@@ -52,6 +52,14 @@ char *gw_conf_xstrdup(const char *s)
     return d;
 }
 
+char *gw_conf_xvasprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        oom();
+    return s;
+}
+
 void *gw_conf_xpush(void *arrp, size_t *n, size_t elem)
 {
     void *v;
@@ -80,12 +88,9 @@ void gw_conf_strv_free(char ***v, size_t *n)
 void gw_errlist_add(gw_errlist_t *errs, const char *fmt, ...)
 {
     va_list ap;
-    char *msg = NULL;
     va_start(ap, fmt);
-    int r = vasprintf(&msg, fmt, ap);
+    char *msg = gw_conf_xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        oom();
     char **slot = gw_conf_xpush(&errs->v, &errs->n, sizeof(*errs->v));
     *slot = msg;
 }
@@ -137,9 +142,7 @@ static void verror_at(gw_conf_parser_t *p, const char *file, int line, const cha
                       const char *fmt, va_list ap)
 {
     char q[300];
-    char *reason = NULL;
-    if (vasprintf(&reason, fmt, ap) < 0)
-        oom();
+    char *reason = gw_conf_xvasprintf(fmt, ap);
     gw_errlist_add(p->errs, "%s:%d: %s: %s", file, line, gw_conf_quote(q, sizeof(q), name, 64),
                    reason);
     free(reason);
@@ -169,17 +172,26 @@ int gw_conf_bad_value(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi,
                       ...)
 {
     char q[600];
-    char *reason = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int r = vasprintf(&reason, fmt, ap);
+    char *reason = gw_conf_xvasprintf(fmt, ap);
     va_end(ap);
-    if (r < 0)
-        oom();
     gw_conf_error(p, n->line, n->args[0], "invalid value \"%s\": %s",
                   gw_conf_quote(q, sizeof(q), argi < n->n_args ? n->args[argi] : "", 128), reason);
     free(reason);
     return -1;
+}
+
+int gw_conf_get_flag(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, int *out)
+{
+    const char *a = n->args[argi];
+    if (strcasecmp(a, "on") == 0)
+        *out = 1;
+    else if (strcasecmp(a, "off") == 0)
+        *out = 0;
+    else
+        return gw_conf_bad_value(p, n, argi, "must be \"on\" or \"off\"");
+    return 0;
 }
 
 /* ---- paths ---- */
@@ -336,6 +348,16 @@ static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
     }
 }
 
+/* Free the n NAME VALUE pairs of v and v. */
+static void cmds_free(gw_conf_cmd_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
 static void srv_free(gw_srv_settings_t *s)
 {
     free(s->access_log);
@@ -345,11 +367,7 @@ static void srv_free(gw_srv_settings_t *s)
     free(s->ssl_session_cache_redis);
     strlist_free(&s->ssl_session_ticket_keys);
     free(s->ssl_password_file);
-    for (size_t i = 0; i < s->n_conf_cmds; i++) {
-        free(s->conf_cmds[i].name);
-        free(s->conf_cmds[i].value);
-    }
-    free(s->conf_cmds);
+    cmds_free(s->conf_cmds, s->n_conf_cmds);
     for (size_t i = 0; i < s->n_certs; i++) {
         free(s->certs[i].cert);
         free(s->certs[i].key);
@@ -364,11 +382,7 @@ static void loc_free(gw_loc_settings_t *l)
 {
     free(l->root);
     strlist_free(&l->index);
-    for (size_t i = 0; i < l->n_proxy_headers; i++) {
-        free(l->proxy_headers[i].name);
-        free(l->proxy_headers[i].value);
-    }
-    free(l->proxy_headers);
+    cmds_free(l->proxy_headers, l->n_proxy_headers);
     gw_conf_deploy_loc_free(&l->dep);
 }
 
@@ -415,11 +429,7 @@ void gw_conf_free(gw_conf_t *conf)
         gw_provider_conf_t *pv = &conf->providers[i];
         free(pv->name);
         free(pv->path);
-        for (size_t j = 0; j < pv->n_params; j++) {
-            free(pv->params[j].name);
-            free(pv->params[j].value);
-        }
-        free(pv->params);
+        cmds_free(pv->params, pv->n_params);
     }
     free(conf->providers);
     free(conf->ssl_propquery);

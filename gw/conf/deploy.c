@@ -105,8 +105,6 @@ static int value_ok(const char *v)
 
 GW_DEPLOY_SETTER(gw_conf_set_add_header)
 {
-    (void)sc;
-    (void)d;
     gw_loc_settings_t *l = base;
     if (!header_name_ok(n->args[1]))
         return gw_conf_bad_value(p, n, 1, "not a header field name");
@@ -141,8 +139,6 @@ static int parse_code(const char *s, int lo, int hi)
 
 GW_DEPLOY_SETTER(gw_conf_set_error_page)
 {
-    (void)sc;
-    (void)d;
     gw_loc_settings_t *l = base;
     size_t last = n->n_args - 1;
     const char *uri = n->args[last];
@@ -182,37 +178,38 @@ GW_DEPLOY_SETTER(gw_conf_set_error_page)
     return 0;
 }
 
+/* n->args[1] as an address, ADDRESS/BITS or "all" (allow, deny, set_real_ip_from) into *c:
+ * 0, or -1 after reporting it. */
+static int get_cidr(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_cidr_t *c)
+{
+    if (gw_cidr_parse(n->args[1], c) != 0)
+        return gw_conf_bad_value(p, n, 1, "must be an address, ADDRESS/BITS or \"all\"");
+    return 0;
+}
+
 GW_DEPLOY_SETTER(gw_conf_set_access_rule)
 {
-    (void)sc;
     gw_loc_settings_t *l = base;
-    gw_cidr_t c;
-    if (gw_cidr_parse(n->args[1], &c) != 0)
-        return gw_conf_bad_value(p, n, 1, "must be an address, ADDRESS/BITS or \"all\"");
-    gw_access_rule_t *r = gw_conf_xpush(&l->dep.access, &l->dep.n_access, sizeof(*r));
-    r->cidr = c;
-    r->deny = strcmp(d->name, "deny") == 0;
+    gw_access_rule_t r = {.deny = strcmp(d->name, "deny") == 0};
+    if (get_cidr(p, n, &r.cidr) != 0)
+        return -1;
+    *(gw_access_rule_t *)gw_conf_xpush(&l->dep.access, &l->dep.n_access, sizeof(r)) = r;
     l->dep.access_set = 1;
     return 0;
 }
 
 GW_DEPLOY_SETTER(gw_conf_set_real_ip_from)
 {
-    (void)sc;
-    (void)d;
     gw_srv_settings_t *s = base;
     gw_cidr_t c;
-    if (gw_cidr_parse(n->args[1], &c) != 0)
-        return gw_conf_bad_value(p, n, 1, "must be an address, ADDRESS/BITS or \"all\"");
-    gw_cidr_t *v = gw_conf_xpush(&s->dep.real_ip_from, &s->dep.n_real_ip_from, sizeof(*v));
-    *v = c;
+    if (get_cidr(p, n, &c) != 0)
+        return -1;
+    *(gw_cidr_t *)gw_conf_xpush(&s->dep.real_ip_from, &s->dep.n_real_ip_from, sizeof(c)) = c;
     return 0;
 }
 
 GW_DEPLOY_SETTER(gw_conf_set_real_ip_header)
 {
-    (void)sc;
-    (void)d;
     gw_srv_settings_t *s = base;
     const char *a = n->args[1];
     if (!header_name_ok(a))
@@ -228,8 +225,6 @@ GW_DEPLOY_SETTER(gw_conf_set_real_ip_header)
 
 GW_DEPLOY_SETTER(gw_conf_set_log_format)
 {
-    (void)sc;
-    (void)d;
     gw_srv_settings_t *s = base;
     const char *name = n->args[1];
     if (!name[0] || strspn(name, tchar) != strlen(name))
@@ -273,16 +268,12 @@ GW_DEPLOY_SETTER(gw_conf_set_log_format)
 GW_DEPLOY_SETTER(gw_conf_set_include)
 {
     /* never reached: conf/include.c replaced every include before the walk */
-    (void)sc;
-    (void)d;
-    (void)base;
     gw_conf_error(p, n->line, n->args[0], "internal error: include not expanded");
     return -1;
 }
 
 GW_DEPLOY_SETTER(gw_conf_set_verify_client)
 {
-    (void)sc;
     static const char *const names[] = {"off", "on", "optional", "optional_no_ca"};
     for (int i = 0; i < 4; i++)
         if (strcmp(n->args[1], names[i]) == 0) {
@@ -511,10 +502,8 @@ int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_
     if (strcmp(key, "proxy_ssl") == 0) {
         if (g->has_block || g->n_args != 2)
             gw_conf_error(p, g->line, key, "invalid number of arguments");
-        else if (strcasecmp(g->args[1], "on") == 0 || strcasecmp(g->args[1], "off") == 0)
-            ss->server.loc.dep.proxy_https = strcasecmp(g->args[1], "on") == 0;
         else
-            gw_conf_bad_value(p, g, 1, "must be \"on\" or \"off\"");
+            gw_conf_get_flag(p, g, 1, &ss->server.loc.dep.proxy_https);
         return 1;
     }
     if (strcmp(key, "proxy_protocol") != 0)
@@ -527,11 +516,6 @@ int gw_conf_stream_deploy(gw_conf_parser_t *p, gw_stream_server_t *ss, const gw_
         gw_conf_error(p, g->line, key, "directive is duplicate");
         return 1;
     }
-    if (strcasecmp(g->args[1], "on") == 0)
-        ss->server.srv.dep.stream_proxy_protocol = 1;
-    else if (strcasecmp(g->args[1], "off") == 0)
-        ss->server.srv.dep.stream_proxy_protocol = 0;
-    else
-        gw_conf_bad_value(p, g, 1, "must be \"on\" or \"off\"");
+    gw_conf_get_flag(p, g, 1, &ss->server.srv.dep.stream_proxy_protocol);
     return 1;
 }

@@ -183,14 +183,7 @@ static int get_size(gw_conf_parser_t *p, const gw_conf_directive_t *d, const gw_
 static int set_flag(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
                     const gw_conf_node_t *n, void *base)
 {
-    const char *a = n->args[1];
-    if (strcasecmp(a, "on") == 0)
-        *FIELD(base, d, int) = 1;
-    else if (strcasecmp(a, "off") == 0)
-        *FIELD(base, d, int) = 0;
-    else
-        return gw_conf_bad_value(p, n, 1, "must be \"on\" or \"off\"");
-    return 0;
+    return gw_conf_get_flag(p, n, 1, FIELD(base, d, int));
 }
 
 static int set_int(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
@@ -1830,21 +1823,56 @@ static const char *ctx_names(unsigned ctx, char *buf, size_t size)
     return buf;
 }
 
+const gw_conf_section_t gw_conf_sections[] = {
+    {GW_CTX_MAIN, "Main context", "Directives at the top level of the file."},
+    {GW_CTX_EVENTS, "events", "Inside `events { ... }`."},
+    {GW_CTX_HTTP, "http",
+     "Inside `http { ... }`. Settings given here are the defaults of every server."},
+    {GW_CTX_SERVER, "server", "Inside `server { ... }` (in `http`)."},
+    {GW_CTX_LOCATION, "location", "Inside `location` */PATH* `{ ... }` (in `server`)."},
+};
+const size_t gw_conf_n_sections = sizeof(gw_conf_sections) / sizeof(gw_conf_sections[0]);
+
+void gw_conf_each_section(void *out, void (*section)(void *out, const gw_conf_section_t *sec),
+                          void (*row)(void *out, const gw_conf_directive_t *d))
+{
+    for (size_t s = 0; s < gw_conf_n_sections; s++) {
+        section(out, &gw_conf_sections[s]);
+        for (size_t i = 0; i < gw_conf_n_directives; i++)
+            if (gw_conf_directives[i].ctx & gw_conf_sections[s].ctx)
+                row(out, &gw_conf_directives[i]);
+    }
+}
+
+int gw_conf_repeatable(const gw_conf_directive_t *d)
+{
+    return (d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK);
+}
+
+static void md_section(void *out, const gw_conf_section_t *sec)
+{
+    fprintf(out, "\n## %s\n\n%s\n\n", sec->title, sec->intro);
+    fputs("| directive | arguments | default | contexts | description |\n"
+          "|---|---|---|---|---|\n",
+          out);
+}
+
+static void md_row(void *out, const gw_conf_directive_t *d)
+{
+    FILE *f = out;
+    char ctx[64];
+    fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");
+    if (d->default_text)
+        fprintf(f, "`%s`", d->default_text);
+    else
+        fputs("-", f);
+    fprintf(f, " | %s | %s%s |\n", ctx_names(d->ctx, ctx, sizeof(ctx)), d->doc,
+            gw_conf_repeatable(d) ? " May be repeated." : "");
+}
+
 int gw_conf_write_docs(void *fp)
 {
     FILE *f = fp;
-    static const struct {
-        unsigned ctx;
-        const char *title;
-        const char *intro;
-    } sections[] = {
-        {GW_CTX_MAIN, "Main context", "Directives at the top level of the file."},
-        {GW_CTX_EVENTS, "events", "Inside `events { ... }`."},
-        {GW_CTX_HTTP, "http",
-         "Inside `http { ... }`. Settings given here are the defaults of every server."},
-        {GW_CTX_SERVER, "server", "Inside `server { ... }` (in `http`)."},
-        {GW_CTX_LOCATION, "location", "Inside `location /PATH { ... }` (in `server`)."},
-    };
     fputs("# tlsgate configuration\n"
           "\n"
           "<!-- Generated from the directive table in gw/conf/directives.c by "
@@ -1878,26 +1906,7 @@ int gw_conf_write_docs(void *fp)
           "define none; `ssl_conf_command`s of http come before a server's own. A directive "
           "that may appear only once per block is an error when repeated.\n",
           f);
-    for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-        fprintf(f, "\n## %s\n\n%s\n\n", sections[s].title, sections[s].intro);
-        fputs("| directive | arguments | default | contexts | description |\n"
-              "|---|---|---|---|---|\n",
-              f);
-        for (size_t i = 0; i < gw_conf_n_directives; i++) {
-            const gw_conf_directive_t *d = &gw_conf_directives[i];
-            if (!(d->ctx & sections[s].ctx))
-                continue;
-            char ctx[64];
-            fprintf(f, "| `%s` | %s | ", d->name, d->args_doc[0] ? d->args_doc : "(none)");
-            if (d->default_text)
-                fprintf(f, "`%s`", d->default_text);
-            else
-                fputs("-", f);
-            fprintf(f, " | %s | %s%s |\n", ctx_names(d->ctx, ctx, sizeof(ctx)), d->doc,
-                    (d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK) ? " May be repeated."
-                                                                            : "");
-        }
-    }
+    gw_conf_each_section(f, md_section, md_row);
     fflush(f);
     return ferror(f) ? -1 : 0;
 }

@@ -21,6 +21,7 @@
 #ifndef GW_CONF_LEXER_H
 #define GW_CONF_LEXER_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,8 @@ void *gw_conf_xrealloc(void *p, size_t size);
 void *gw_conf_xcalloc(size_t n, size_t size);
 /** strdup() that aborts on failure; NULL gives NULL. */
 char *gw_conf_xstrdup(const char *s);
+/** vasprintf() that aborts on failure; the caller frees the string. */
+char *gw_conf_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /** Grow *v (elements of elem bytes, *n used) by one zeroed element; returns it. */
 void *gw_conf_xpush(void *v, size_t *n, size_t elem);
 /** Free the *n strings of *v and the array; *v = NULL, *n = 0 after. */
@@ -159,6 +162,26 @@ typedef struct gw_conf_directive {
 extern const gw_conf_directive_t gw_conf_directives[];
 extern const size_t gw_conf_n_directives;
 
+/** A context as the references (docs/config.md, tlsgate.conf(5)) present it: its GW_CTX_*
+ * bit, its heading and an introduction in Markdown (man.c renders it in roff). */
+typedef struct gw_conf_section {
+    unsigned ctx;
+    const char *title;
+    const char *intro;
+} gw_conf_section_t;
+
+/** The contexts in the order the references list them, and their number. */
+extern const gw_conf_section_t gw_conf_sections[];
+extern const size_t gw_conf_n_sections;
+
+/** For each of gw_conf_sections in order: section(out, sec), then row(out, d) for every
+ * directive allowed in it, in table order (the walk both references make). */
+void gw_conf_each_section(void *out, void (*section)(void *out, const gw_conf_section_t *sec),
+                          void (*row)(void *out, const gw_conf_directive_t *d));
+
+/** Whether the references say "May be repeated." of d (a repeatable simple directive). */
+int gw_conf_repeatable(const gw_conf_directive_t *d);
+
 /** Index of the directive called name in gw_conf_directives, or -1. */
 int gw_conf_find_directive(const char *name);
 
@@ -195,6 +218,10 @@ void gw_conf_error(gw_conf_parser_t *p, int line, const char *name, const char *
 /** Append "FILE:LINE: NAME: invalid value \"ARG\": REASON" for n->args[argi]; returns -1. */
 int gw_conf_bad_value(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, const char *fmt,
                       ...) __attribute__((format(printf, 4, 5)));
+
+/** Read n->args[argi] as a flag, "on" or "off" in any case (as nginx does): stores 1 or 0 in
+ * *out and returns 0, or reports it with gw_conf_bad_value() and returns -1 (*out kept). */
+int gw_conf_get_flag(gw_conf_parser_t *p, const gw_conf_node_t *n, size_t argi, int *out);
 
 /** Write s to buf (size bytes, NUL-terminated) with control characters, `"` and `\` escaped
  * and at most max input bytes shown ("..." appended when cut). Returns buf. */

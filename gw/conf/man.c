@@ -1,5 +1,6 @@
 #include "conf/man.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,21 +78,44 @@ static void ctx_list(FILE *f, unsigned ctx)
     }
 }
 
+static void man_section(void *out, const gw_conf_section_t *sec)
+{
+    FILE *f = out;
+    fputs(".SH ", f);
+    for (const char *t = sec->title; *t; t++)
+        fputc(toupper((unsigned char)*t), f);
+    fputc('\n', f);
+    roff_text(f, sec->intro, 1);
+    fputc('\n', f);
+}
+
+static void man_row(void *out, const gw_conf_directive_t *d)
+{
+    FILE *f = out;
+    fprintf(f, ".TP\n\\fB%s\\fR", d->name);
+    if (d->args_doc[0]) {
+        fputc(' ', f);
+        roff_text(f, d->args_doc, 0);
+    }
+    fputc('\n', f);
+    roff_text(f, d->doc, 1);
+    if (gw_conf_repeatable(d))
+        fputs(" May be repeated.", f);
+    fputs("\n.br\nDefault: ", f);
+    if (d->default_text) {
+        fputs("\\fB", f);
+        roff_text(f, d->default_text, 0);
+        fputs("\\fR", f);
+    } else {
+        fputs("none", f);
+    }
+    fputs(". Context: ", f);
+    ctx_list(f, d->ctx);
+    fputs(".\n", f);
+}
+
 static void write_conf5(FILE *f, const char *version)
 {
-    static const struct {
-        unsigned ctx;
-        const char *title;
-        const char *intro;
-    } sections[] = {
-        {GW_CTX_MAIN, "MAIN CONTEXT", "Directives at the top level of the file."},
-        {GW_CTX_EVENTS, "EVENTS", "Inside \\fBevents { ... }\\fR."},
-        {GW_CTX_HTTP, "HTTP",
-         "Inside \\fBhttp { ... }\\fR. Settings given here are the defaults of every server."},
-        {GW_CTX_SERVER, "SERVER", "Inside \\fBserver { ... }\\fR (in \\fBhttp\\fR)."},
-        {GW_CTX_LOCATION, "LOCATION",
-         "Inside \\fBlocation\\fR \\fI/PATH\\fR \\fB{ ... }\\fR (in \\fBserver\\fR)."},
-    };
     th(f, "TLSGATE.CONF", 5, version, "File Formats Manual");
     fputs(".SH NAME\n"
           "tlsgate.conf \\- tlsgate configuration file\n"
@@ -125,34 +149,7 @@ static void write_conf5(FILE *f, const char *version)
           "that define none. A directive that may appear only once per block is an error "
           "when repeated.\n",
           f);
-    for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-        fprintf(f, ".SH %s\n%s\n", sections[s].title, sections[s].intro);
-        for (size_t i = 0; i < gw_conf_n_directives; i++) {
-            const gw_conf_directive_t *d = &gw_conf_directives[i];
-            if (!(d->ctx & sections[s].ctx))
-                continue;
-            fprintf(f, ".TP\n\\fB%s\\fR", d->name);
-            if (d->args_doc[0]) {
-                fputc(' ', f);
-                roff_text(f, d->args_doc, 0);
-            }
-            fputc('\n', f);
-            roff_text(f, d->doc, 1);
-            if ((d->flags & GW_DIR_MULTI) && !(d->flags & GW_DIR_BLOCK))
-                fputs(" May be repeated.", f);
-            fputs("\n.br\nDefault: ", f);
-            if (d->default_text) {
-                fputs("\\fB", f);
-                roff_text(f, d->default_text, 0);
-                fputs("\\fR", f);
-            } else {
-                fputs("none", f);
-            }
-            fputs(". Context: ", f);
-            ctx_list(f, d->ctx);
-            fputs(".\n", f);
-        }
-    }
+    gw_conf_each_section(f, man_section, man_row);
     fputs(".SH FILES\n"
           ".TP\n.I /etc/tlsgate/tlsgate.conf\n"
           "The configuration read by the packaged systemd unit.\n"

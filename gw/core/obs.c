@@ -53,16 +53,16 @@ fail:
 
 /* ---- names ---- */
 
+/* names[i] for 0 <= i < n, else "other" */
+static const char *name_in(const char *const *names, int n, int i)
+{
+    return i >= 0 && i < n ? names[i] : "other";
+}
+
 const char *gw_obs_proto_name(int proto)
 {
-    switch (proto) {
-    case GW_HS_TLS12:
-        return "TLSv1.2";
-    case GW_HS_TLS13:
-        return "TLSv1.3";
-    default:
-        return "other";
-    }
+    static const char *const names[GW_HS_PROTOS] = {"TLSv1.2", "TLSv1.3", "other"};
+    return name_in(names, GW_HS_PROTOS, proto);
 }
 
 const char *gw_obs_group_name(int group)
@@ -72,21 +72,13 @@ const char *gw_obs_group_name(int group)
                                                     "P-384",          "P-521",
                                                     "X448",           "ffdhe",
                                                     "other",          "none"};
-    return group >= 0 && group < GW_HS_GROUPS ? names[group] : "other";
+    return name_in(names, GW_HS_GROUPS, group);
 }
 
 const char *gw_obs_key_name(int key)
 {
-    switch (key) {
-    case GW_HS_KEY_RSA:
-        return "rsa";
-    case GW_HS_KEY_ECDSA:
-        return "ecdsa";
-    case GW_HS_KEY_NONE:
-        return "none";
-    default:
-        return "other";
-    }
+    static const char *const names[GW_HS_KEYS] = {"rsa", "ecdsa", "other", "none"};
+    return name_in(names, GW_HS_KEYS, key);
 }
 
 static const char *const builtin_alg_names[TLSGATE_ALG_COUNT] = {
@@ -161,35 +153,32 @@ static void read_once(const gw_stats_t *st, gw_obs_snapshot_t *out, gw_obs_worke
         int32_t pid = __atomic_load_n(&ws->pid, __ATOMIC_RELAXED);
         if (pid <= 0)
             continue;
-        int64_t conns = lds(&ws->conns), reading = lds(&ws->reading), writing = lds(&ws->writing),
-                waiting = lds(&ws->waiting), paused = lds(&ws->paused);
-        uint64_t resumed = ld(&ws->resumed), drained = ld(&ws->drained),
-                 wj = ld(&ws->want_async_job);
-        out->active += conns;
-        out->reading += reading;
-        out->writing += writing;
-        out->waiting += waiting;
-        out->paused += paused;
-        out->resumed += resumed;
-        out->drained += drained;
-        out->want_async_job += wj;
-        gw_obs_add(&out->total, &ws->obs);
-        if (w) {
-            gw_obs_worker_t *o = &w[out->n_workers++];
-            o->slot = (int)i;
-            o->pid = pid;
-            o->generation = __atomic_load_n(&ws->generation, __ATOMIC_RELAXED);
-            o->conns = conns;
-            o->reading = reading;
-            o->writing = writing;
-            o->waiting = waiting;
-            o->paused = paused;
-            o->resumed = resumed;
-            o->drained = drained;
-            o->want_async_job = wj;
-            memset(&o->obs, 0, sizeof(o->obs));
-            gw_obs_add(&o->obs, &ws->obs);
-        }
+        /* one read of the slot serves both the totals and the per-worker row */
+        gw_obs_worker_t cur = {
+            .slot = (int)i,
+            .pid = pid,
+            .generation = __atomic_load_n(&ws->generation, __ATOMIC_RELAXED),
+            .conns = lds(&ws->conns),
+            .reading = lds(&ws->reading),
+            .writing = lds(&ws->writing),
+            .waiting = lds(&ws->waiting),
+            .paused = lds(&ws->paused),
+            .resumed = ld(&ws->resumed),
+            .drained = ld(&ws->drained),
+            .want_async_job = ld(&ws->want_async_job),
+        };
+        gw_obs_add(&cur.obs, &ws->obs);
+        out->active += cur.conns;
+        out->reading += cur.reading;
+        out->writing += cur.writing;
+        out->waiting += cur.waiting;
+        out->paused += cur.paused;
+        out->resumed += cur.resumed;
+        out->drained += cur.drained;
+        out->want_async_job += cur.want_async_job;
+        gw_obs_add(&out->total, &cur.obs);
+        if (w)
+            w[out->n_workers++] = cur;
     }
 }
 

@@ -4,6 +4,7 @@
 #include "tls/accel.h"
 
 #include "core/log.h"
+#include "core/obs.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,25 +38,13 @@ static char *loaded_engines[MAX_PROVIDERS];
 static size_t n_engines;
 
 
-/* Append printf-formatted text to the growing configuration. */
-static void put(char **text, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void put(char **text, size_t *len, const char *fmt, ...)
+/* The text b built; aborts when memory ran out building it (as the OpenSSL
+ * configuration it becomes could not be loaded anyway). */
+static char *built(gw_obuf_t *b)
 {
-    char *add = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&add, fmt, ap);
-    va_end(ap);
-    if (n < 0)
+    if (b->failed)
         abort();
-    char *t = realloc(*text, *len + (size_t)n + 1);
-    if (!t)
-        abort();
-    memcpy(t + *len, add, (size_t)n + 1);
-    *text = t;
-    *len += (size_t)n;
-    free(add);
+    return b->data;
 }
 
 static char *quoted(const char *v)
@@ -78,12 +67,11 @@ static char *quoted(const char *v)
 
 static char *signature_of(const gw_provider_conf_t *pv)
 {
-    char *s = NULL;
-    size_t len = 0;
-    put(&s, &len, "%s%s", pv->path ? pv->path : "", "\n");
+    gw_obuf_t b = {0};
+    gw_obuf_printf(&b, "%s\n", pv->path ? pv->path : "");
     for (size_t i = 0; i < pv->n_params; i++)
-        put(&s, &len, "%s=%s\n", pv->params[i].name, pv->params[i].value);
-    return s;
+        gw_obuf_printf(&b, "%s=%s\n", pv->params[i].name, pv->params[i].value);
+    return built(&b);
 }
 
 /* Does a loaded provider have its int flag at offset flag (has_poll, has_idle, ...) set? */
@@ -106,26 +94,27 @@ static int find_loaded(const char *name)
 /* Load one provider through a generated configuration. */
 static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw_errlist_t *errs)
 {
-    char *text = NULL;
-    size_t len = 0;
-    put(&text, &len, "tlsgate_conf = tlsgate_init\n[tlsgate_init]\nproviders = %s%s\n",
-        "tlsgate_providers", "");
-    put(&text, &len, "[tlsgate_providers]\ndefault = tlsgate_p_default\n%s = %s\n", pv->name,
-        "tlsgate_p_this");
-    put(&text, &len, "[tlsgate_p_default]\nactivate = 1\n[tlsgate_p_this]\n%s%s", "", "");
+    gw_obuf_t b = {0};
+    gw_obuf_printf(&b, "tlsgate_conf = tlsgate_init\n[tlsgate_init]\nproviders = "
+                       "tlsgate_providers\n");
+    gw_obuf_printf(&b, "[tlsgate_providers]\ndefault = tlsgate_p_default\n%s = tlsgate_p_this\n",
+                   pv->name);
+    gw_obuf_printf(&b, "[tlsgate_p_default]\nactivate = 1\n[tlsgate_p_this]\n");
     if (pv->path) {
         char mod[4096];
         snprintf(mod, sizeof(mod), "%s/%s.so", pv->path, pv->name);
         char *q = quoted(mod);
-        put(&text, &len, "module = %s\n%s", q, "");
+        gw_obuf_printf(&b, "module = %s\n", q);
         free(q);
     }
     for (size_t i = 0; i < pv->n_params; i++) {
         char *q = quoted(pv->params[i].value);
-        put(&text, &len, "%s = %s\n", pv->params[i].name, q);
+        gw_obuf_printf(&b, "%s = %s\n", pv->params[i].name, q);
         free(q);
     }
-    put(&text, &len, "activate = 1\n%s%s", "", "");
+    gw_obuf_printf(&b, "activate = 1\n");
+    char *text = built(&b);
+    size_t len = b.len;
 
     ERR_clear_error();
     CONF *cnf = NCONF_new_ex(NULL, NULL);
