@@ -82,14 +82,25 @@ def run(args, timeout=30, input=None, env=None, cwd=None, check=False):
     return p
 
 
+_ports_given = set()
+
+
 def free_port():
-    """A free TCP port on 127.0.0.1 (bind to port 0, close, use)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+    """A free TCP port on 127.0.0.1 (bind to port 0, close, use), never one this process
+    was given before: the kernel may hand a closed probe's port out again, and two
+    listeners of one configuration then collide (integ_resume_redis got its TLS and
+    status listeners on one port)."""
+    for _ in range(100):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        finally:
+            s.close()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+    raise RuntimeError("no fresh free port after 100 tries")
 
 
 def port_accepts(port, host="127.0.0.1", timeout=0.5):
