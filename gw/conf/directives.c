@@ -1764,10 +1764,11 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "*NAME* *VALUE*", NULL,
      "Set a request header field sent upstream; an empty *VALUE* removes it (`Connection \"\"` "
      "is accepted as in nginx configs: hop-by-hop fields are never passed). *VALUE* may use "
-     "`$host`, `$http_host`, `$remote_addr`, `$scheme`, `$proxy_host`, `$request_uri` and "
-     "`$proxy_add_x_forwarded_for`. Without any at a level, the enclosing level's apply; "
-     "without any at all: `Host $proxy_host`, `X-Real-IP $remote_addr`, `X-Forwarded-For "
-     "$proxy_add_x_forwarded_for`, `X-Forwarded-Proto $scheme`."},
+     "any variable (`log_format`'s list), `$proxy_host` and `$proxy_add_x_forwarded_for`. "
+     "Without any at a level, the enclosing level's apply; without any at all: `Host "
+     "$proxy_host`, `X-Real-IP $remote_addr`, `X-Forwarded-For $proxy_add_x_forwarded_for`, "
+     "`X-Forwarded-Proto $scheme`. `Host $proxy_host` is sent in any case unless `Host` is "
+     "one of the fields set, as in nginx."},
     /* location */
     {"proxy_pass", L, 0, 1, 1, LOCATION(proxy_pass), set_proxy_pass, ANY,
      "`http(s)://`*ADDR*:*PORT*[*URI*] \\| `http(s)://`*NAME*[*URI*]", NULL,

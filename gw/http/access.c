@@ -64,18 +64,39 @@ void gw_access_real_ip(gw_req_t *r)
             set_client(r, v->pp_family, v->pp_addr, v->pp_port);
         return;
     }
+    /* X-Forwarded-For fields are one list (RFC 9110 §5.3, nginx 1.23+): a trusted proxy
+     * that adds its own field after the client's must not leave the client's first field
+     * to name the client (a client could pick its address). Other fields: the first. */
     const gw_http_request_t *q = &r->req;
+    int xff = strcmp(d->real_ip_header, "x-forwarded-for") == 0;
     const gw_http_header_t *h = NULL;
-    for (size_t i = 0; i < q->n_headers && !h; i++)
-        if (gw_http_token_eq(q->headers[i].name, q->headers[i].name_len, d->real_ip_header))
-            h = &q->headers[i];
+    size_t n = 0;
+    gw_vbuf_t joined = {0};
+    for (size_t i = 0; i < q->n_headers; i++) {
+        const gw_http_header_t *f = &q->headers[i];
+        if (!gw_http_token_eq(f->name, f->name_len, d->real_ip_header))
+            continue;
+        if (n++ == 0) {
+            h = f;
+            if (!xff)
+                break;
+            continue;
+        }
+        if (n == 2)
+            gw_vbuf_add(&joined, h->value, h->value_len);
+        gw_vbuf_str(&joined, ",");
+        gw_vbuf_add(&joined, f->value, f->value_len);
+    }
     if (!h)
         return;
+    const char *val = n > 1 ? joined.s : h->value;
+    size_t len = n > 1 ? joined.len : h->value_len;
     int fam = 0;
     unsigned char a[16];
-    if (gw_realip_pick(h->value, h->value_len, d->real_ip_from, d->n_real_ip_from,
-                       d->real_ip_recursive == 1, &fam, a))
+    if (val && gw_realip_pick(val, len, d->real_ip_from, d->n_real_ip_from,
+                              d->real_ip_recursive == 1, &fam, a))
         set_client(r, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
+    gw_vbuf_free(&joined);
 }
 
 int gw_access_proxy_protocol(gw_conn_t *c)

@@ -43,6 +43,21 @@ static const gw_conf_cmd_t default_headers[] = {
     {"X-Forwarded-Proto", "$scheme"},
 };
 
+/* The field "NAME: VALUE" of a proxy_set_header entry, its value expanded (http/vars.h, both
+ * protocols); none when the value expands to nothing (nginx removes the field). */
+static void set_field(gw_vbuf_t *b, gw_req_t *rq, const gw_conf_cmd_t *f)
+{
+    size_t mark = b->len;
+    gw_vbuf_str(b, f->name);
+    gw_vbuf_str(b, ": ");
+    size_t vstart = b->len;
+    gw_vars_expand(rq, f->value, 1, b);
+    if (b->len == vstart)
+        b->len = mark;
+    else
+        gw_vbuf_str(b, "\r\n");
+}
+
 /* Percent-encode what may not appear raw in a path (RFC 3986 §3.3). */
 static void add_escaped_path(gw_vbuf_t *b, const char *s, size_t n)
 {
@@ -86,19 +101,19 @@ void gw_proxy_build_head(gw_proxy_t *p, const char *norm, size_t norm_len)
     if (!ls(p)->proxy_headers_set && nset == 0) {
         set = default_headers;
         nset = sizeof(default_headers) / sizeof(default_headers[0]);
+    } else {
+        /* nginx: Host $proxy_host is sent whatever proxy_set_header lists, unless Host is
+         * one of them (the client's Host never goes up unless set): a request without Host
+         * is one an HTTP/1.1 server must refuse (RFC 9112 §3.2) */
+        size_t k;
+        for (k = 0; k < nset; k++)
+            if (strcasecmp(set[k].name, "host") == 0)
+                break;
+        if (k == nset)
+            set_field(&b, p->rq, &default_headers[0]);
     }
-    for (size_t i = 0; i < nset; i++) {
-        size_t mark = b.len;
-        gw_vbuf_str(&b, set[i].name);
-        gw_vbuf_str(&b, ": ");
-        size_t vstart = b.len;
-        gw_vars_expand(p->rq, set[i].value, 1, &b); /* http/vars.h, both protocols */
-        if (b.len == vstart) {
-            b.len = mark; /* an empty value removes the field (nginx) */
-            continue;
-        }
-        gw_vbuf_str(&b, "\r\n");
-    }
+    for (size_t i = 0; i < nset; i++)
+        set_field(&b, p->rq, &set[i]);
     for (size_t i = 0; i < r->n_headers; i++) {
         const gw_http_header_t *h = &r->headers[i];
         if (hop_by_hop(h->name, h->name_len) || gw_http_token_eq(h->name, h->name_len, "host") ||

@@ -211,6 +211,8 @@ def test_real_ip_and_log_variables(env):
         seen = json.loads(r.body)["headers"]
         assert seen["x-real-ip"] == ["10.9.9.9"], seen
         assert seen["x-tls"] == ["TLSv1.3/NONE/GET"], seen
+        # proxy_set_header at this level does not drop Host $proxy_host (nginx)
+        assert seen["host"] == ["app"], seen
         r = one(env, port, req("/ret"))
         assert r.body == b"proto=TLSv1.3 ip=127.0.0.1\n", r.body  # no XFF: the peer
         lines = wait_log(log, 4)
@@ -234,6 +236,11 @@ def test_real_ip_and_log_variables(env):
         f = lines[2].split("|")
         assert f[24] == "127.0.0.1:%d" % b.port and f[25] == "200", f
         assert re.match(r"^\d+\.\d{3}$", f[26]), f
+        # two X-Forwarded-For fields are one list: a client's own first field must not
+        # name the client when the trusted proxy appended the real address in a second
+        two = "X-Forwarded-For: 198.51.100.5\r\nX-Forwarded-For: 10.9.9.9, 192.168.1.1\r\n"
+        r = one(env, port, req("/denied", extra=two))
+        assert r.status == 403, r
         # an untrusted peer's header is not believed: c.test's server has no
         # set_real_ip_from
         one(env, port2, req("/", host="c.test", extra=xff))

@@ -303,6 +303,8 @@ def test_variables_in_proxy_set_header_and_return(env):
         seen = json.loads(body)["headers"]
         assert seen["x-vars"] == ["hello|/app/echo?q=1|a.test|TLSv1.3|HTTP/2.0|127.0.0.1"], seen
         assert "x-empty" not in seen, seen  # an empty value: no field (nginx)
+        # Host $proxy_host stays with proxy_set_header (nginx); proxy_pass ADDR:PORT
+        assert seen["host"] == ["127.0.0.1:%d" % b.port], seen
         ver, st, f, body = curl(env, port, "/ret?a=b", "-H", "X-Test: hi")
         assert (ver, st, body) == ("2", 200, b"hi /ret?a=b GET\n"), (ver, st, body)
         ver, st, f, body = curl(env, port, "/go?x=y")
