@@ -383,6 +383,8 @@ static void loc_free(gw_loc_settings_t *l)
     free(l->root);
     strlist_free(&l->index);
     cmds_free(l->proxy_headers, l->n_proxy_headers);
+    strlist_free(&l->proxy_hide_headers);
+    strlist_free(&l->proxy_pass_headers);
     gw_conf_deploy_loc_free(&l->dep);
 }
 
@@ -578,6 +580,10 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
             s->proxy_headers[i].value = gw_conf_xstrdup(h->proxy_headers[i].value);
         }
         s->n_proxy_headers = h->n_proxy_headers;
+    }
+    if (s->proxy_hide_headers.n == 0 && s->proxy_pass_headers.n == 0) {
+        strlist_copy(&s->proxy_hide_headers, &h->proxy_hide_headers);
+        strlist_copy(&s->proxy_pass_headers, &h->proxy_pass_headers);
     }
     gw_conf_deploy_merge_loc(&s->dep, &h->dep);
 }

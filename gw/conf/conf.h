@@ -153,8 +153,12 @@ typedef struct gw_loc_settings {
     gw_conf_cmd_t *proxy_headers;     /* proxy_set_header NAME VALUE, in order; inherited
                                          as a whole by a level that sets none (nginx) */
     size_t n_proxy_headers;
-    int proxy_headers_set; /* proxy_set_header given at this level */
-    gw_deploy_loc_t dep;   /* issue #23 settings: conf/deploy.h */
+    int proxy_headers_set;           /* proxy_set_header given at this level */
+    gw_strlist_t proxy_hide_headers; /* proxy_hide_header NAME: response fields hidden besides
+                                        nginx's default list (proxy/head.c) */
+    gw_strlist_t proxy_pass_headers; /* proxy_pass_header NAME: passed although in that list;
+                                        both inherited together by a level with neither (nginx) */
+    gw_deploy_loc_t dep;             /* issue #23 settings: conf/deploy.h */
 } gw_loc_settings_t;
 
 enum gw_loc_match {

@@ -1306,6 +1306,18 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
     }
 }
 
+/* proxy_hide_header NAME / proxy_pass_header NAME: appended to a gw_strlist_t */
+static int set_field_name(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
+                          const gw_conf_node_t *n, void *base)
+{
+    const char *name = n->args[1];
+    if (!name[0] || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789!#$%&'*+-.^_`|~") != strlen(name))
+        return gw_conf_bad_value(p, n, 1, "not a header field name");
+    strlist_add(FIELD(base, d, gw_strlist_t), name);
+    return 0;
+}
+
 /* proxy_set_header NAME VALUE: an empty VALUE removes the field */
 static int set_proxy_header(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_directive_t *d,
                             const gw_conf_node_t *n, void *base)
@@ -1760,6 +1772,18 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "connection is cut when the response has begun)."},
     {"proxy_send_timeout", HSL, 0, 1, 1, LOC(proxy_send_timeout_ms), set_time, TIME1, "*TIME*",
      "60s", "Longest wait between two writes to the upstream server."},
+    {"proxy_hide_header", HSL, GW_DIR_MULTI, 1, 1, LOC(proxy_hide_headers), set_field_name, ANY,
+     "*FIELD*", NULL,
+     "Do not pass the upstream response's header field *FIELD* to the client. Hidden by "
+     "default, as in nginx: `Date`, `Server`, `X-Pad`, `X-Accel-Expires`, `X-Accel-Redirect`, "
+     "`X-Accel-Limit-Rate`, `X-Accel-Buffering`, `X-Accel-Charset` (the gateway sends its own "
+     "`Server` and `Date`). `proxy_hide_header` and `proxy_pass_header` are inherited together "
+     "by a level that has neither."},
+    {"proxy_pass_header", HSL, GW_DIR_MULTI, 1, 1, LOC(proxy_pass_headers), set_field_name, ANY,
+     "*FIELD*", NULL,
+     "Pass the upstream response's header field *FIELD*, one of those hidden by default (e.g. "
+     "`proxy_pass_header Server;`: the upstream's `Server` then replaces the gateway's own, "
+     "which is sent only when the upstream sends none)."},
     {"proxy_set_header", HSL, GW_DIR_MULTI, 2, 2, LOC(proxy_headers), set_proxy_header, ANY,
      "*NAME* *VALUE*", NULL,
      "Set a request header field sent upstream; an empty *VALUE* removes it (`Connection \"\"` "

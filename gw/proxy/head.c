@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "http/h2.h"
@@ -166,6 +167,33 @@ static int next_field(const char *buf, size_t hl, size_t *pos, field_t *f)
     return 1;
 }
 
+/* Is the response field n (nl bytes) one of the names v[0..nv)? */
+static int listed(const char *const *v, size_t nv, const char *n, size_t nl)
+{
+    for (size_t i = 0; i < nv; i++)
+        if (strlen(v[i]) == nl && strncasecmp(v[i], n, nl) == 0)
+            return 1;
+    return 0;
+}
+
+/* Is the upstream's response field n hidden from the client? nginx's default list
+ * (ngx_http_proxy_module's hide headers), then proxy_hide_header, less proxy_pass_header. */
+static int hidden(const gw_loc_settings_t *l, const char *n, size_t nl)
+{
+    static const char *const dflt[] = {"Date",
+                                       "Server",
+                                       "X-Pad",
+                                       "X-Accel-Expires",
+                                       "X-Accel-Redirect",
+                                       "X-Accel-Limit-Rate",
+                                       "X-Accel-Buffering",
+                                       "X-Accel-Charset"};
+    if (listed((const char *const *)l->proxy_hide_headers.v, l->proxy_hide_headers.n, n, nl))
+        return 1;
+    return listed(dflt, sizeof(dflt) / sizeof(dflt[0]), n, nl) &&
+           !listed((const char *const *)l->proxy_pass_headers.v, l->proxy_pass_headers.n, n, nl);
+}
+
 /* Forward the response head to the client; -1 when malformed. */
 int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsigned long long cl,
                           int chunked, int up_close)
@@ -207,8 +235,9 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsi
     }
     size_t fields = pos;
     field_t f, m;
+    int own_server = 1, own_date = 1; /* the gateway's, unless the upstream's are passed */
     while (next_field(p->uin, hl, &pos, &f)) {
-        if (hop_by_hop(f.l, f.nl))
+        if (hop_by_hop(f.l, f.nl) || hidden(ls(p), f.l, f.nl))
             continue;
         /* fields named by the upstream's Connection are hop-by-hop too */
         int named = 0;
@@ -223,7 +252,18 @@ int gw_proxy_forward_head(gw_proxy_t *p, size_t hl, int status, int has_cl, unsi
         }
         if (named)
             continue;
+        if (f.nl == 6 && strncasecmp(f.l, "server", 6) == 0)
+            own_server = 0;
+        if (f.nl == 4 && strncasecmp(f.l, "date", 4) == 0)
+            own_date = 0;
         gw_vbuf_add(&b, f.l, f.ll);
+        gw_vbuf_str(&b, "\r\n");
+    }
+    if (own_server)
+        gw_vbuf_str(&b, "Server: tlsgate\r\n");
+    if (own_date) {
+        gw_vbuf_str(&b, "Date: ");
+        gw_vbuf_str(&b, gw_http_date());
         gw_vbuf_str(&b, "\r\n");
     }
     p->rq->status = status;

@@ -233,6 +233,12 @@ class Backend(ThreadedServer):
             elif path == "/slow":
                 time.sleep(int(q.get("ms", "1000")) / 1000)
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+            elif path.endswith("/fields"):
+                # fields nginx hides by default (proxy_hide_header), and two of its own
+                s.sendall(b"HTTP/1.1 200 OK\r\nServer: UpServer/1.0\r\n"
+                          b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Pad: avoid browser bug\r\n"
+                          b"X-Accel-Redirect: /internal\r\nX-Accel-Buffering: no\r\n"
+                          b"X-Secret: s\r\nX-Kept: k\r\nContent-Length: 2\r\n\r\nok")
             elif path == "/garbage":
                 s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
                 keep = False

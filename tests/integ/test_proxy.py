@@ -108,6 +108,35 @@ def test_proxy_set_header_and_uri(env):
         assert hd.get("connection") == ["close"], hd
 
 
+def test_hide_and_pass_header(env):
+    # nginx: the upstream's Date, Server, X-Pad and X-Accel-* are hidden by default and the
+    # gateway's own Server and Date are sent (once); proxy_hide_header adds to the list,
+    # proxy_pass_header takes from it; a level with neither inherits both
+    with be.Backend() as b:
+        port = proxy_conf(env, "", """
+        location / { proxy_pass http://127.0.0.1:%d; }
+        location /pass/ {
+            proxy_pass http://127.0.0.1:%d;
+            proxy_pass_header Server;
+            proxy_pass_header X-Accel-Buffering;
+        }""" % (b.port, b.port), server_extra="http2 on; proxy_hide_header X-Secret;")
+        url = "https://a.test:%d" % port
+        for proto in ("--http1.1", "--http2"):
+            st, hd, body = env.get(url + "/fields", proto)
+            assert st == 200 and body == b"ok", (proto, st, body)
+            assert hd["server"] == "tlsgate", (proto, hd)
+            assert "1970" not in hd["date"] and "," not in hd["date"][4:], (proto, hd)
+            for f in ("x-pad", "x-accel-redirect", "x-accel-buffering", "x-secret"):
+                assert f not in hd, (proto, f, hd)
+            assert hd["x-kept"] == "k", (proto, hd)
+            st, hd, body = env.get(url + "/pass/fields", proto)
+            assert st == 200 and body == b"ok", (proto, st, body)
+            assert hd["server"] == "UpServer/1.0", (proto, hd)
+            assert "1970" not in hd["date"] and "," not in hd["date"][4:], (proto, hd)
+            assert hd["x-accel-buffering"] == "no" and hd["x-secret"] == "s", (proto, hd)
+            assert "x-pad" not in hd and "x-accel-redirect" not in hd, (proto, hd)
+
+
 def test_keepalive_reuse(env):
     with be.Backend() as b:
         port = simple(env, b, keepalive=8)
@@ -530,6 +559,10 @@ def test_config_errors(env):
         ("location / { proxy_pass http://$host; }", "variables are not supported"),
         ("location / { proxy_set_header Connection x; proxy_pass http://127.0.0.1:1; }",
          "hop-by-hop"),
+        ("location / { proxy_hide_header \"X Y\"; proxy_pass http://127.0.0.1:1; }",
+         "not a header field name"),
+        ("location / { proxy_pass_header a:b; proxy_pass http://127.0.0.1:1; }",
+         "not a header field name"),
         ("location / { proxy_read_timeout 0; proxy_pass http://127.0.0.1:1; }", "at least"),
     ]
     ups = [
