@@ -292,7 +292,6 @@ void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t
     X(keepalive_requests, GW_UNSET_INT)                                                            \
     X(client_header_timeout_ms, GW_UNSET_MS)                                                       \
     X(client_header_buffer_size, GW_UNSET_SIZE)                                                    \
-    X(client_max_body_size, GW_UNSET_SIZE)                                                         \
     X(send_timeout_ms, GW_UNSET_MS)                                                                \
     X(ssl_protocols, 0u)                                                                           \
     X(ssl_prefer_server_ciphers, GW_UNSET_INT)                                                     \
@@ -311,7 +310,8 @@ void gw_conf_walk(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_node_t
 #define LOC_SCALARS(X)                                                                             \
     X(proxy_connect_timeout_ms, GW_UNSET_MS)                                                       \
     X(proxy_read_timeout_ms, GW_UNSET_MS)                                                          \
-    X(proxy_send_timeout_ms, GW_UNSET_MS)
+    X(proxy_send_timeout_ms, GW_UNSET_MS)                                                          \
+    X(client_max_body_size, GW_UNSET_SIZE)
 #define UNSET(field, unset) s->field = (unset);
 #define INHERIT(field, unset)                                                                      \
     if (s->field == (unset))                                                                       \

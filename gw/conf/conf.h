@@ -98,7 +98,6 @@ typedef struct gw_srv_settings {
     int64_t client_header_buffer_size; /* bytes, default 1k */
     int large_header_buffers_num;      /* default 4 */
     int64_t large_header_buffers_size; /* bytes, default 8k */
-    int64_t client_max_body_size;      /* bytes, default 1m; 0 = unlimited */
     int64_t send_timeout_ms;           /* default 60s */
     char *access_log;                  /* path, or NULL = off; default off */
     int ssl_async;                     /* 0/1, default 0: SSL_MODE_ASYNC (accelerators) */
@@ -150,6 +149,8 @@ typedef struct gw_loc_settings {
     int64_t proxy_connect_timeout_ms; /* default 60s */
     int64_t proxy_read_timeout_ms;    /* default 60s: between two reads from the upstream */
     int64_t proxy_send_timeout_ms;    /* default 60s: between two writes to the upstream */
+    int64_t client_max_body_size;     /* bytes, default 1m; 0 = unlimited: checked once the
+                                         request's location is chosen (http/handler.c) */
     gw_conf_cmd_t *proxy_headers;     /* proxy_set_header NAME VALUE, in order; inherited
                                          as a whole by a level that sets none (nginx) */
     size_t n_proxy_headers;

@@ -1626,8 +1626,9 @@ const gw_conf_directive_t gw_conf_directives[] = {
      ANY, "*NUM* *SIZE*", "4 8k",
      "Number and size of the buffers for large request headers: a request line or a header "
      "field must fit in one *SIZE* buffer."},
-    {"client_max_body_size", HS, 0, 1, 1, SRV(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
-     "Largest request body accepted; `0` means no limit."},
+    {"client_max_body_size", HSL, 0, 1, 1, LOC(client_max_body_size), set_size, ANY, "*SIZE*", "1m",
+     "Largest request body accepted (else 413); `0` means no limit. A location's applies to "
+     "the requests it answers, checked once the location is chosen (nginx)."},
     {"ssl_handshake_timeout", HS, 0, 1, 1, SRV(ssl_handshake_timeout_ms), set_time, TIME1, "*TIME*",
      "10s",
      "Absolute deadline for the TLS handshake, counted from the accept whatever the client "

@@ -169,12 +169,8 @@ static void route_request(gw_conn_t *c)
     }
 
     /* Request bodies: we serve no handler that reads one, so it is read and discarded
-     * to keep the connection usable, within client_max_body_size (RFC 9112 §6.3). */
-    int64_t max = gw_conn_srv(c)->client_max_body_size;
-    if (r->has_content_length && max > 0 && r->content_length > (uint64_t)max) {
-        gw_resp_error(c->rq, 413);
-        return;
-    }
+     * to keep the connection usable, within client_max_body_size (RFC 9112 §6.3; the
+     * location's: checked in gw_http_handle). */
     if ((r->chunked || (r->has_content_length && r->content_length > 0)) && r->expect_continue) {
         /* RFC 9110 §10.1.1: a server that answers with a final status without reading the
          * body must close the connection afterwards. */
@@ -230,9 +226,7 @@ static int consume_body(gw_conn_t *c)
             if (c->body_chunked) {
                 size_t len = avail, used = 0;
                 int r = gw_http_chunked_decode(&c->chunked, c->s.in + c->head_len, &len, &used,
-                                               (uint64_t)(gw_conn_srv(c)->client_max_body_size > 0
-                                                              ? gw_conn_srv(c)->client_max_body_size
-                                                              : 0));
+                                               (uint64_t)gw_req_max_body(c->rq));
                 /* drop decoded data and the consumed framing, keep what follows */
                 memmove(c->s.in + c->head_len, c->s.in + c->head_len + used, avail - used);
                 c->s.in_len -= used;

@@ -369,8 +369,7 @@ static void choose(h2_stream_t *st, int status)
         }
         r->vs = vs;
     }
-    int64_t max = r->vs->conf->srv.client_max_body_size;
-    if (status == 413 || (q->has_content_length && max > 0 && q->content_length > (uint64_t)max)) {
+    if (status == 413) { /* client_max_body_size: gw_http_handle, in the location */
         gw_resp_error(r, 413);
         return;
     }
@@ -455,7 +454,7 @@ void gw_h2_stream_body(h2_stream_t *st, const uint8_t *data, size_t len)
     st->last_ms = gw_now_ms();
     if (!st->proxy) { /* discarded: the window stays open */
         nghttp2_session_consume(st->h->ng, st->id, len);
-        int64_t max = st->rq->vs->conf->srv.client_max_body_size;
+        int64_t max = gw_req_max_body(st->rq);
         if (st->held && max > 0 && st->body_bytes > (uint64_t)max)
             body_too_large(st);
         return;

@@ -453,7 +453,13 @@ void gw_http_handle(gw_req_t *c)
         return;
     }
     const gw_location_t *l = find_location(s, norm, (size_t)nl);
-    c->v.loc = l ? &l->loc : &s->loc;    /* add_header, error_page, allow/deny */
+    c->v.loc = l ? &l->loc : &s->loc; /* add_header, error_page, allow/deny */
+    /* client_max_body_size: the location's, before any of the body is read (nginx) */
+    int64_t max = gw_req_max_body(c);
+    if (r->has_content_length && max > 0 && r->content_length > (uint64_t)max) {
+        gw_resp_error(c, 413);
+        return;
+    }
     if (gw_access_denied(c, c->v.loc)) { /* http/access.c */
         gw_resp_error(c, 403);
         return;

@@ -55,6 +55,13 @@ typedef struct gw_req {
                                 address and status (http/vars.h); zeroed when taken */
 } gw_req_t;
 
+/** The client_max_body_size of request r, in bytes (0: no limit): its location's once
+ * gw_http_handle has chosen it, else its server's (nginx checks it in the location). */
+static inline int64_t gw_req_max_body(const gw_req_t *r)
+{
+    return (r->v.loc ? r->v.loc : &r->vs->conf->loc)->client_max_body_size;
+}
+
 /** Take a request block from the worker's free list (fields reset, v zeroed, file_fd -1);
  * abort() on out of memory, as at start-up. */
 gw_req_t *gw_req_take(void);

@@ -38,7 +38,7 @@ int gw_proxy_pull_body(gw_proxy_t *p)
      * room for a chunk's framing; the rest waits in c->s.in */
     size_t room = p->uout_cap - p->uout_len - 32;
     if (p->body_chunked) {
-        int64_t max = c->vs->conf->srv.client_max_body_size;
+        int64_t max = gw_req_max_body(p->rq);
         size_t len = c->s.in_len < room ? c->s.in_len : room, used = 0;
         int r =
             gw_http_chunked_decode(&p->chunked, c->s.in, &len, &used, max > 0 ? (uint64_t)max : 0);
@@ -93,7 +93,7 @@ static int buffer_h2(gw_proxy_t *p, uint64_t max)
 int gw_proxy_buffer_body(gw_proxy_t *p)
 {
     gw_conn_t *c = p->c;
-    int64_t max = p->rq->vs->conf->srv.client_max_body_size;
+    int64_t max = gw_req_max_body(p->rq);
     uint64_t lim = max > 0 ? (uint64_t)max : 0;
     if (p->st) { /* HTTP/2: the stream's send_timeout bounds the wait (http/h2.c) */
         int r = buffer_h2(p, lim);

@@ -33,7 +33,7 @@ int gw_proxy_pull_body_h2(gw_proxy_t *p)
     size_t take = avail < room ? avail : room;
     if (!p->body_chunked && take > p->body_left)
         take = (size_t)p->body_left;
-    int64_t max = p->rq->vs->conf->srv.client_max_body_size;
+    int64_t max = gw_req_max_body(p->rq);
     p->body_total += take;
     if (max > 0 && p->body_total > (uint64_t)max)
         return -413;

@@ -349,6 +349,45 @@ def test_client_max_body_size(env):
             assert r.status == 413, r
 
 
+def test_client_max_body_size_in_location(env):
+    # nginx: client_max_body_size in a location (the usual `location /upload/`), inherited
+    # from the server by the others; checked once the location is chosen, for proxied
+    # bodies (buffered or not, with or without a length) and discarded ones, HTTP/1.1 and 2
+    env.write("b10k", b"x" * 10000)
+    env.write("b30k", b"y" * 30000)
+    with be.Backend() as b:
+        port = proxy_conf(env, "", """
+        location /up/ { client_max_body_size 20k; proxy_pass http://127.0.0.1:%d; }
+        location /upoff/ {
+            client_max_body_size 20k;
+            proxy_request_buffering off;
+            proxy_pass http://127.0.0.1:%d;
+        }
+        location /small/ { proxy_pass http://127.0.0.1:%d; }
+        location /static/ { client_max_body_size 20k; }""" % (b.port, b.port, b.port),
+                          server_extra="http2 on;", max_body="1k")
+        url = "https://a.test:%d" % port
+        b10, b30 = "@" + env.path("b10k"), "@" + env.path("b30k")
+
+        def post(path, body, *args):
+            return env.get(url + path, "--data-binary", body, *args)[::2]
+
+        for proto in ("--http1.1", "--http2"):
+            for framing in ((), ("-H", "Transfer-Encoding: chunked")):
+                args = (proto,) + framing
+                for loc in ("/up/", "/upoff/"):
+                    st, body = post(loc + "echo", b10, *args)
+                    assert st == 200 and json.loads(body)["body_len"] == 10000, (args, loc, st)
+                    st, _ = post(loc + "echo", b30, *args)
+                    assert st == 413, (args, loc, st)
+                st, _ = post("/small/echo", b10, *args)
+                assert st == 413, (args, st)  # the server's 1k
+                st, _ = post("/static/x", b10, *args)
+                assert st == 405, (args, st)  # read and discarded within 20k
+                st, _ = post("/static/x", b30, *args)
+                assert st == 413, (args, st)
+
+
 def test_expect_continue(env):
     with be.Backend() as b:
         port = simple(env, b)

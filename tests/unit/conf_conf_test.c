@@ -116,7 +116,7 @@ static gw_conf_t *with_server(const char *directives)
 static int64_t server_size(const char *directive)
 {
     gw_conf_t *c = with_server(directive);
-    int64_t v = server0(c)->srv.client_max_body_size;
+    int64_t v = server0(c)->loc.client_max_body_size;
     gw_conf_free(c);
     return v;
 }
@@ -139,7 +139,6 @@ static void check_srv_defaults(const gw_srv_settings_t *s)
     assert_int_equal(s->client_header_buffer_size, 1024);
     assert_int_equal(s->large_header_buffers_num, 4);
     assert_int_equal(s->large_header_buffers_size, 8192);
-    assert_int_equal(s->client_max_body_size, 1024 * 1024);
     assert_int_equal(s->send_timeout_ms, 60000);
     assert_null(s->access_log);
     assert_int_equal(s->ssl_protocols, GW_PROTO_TLSV1_2 | GW_PROTO_TLSV1_3);
@@ -159,6 +158,7 @@ static void check_loc_defaults(const gw_loc_settings_t *l)
     assert_string_equal(l->root, PREFIX "/html");
     assert_int_equal(l->index.n, 1);
     assert_string_equal(l->index.v[0], "index.html");
+    assert_int_equal(l->client_max_body_size, 1024 * 1024);
 }
 
 static void test_defaults(void **state)
@@ -409,7 +409,7 @@ static void test_server_directives(void **state)
     assert_int_equal(s->srv.client_header_buffer_size, 2048);
     assert_int_equal(s->srv.large_header_buffers_num, 8);
     assert_int_equal(s->srv.large_header_buffers_size, 16384);
-    assert_int_equal(s->srv.client_max_body_size, 0);
+    assert_int_equal(s->loc.client_max_body_size, 0);
     assert_int_equal(s->srv.send_timeout_ms, 500);
     assert_int_equal(s->srv.n_certs, 1);
     assert_string_equal(s->srv.certs[0].cert, PREFIX "/certs/a.pem");
@@ -449,6 +449,7 @@ static void test_inheritance(void **state)
                          "  ssl_conf_command A 1;\n"
                          "  root /www;\n"
                          "  index home.html;\n"
+                         "  client_max_body_size 2m;\n"
                          "  server {\n"
                          "    listen 1;\n"
                          "    keepalive_timeout 20s;\n"
@@ -457,7 +458,7 @@ static void test_inheritance(void **state)
                          "    ssl_conf_command B 2;\n"
                          "    root /www2;\n"
                          "    location / { }\n"
-                         "    location /x { root /x; index x.html; }\n"
+                         "    location /x { root /x; index x.html; client_max_body_size 1g; }\n"
                          "  }\n"
                          "  server {\n"
                          "    listen 2;\n"
@@ -500,6 +501,11 @@ static void test_inheritance(void **state)
     assert_string_equal(b->locations[0].loc.root, "/www");
     assert_int_equal(b->locations[0].loc.index.n, 1);
     assert_string_equal(b->locations[0].loc.index.v[0], "home.html");
+    /* client_max_body_size: http -> server -> location (nginx) */
+    assert_int_equal(a->loc.client_max_body_size, 2 * 1048576);
+    assert_int_equal(a->locations[0].loc.client_max_body_size, 2 * 1048576);
+    assert_int_equal(a->locations[1].loc.client_max_body_size, 1073741824);
+    assert_int_equal(b->locations[0].loc.client_max_body_size, 2 * 1048576);
     /* untouched settings: defaults everywhere */
     assert_int_equal(b->srv.keepalive_requests, 1000);
     assert_int_equal(a->srv.ssl_session_tickets, 1);
