@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -62,6 +64,35 @@ static void session_settings_check(const gw_laddr_t *la, const gw_vserver_t *vs)
                     d->file ? d->file : "<config>", d->line);
 }
 
+/* error_page's local URI names a file under the root of the request's location
+ * (http/headers.c), where nginx makes an internal redirect: a page that only a proxy_pass
+ * (or return) location answers is never found, and the built-in page is sent. Say so at
+ * start and with -t, once for each level that sets error_page (s/l: where). */
+static void error_pages_check(const gw_server_t *s, const gw_location_t *l)
+{
+    const gw_loc_settings_t *ls = l ? &l->loc : &s->loc;
+    if (!ls->dep.error_pages_set && l)
+        return; /* the server's, checked there */
+    for (size_t i = 0; i < ls->dep.n_error_pages; i++) {
+        const char *uri = ls->dep.error_pages[i].uri;
+        int seen = uri[0] != '/';
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(ls->dep.error_pages[k].uri, uri) == 0;
+        if (seen)
+            continue;
+        char path[8192];
+        struct stat st;
+        int n = snprintf(path, sizeof(path), "%s%s", ls->root ? ls->root : "", uri);
+        if (n < 0 || (size_t)n >= sizeof(path) || (stat(path, &st) == 0 && S_ISREG(st.st_mode)))
+            continue;
+        gw_warn_add("%s:%d: error_page \"%s\": no file \"%s\": an error_page URI names a file "
+                    "under root (not an internal redirect as in nginx: a proxy_pass location "
+                    "does not answer it); the built-in page is sent instead",
+                    (l ? l->file : s->file) ? (l ? l->file : s->file) : "<config>",
+                    l ? l->line : s->line, uri, path);
+    }
+}
+
 gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb,
                          gw_errlist_t *errs)
 {
@@ -88,6 +119,9 @@ gw_cycle_t *gw_cycle_new(gw_conf_t *conf, SSL_client_hello_cb_fn client_hello_cb
         gw_vserver_t *vs = &c->vservers[i];
         vs->conf = s;
         vs->index = i;
+        error_pages_check(s, NULL);
+        for (size_t j = 0; j < s->n_locations; j++)
+            error_pages_check(s, &s->locations[j]);
         vs->access_log_fd = s->srv.access_log ? open_log(c, s->srv.access_log, errs) : -1;
         /* a certificate-less ssl_reject_handshake server still needs a context: as an
          * address's default server it starts every handshake (SNI may switch away) */

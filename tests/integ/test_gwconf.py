@@ -151,6 +151,25 @@ def test_error_page(env):
         assert r1.status == 404 and r2.status == 200, (r1, r2)
 
 
+def test_error_page_missing_file_warns(env):
+    # an error_page URI is a file under root; nginx redirects internally, so a URI that only
+    # a proxy_pass location answers passed -t and failed at run time: -t now warns
+    env.write("html/errors/404.html", "custom\n")
+    conf = env.conf("""
+        server { listen 127.0.0.1:%d ssl; server_name a.test; %s root %s;
+            error_page 404 /errors/404.html;
+            error_page 502 503 /down502;
+            location /down502 { proxy_pass http://127.0.0.1:1; }
+            location /app/ { error_page 500 /errors/404.html; proxy_pass http://127.0.0.1:1; }
+        }""" % (env.port(), env.tls("a_rsa"), env.html))
+    p = H.run([H.binary(), "-t", "-c", conf], timeout=30)
+    assert p.returncode == 0, p.stderr
+    warns = [ln for ln in p.stderr.splitlines() if "[warn]" in ln and "error_page" in ln]
+    assert len(warns) == 1, p.stderr
+    assert 'error_page "/down502": no file "%s/down502"' % env.html in warns[0], warns
+    assert "internal redirect" in warns[0], warns
+
+
 def test_allow_deny_cidr(env):
     port = env.port()
     env.write("html/index.html", "hello\n")
