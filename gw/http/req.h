@@ -44,6 +44,8 @@ typedef struct gw_req {
     int is_head;         /* HEAD: no body */
     int keep_alive;      /* HTTP/1.1: the connection may carry another request */
     int close_after;     /* HTTP/1.1: close once the answer is written */
+    int log_pending;     /* HTTP/1.1: a head was parsed (or refused) and its access log
+                            line is not written yet (gw_req_access_log clears it) */
     uint64_t bytes_sent; /* body bytes, for the access log */
     int file_fd;         /* a file body (owned: closed when the answer ends), or -1 */
     uint64_t file_off, file_left;
@@ -70,8 +72,14 @@ void gw_req_log_fields(gw_req_t *r);
  * bytes, escaped, at most 200), "-" for the other fields. */
 void gw_req_log_bad_line(gw_req_t *r, const char *p, size_t l);
 
-/** Write the access log line of r (nginx "combined") when its server logs. */
-void gw_req_access_log(const gw_req_t *r);
+/** Write the access log line of r (nginx "combined", or its log_format) when its server
+ * logs, and clear r->log_pending. */
+void gw_req_access_log(gw_req_t *r);
+
+/** The status an access log line gives a request that ended without an answer, as nginx:
+ * 400 when the client went away while its body was read (body_read 0), 499 when it went
+ * away waiting for the answer (body_read 1). */
+int gw_req_abort_status(int body_read);
 
 /** Choose the answer for r (static file, return, status page, error, proxy). */
 void gw_http_handle(gw_req_t *r);

@@ -233,6 +233,15 @@ class Backend(ThreadedServer):
             elif path == "/slow":
                 time.sleep(int(q.get("ms", "1000")) / 1000)
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+            elif path.endswith("/truncate"):  # Content-Length 100000, n bytes, then close
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" +
+                          b"x" * int(q["n"]))
+                keep = False
+            elif path.endswith("/bodystall"):  # n bytes of 100000, then 2 s of silence
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" +
+                          b"x" * int(q["n"]))
+                time.sleep(2)
+                keep = False
             elif path == "/garbage":
                 s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
                 keep = False
