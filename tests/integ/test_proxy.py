@@ -531,30 +531,28 @@ def test_upstream_read_timeout_after_head_logged(env):
         assert "went away" not in text, text
 
 
+def _send_and_leave(env, port, raw):
+    """Send raw on a new connection, wait 0.3 s, close it."""
+    s = env.tls_socket(port)
+    s.sendall(raw)
+    time.sleep(0.3)
+    s.close()
+
+
 def test_client_abort_mid_body_logged(env):
     """A client that closes in its request body is logged once with 400 (buffered and
     streamed uploads), one that closes while the upstream works with 499 (nginx)."""
+    upload = dict(method="PUT", extra="Content-Length: 100000\r\n", body=b"x" * 3000)
     with be.Backend() as b:
         port, log = _logged(env, b)
-        s = env.tls_socket(port)
-        s.sendall(req("/echo/buffered", "PUT", extra="Content-Length: 100000\r\n") +
-                  b"x" * 3000)
-        time.sleep(0.3)
-        s.close()
+        _send_and_leave(env, port, req("/echo/buffered", **upload))
         assert _log_lines(log, 1) == ["PUT /echo/buffered HTTP/1.1 400 0 -"]
-        s = env.tls_socket(port)
-        s.sendall(req("/slow?ms=1500"))
-        time.sleep(0.3)
-        s.close()
+        _send_and_leave(env, port, req("/slow?ms=1500"))
         assert _log_lines(log, 2)[1] == "GET /slow?ms=1500 HTTP/1.1 499 0 -"
         assert "client 127.0.0.1 went away" in env.servers[-1].log_text()
     with be.Backend() as b:
         port, log = _logged(env, b, "proxy_request_buffering off;", "streamed.log")
-        s = env.tls_socket(port)
-        s.sendall(req("/echo/streamed", "PUT", extra="Content-Length: 100000\r\n") +
-                  b"x" * 3000)
-        time.sleep(0.3)
-        s.close()
+        _send_and_leave(env, port, req("/echo/streamed", **upload))
         assert _log_lines(log, 1) == ["PUT /echo/streamed HTTP/1.1 400 0 -"]
 
 
