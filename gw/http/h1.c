@@ -603,14 +603,7 @@ static void h1_release(gw_sock_t *s)
     gw_conn_t *c = (gw_conn_t *)s;
     if (c->proxy)
         gw_proxy_conn_free(c); /* an unanswered request gets its status (400, 499) */
-    if (c->rq && c->rq->log_pending) {
-        /* the connection ends before the answer did (the client went away, a write or
-         * the upstream failed): logged with the status chosen and the bytes sent so
-         * far, as nginx (a proxied request without an answer got 400 or 499 above) */
-        if (!c->rq->status)
-            c->rq->status = gw_req_abort_status(1);
-        gw_req_access_log(c->rq);
-    }
+    gw_req_log_unfinished(c->rq);
     release_request(c);
 }
 

@@ -219,6 +219,15 @@ int gw_req_abort_status(int body_read)
     return body_read ? 499 : 400;
 }
 
+void gw_req_log_unfinished(gw_req_t *r)
+{
+    if (!r || !r->log_pending)
+        return;
+    if (!r->status)
+        r->status = gw_req_abort_status(1);
+    gw_req_access_log(r);
+}
+
 void gw_req_access_log(gw_req_t *r)
 {
     r->log_pending = 0;

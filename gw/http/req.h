@@ -81,6 +81,12 @@ void gw_req_access_log(gw_req_t *r);
  * away waiting for the answer (body_read 1). */
 int gw_req_abort_status(int body_read);
 
+/** HTTP/1.1: r's connection ends before r's answer did (the client went away, a write or
+ * the upstream failed): when r->log_pending, its line is written with the status chosen
+ * and the body bytes sent so far, as nginx; no status chosen: 499 (a proxied request got
+ * its 400 or 499 from gw_proxy_conn_free). r may be NULL (no request). */
+void gw_req_log_unfinished(gw_req_t *r);
+
 /** Choose the answer for r (static file, return, status page, error, proxy). */
 void gw_http_handle(gw_req_t *r);
 
