@@ -121,6 +121,7 @@ static void start_request_failure(gw_conn_t *c, int status)
     c->rq->keep_alive = 0;
     c->rq->close_after = 1;
     c->rq->is_head = 0;
+    c->rq->log_pending = 1;
     GW_STAT_ADD(requests, 1);
     gw_log(GW_LOG_INFO, 0, "client %s sent an invalid request, answering %d", c->s.peer_text,
            status);
@@ -140,6 +141,7 @@ static void route_request(gw_conn_t *c)
     c->rq->is_head = r->method == GW_HTTP_HEAD;
     c->rq->bytes_sent = 0;
     c->rq->status = 0;
+    c->rq->log_pending = 1;       /* logged once: finish_request, or h1_release if it ends early */
     c->resp_start = c->s.out_len; /* answers of earlier pipelined requests stay before it */
     gw_vars_request(c->rq);       /* real client address, underscores, head copy: http/vars.h */
     if (gw_conn_logs(c))          /* the log's copies, only when a server here logs */
@@ -569,6 +571,7 @@ static void h1_timeout(gw_sock_t *s)
         c->rq->close_after = 1;
         c->rq->keep_alive = 0;
         gw_req_log_bad_line(c->rq, "-", 1);
+        c->rq->log_pending = 1;
         gw_resp_error(c->rq, 408);
         c->state = GW_CONN_WRITE;
         gw_sock_timer(&c->s, gw_conn_srv(c)->send_timeout_ms);
@@ -593,7 +596,8 @@ static void h1_release(gw_sock_t *s)
 {
     gw_conn_t *c = (gw_conn_t *)s;
     if (c->proxy)
-        gw_proxy_conn_free(c);
+        gw_proxy_conn_free(c); /* an unanswered request gets its status (400, 499) */
+    gw_req_log_unfinished(c->rq);
     release_request(c);
 }
 

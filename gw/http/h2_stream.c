@@ -215,8 +215,13 @@ void gw_h2_stream_free(h2_stream_t *st)
     h->n_streams--;
     if (st->proxy)
         gw_proxy_stream_free(st->proxy);
-    if (st->dispatched && st->rq->status)
+    if (st->dispatched) {
+        /* every request that was handled is logged; one the client reset before an answer
+         * was chosen gets nginx's status: 400 in its body, 499 waiting for the answer */
+        if (!st->rq->status)
+            st->rq->status = gw_req_abort_status(st->req_done);
         gw_req_access_log(st->rq);
+    }
     gw_req_give(st->rq);
     gw_vbuf_free(&st->hb);
     free(st->rh);

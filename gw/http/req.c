@@ -47,7 +47,7 @@ gw_req_t *gw_req_take(void)
     r->vs = NULL;
     r->peer_text = "";
     r->tls = 0;
-    r->status = r->is_head = r->keep_alive = r->close_after = 0;
+    r->status = r->is_head = r->keep_alive = r->close_after = r->log_pending = 0;
     r->bytes_sent = 0;
     r->file_fd = -1;
     r->file_off = r->file_left = 0;
@@ -214,8 +214,23 @@ void gw_req_log_bad_line(gw_req_t *r, const char *p, size_t l)
     snprintf(r->log_ua, sizeof(r->log_ua), "-");
 }
 
-void gw_req_access_log(const gw_req_t *r)
+int gw_req_abort_status(int body_read)
 {
+    return body_read ? 499 : 400;
+}
+
+void gw_req_log_unfinished(gw_req_t *r)
+{
+    if (!r || !r->log_pending)
+        return;
+    if (!r->status)
+        r->status = gw_req_abort_status(1);
+    gw_req_access_log(r);
+}
+
+void gw_req_access_log(gw_req_t *r)
+{
+    r->log_pending = 0;
     if (!r->vs || r->vs->access_log_fd < 0)
         return;
     if (gw_logfmt_write(r, r->vs->access_log_fd)) /* log_format: http/logfmt.c */

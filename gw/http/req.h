@@ -44,6 +44,8 @@ typedef struct gw_req {
     int is_head;         /* HEAD: no body */
     int keep_alive;      /* HTTP/1.1: the connection may carry another request */
     int close_after;     /* HTTP/1.1: close once the answer is written */
+    int log_pending;     /* HTTP/1.1: a head was parsed (or refused) and its access log
+                            line is not written yet (gw_req_access_log clears it) */
     uint64_t bytes_sent; /* body bytes, for the access log */
     int file_fd;         /* a file body (owned: closed when the answer ends), or -1 */
     uint64_t file_off, file_left;
@@ -77,8 +79,20 @@ void gw_req_log_fields(gw_req_t *r);
  * bytes, escaped, at most 200), "-" for the other fields. */
 void gw_req_log_bad_line(gw_req_t *r, const char *p, size_t l);
 
-/** Write the access log line of r (nginx "combined") when its server logs. */
-void gw_req_access_log(const gw_req_t *r);
+/** Write the access log line of r (nginx "combined", or its log_format) when its server
+ * logs, and clear r->log_pending. */
+void gw_req_access_log(gw_req_t *r);
+
+/** The status an access log line gives a request that ended without an answer, as nginx:
+ * 400 when the client went away while its body was read (body_read 0), 499 when it went
+ * away waiting for the answer (body_read 1). */
+int gw_req_abort_status(int body_read);
+
+/** HTTP/1.1: r's connection ends before r's answer did (the client went away, a write or
+ * the upstream failed): when r->log_pending, its line is written with the status chosen
+ * and the body bytes sent so far, as nginx; no status chosen: 499 (a proxied request got
+ * its 400 or 499 from gw_proxy_conn_free). r may be NULL (no request). */
+void gw_req_log_unfinished(gw_req_t *r);
 
 /** Choose the answer for r (static file, return, status page, error, proxy). */
 void gw_http_handle(gw_req_t *r);

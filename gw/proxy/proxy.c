@@ -91,6 +91,8 @@ void gw_proxy_conn_free(gw_conn_t *c)
     if (p->uc && p->rs != RS_DONE)
         gw_log(GW_LOG_INFO, 0, "client %s went away: the request to upstream %s is cancelled",
                p->rq->peer_text, p->up->conf->servers[p->peer].text);
+    if (!p->rq->status) /* no answer yet: the access log's status (nginx's) */
+        p->rq->status = gw_req_abort_status(p->body_done);
     gw_proxy_free_(p);
 }
 
@@ -119,11 +121,19 @@ static int proxy_end(gw_proxy_t *p)
 static int fail(gw_proxy_t *p, int status)
 {
     gw_conn_t *c = p->c;
-    if (p->head_fwd)
-        return -1; /* too late for an error page: cut the connection (nginx) */
-    if (p->uc) {
+    if (p->uc) { /* let go of it first: the client is not the side that failed */
         gw_upconn_release(p->uc, 0);
         p->uc = NULL;
+    }
+    if (p->head_fwd) {
+        /* Too late for an error page: what was queued goes out, then the connection is
+         * cut (HTTP/2: the stream is reset), so the client sees a short answer, as with
+         * nginx. The access log keeps the status and the body bytes as sent. */
+        if (p->st)
+            return -1;
+        p->rq->close_after = 1;
+        p->rq->keep_alive = 0;
+        return proxy_end(p);
     }
     if (!p->body_done)
         p->rq->close_after = 1;
@@ -218,8 +228,10 @@ static void emit(gw_proxy_t *p, const char *d, size_t n)
     if (!n)
         return;
     if (p->st) {
-        gw_h2_proxy_body(p->st, d, n);
-    } else if (p->chunk_out) {
+        gw_h2_proxy_body(p->st, d, n); /* counted as its DATA frames go out (h2_stream.c) */
+        return;
+    }
+    if (p->chunk_out) {
         char sz[24];
         int k = snprintf(sz, sizeof(sz), "%zx\r\n", n);
         gw_resp_append(c, sz, (size_t)k);
@@ -335,7 +347,7 @@ static int pass(gw_proxy_t *p, int *progress, int from_up)
             gw_log(GW_LOG_ERROR, 0, "upstream %s %s (client %s)",
                    p->up->conf->servers[p->peer].text, what, p->rq->peer_text);
             gw_upstream_fail(p->up, p->peer);
-            return -1;
+            return fail(p, 504);
         }
         int r = upstream_error(p, 1, what);
         *progress = 1;

@@ -239,6 +239,15 @@ class Backend(ThreadedServer):
                           b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Pad: avoid browser bug\r\n"
                           b"X-Accel-Redirect: /internal\r\nX-Accel-Buffering: no\r\n"
                           b"X-Secret: s\r\nX-Kept: k\r\nContent-Length: 2\r\n\r\nok")
+            elif path.endswith("/truncate"):  # Content-Length 100000, n bytes, then close
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" +
+                          b"x" * int(q["n"]))
+                keep = False
+            elif path.endswith("/bodystall"):  # n bytes of 100000, then 2 s of silence
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" +
+                          b"x" * int(q["n"]))
+                time.sleep(2)
+                keep = False
             elif path == "/garbage":
                 s.sendall(b"THIS IS NOT HTTP\r\n\r\n")
                 keep = False

@@ -226,6 +226,67 @@ def test_real_ip_per_stream(env):
                                 "127.0.0.1 200 /denied", "10.2.2.2 200 /app/echo"]), lines
 
 
+def test_aborted_streams_logged(env):
+    """Streams that end without a whole answer are logged once each, with nginx's status
+    conventions, and the error log names the side that failed: an upstream truncating its
+    body (200 and the body bytes as sent, RST_STREAM, the upstream blamed), a client resetting its
+    stream in the request body (400, buffered and streamed) or while the upstream works
+    (499), and a client closing its connection in a request body (400)."""
+    log = env.path("access.log")
+    with served(env, """
+        log_format t '$request $status $body_bytes_sent $upstream_status';
+        upstream app { server 127.0.0.1:%d; }
+        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
+            access_log %s t;
+            location /app/ { proxy_pass http://app/; }
+            location /streamed/ { proxy_pass http://app/; proxy_request_buffering off; }
+        }""", log) as (b, port):
+        c = raw.Raw(env, port)
+        c.send(c.headers(1, path="/app/truncate?n=1000"))
+        got, rst = b"", None
+        for f in c.frames(timeout=5, until=lambda f: isinstance(f, raw.hf.RstStreamFrame)):
+            if isinstance(f, raw.hf.DataFrame) and f.stream_id == 1:
+                got += f.data
+            elif isinstance(f, raw.hf.RstStreamFrame) and f.stream_id == 1:
+                rst = f.error_code
+        # INTERNAL_ERROR; the DATA queued before it goes out or not, as the timing falls
+        assert rst == 2 and got in (b"", b"x" * 1000), (rst, len(got))
+        post = [(":method", "POST"), (":scheme", "https"), (":authority", "a.test"),
+                ("content-length", "40000")]
+        for sid, path in ((3, "/app/echo/buffered"), (5, "/streamed/echo/streamed")):
+            blk = c.enc.encode(post[:2] + [(":path", path)] + post[2:])
+            c.send(raw.hf.HeadersFrame(sid, data=blk, flags=["END_HEADERS"]).serialize() +
+                   raw.hf.DataFrame(sid, data=b"x" * 3000).serialize())
+            time.sleep(0.3)
+            c.send(raw.hf.RstStreamFrame(sid, error_code=8).serialize())  # CANCEL
+        c.send(c.headers(7, path="/app/slow?ms=1500"))
+        time.sleep(0.3)
+        c.send(raw.hf.RstStreamFrame(7, error_code=8).serialize())
+        time.sleep(0.3)
+        c.close()
+        c = raw.Raw(env, port)
+        blk = c.enc.encode(post[:2] + [(":path", "/app/echo/closed")] + post[2:])
+        c.send(raw.hf.HeadersFrame(1, data=blk, flags=["END_HEADERS"]).serialize() +
+               raw.hf.DataFrame(1, data=b"x" * 3000).serialize())
+        time.sleep(0.3)
+        c.close()
+        wait_log(log, 5)
+        time.sleep(0.3)  # a second line for one stream would show
+        with open(log) as f:
+            lines = f.read().splitlines()
+        assert lines == ["GET /app/truncate?n=1000 HTTP/2.0 200 %d 200" % len(got),
+                         "POST /app/echo/buffered HTTP/2.0 400 0 -",
+                         "POST /streamed/echo/streamed HTTP/2.0 400 0 -",
+                         "GET /app/slow?ms=1500 HTTP/2.0 499 0 -",
+                         "POST /app/echo/closed HTTP/2.0 400 0 -"], lines
+        text = env.servers[-1].log_text()
+        assert "upstream 127.0.0.1:%d closed the connection in the middle of the response" \
+            % b.port in text, text
+        # streams 5 and 7 were cancelled by the client with an upstream request going on;
+        # the truncated stream 1 is not blamed on it
+        assert text.count("reset its HTTP/2 stream") == 2, text
+
+
 class LengthOnly(http.server.BaseHTTPRequestHandler):
     """Python's http.server, as the issue's backend: it reads Content-Length bytes and
     nothing else (a chunked body would arrive as an empty one)."""

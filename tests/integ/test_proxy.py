@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import backends as be  # noqa: E402
 import harness as h  # noqa: E402
+from test_gwconf import wait_log  # noqa: E402
 
 KNOWN_FAILURES = {}
 BIG = 100 * 1024 * 1024
@@ -522,6 +524,104 @@ def test_client_abort_mid_upload(env):
         assert r.status == 200 and r.body == b"ok /after", r
         assert b.conns == 2, "a connection with half a body was reused (%d)" % b.conns
         assert [q["target"] for q in b.requests] == ["/after"], b.requests
+
+
+def _logged(env, backend, extra="", name="access.log"):
+    """A proxy to backend whose access log reads "$request $status $body_bytes_sent
+    $upstream_status"; (port, log path)."""
+    log = env.path(name)
+    port = simple(env, backend, extra, http_extra="log_format t '$request $status "
+                  "$body_bytes_sent $upstream_status';",
+                  server_extra="access_log %s t;" % log)
+    return port, log
+
+
+def _log_lines(log, n, settle=0.3):
+    """The access log once it has n lines, after settle seconds more (a second line for
+    one request would show)."""
+    wait_log(log, n)
+    time.sleep(settle)
+    with open(log) as f:
+        return f.read().splitlines()
+
+
+def _read_all(s, timeout=5):
+    data = b""
+    s.settimeout(timeout)
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    except (OSError, ssl.SSLError):
+        pass
+    return data
+
+
+def test_upstream_truncated_logged(env):
+    """An upstream that closes in the middle of its body (Content-Length 100000, 1000 bytes
+    sent): the client gets the head and the 1000 bytes, then the connection closes (nginx);
+    the request is logged once with 200 and the bytes sent, and the error log blames the
+    upstream, not the client."""
+    with be.Backend() as b:
+        port, log = _logged(env, b)
+        with env.tls_socket(port) as s:
+            s.sendall(req("/truncate?n=1000"))
+            data = _read_all(s)
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"content-length: 100000" in head.lower(), \
+            head
+        assert body == b"x" * 1000, len(body)
+        assert _log_lines(log, 1) == ["GET /truncate?n=1000 HTTP/1.1 200 1000 200"]
+        text = env.servers[-1].log_text()
+        assert "upstream 127.0.0.1:%d closed the connection in the middle of the response" \
+            % b.port in text, text
+        assert "went away" not in text and "reset its" not in text, text
+        # the next request is served (a new upstream connection)
+        assert one(env, port, req("/after")).status == 200
+        assert _log_lines(log, 2)[1] == "GET /after HTTP/1.1 200 9 200"
+
+
+def test_upstream_read_timeout_after_head_logged(env):
+    """The upstream stalls in its body past proxy_read_timeout: as a truncation, the bytes
+    received go out, the request is logged once with 200, the upstream is blamed."""
+    with be.Backend() as b:
+        port, log = _logged(env, b, "proxy_read_timeout 300ms;")
+        with env.tls_socket(port) as s:
+            s.sendall(req("/bodystall?n=500"))
+            data = _read_all(s)
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n" + b"x" * 500), \
+            data[-600:]
+        assert _log_lines(log, 1) == ["GET /bodystall?n=500 HTTP/1.1 200 500 200"]
+        text = env.servers[-1].log_text()
+        assert "upstream 127.0.0.1:%d timed out" % b.port in text, text
+        assert "went away" not in text, text
+
+
+def _send_and_leave(env, port, raw):
+    """Send raw on a new connection, wait 0.3 s, close it."""
+    s = env.tls_socket(port)
+    s.sendall(raw)
+    time.sleep(0.3)
+    s.close()
+
+
+def test_client_abort_mid_body_logged(env):
+    """A client that closes in its request body is logged once with 400 (buffered and
+    streamed uploads), one that closes while the upstream works with 499 (nginx)."""
+    upload = dict(method="PUT", extra="Content-Length: 100000\r\n", body=b"x" * 3000)
+    with be.Backend() as b:
+        port, log = _logged(env, b)
+        _send_and_leave(env, port, req("/echo/buffered", **upload))
+        assert _log_lines(log, 1) == ["PUT /echo/buffered HTTP/1.1 400 0 -"]
+        _send_and_leave(env, port, req("/slow?ms=1500"))
+        assert _log_lines(log, 2)[1] == "GET /slow?ms=1500 HTTP/1.1 499 0 -"
+        assert "client 127.0.0.1 went away" in env.servers[-1].log_text()
+    with be.Backend() as b:
+        port, log = _logged(env, b, "proxy_request_buffering off;", "streamed.log")
+        _send_and_leave(env, port, req("/echo/streamed", **upload))
+        assert _log_lines(log, 1) == ["PUT /echo/streamed HTTP/1.1 400 0 -"]
 
 
 def test_round_robin_health_backup(env):
