@@ -153,10 +153,8 @@ static int decrypt_acc(TG_CIPHER *c, unsigned char *out, size_t *outlen, size_t 
     /* I2OSP of the ciphertext at the modulus length (RFC 8017 §7.2.2 step 2) */
     memset(ct, 0, len - inlen);
     memcpy(ct + len - inlen, in, inlen);
-    if (!tg_rsa_private(c->prov, k, ct, em, probe)) {
-        OPENSSL_cleanse(em, len);
-        return -1; /* c >= n, or a lane that failed its fault check */
-    }
+    if (!tg_rsa_private(c->prov, k, ct, em, probe))
+        return -1; /* c >= n, or a lane that failed its fault check (em wiped) */
     ok = 0;
     switch (pad) {
     case RSA_PKCS1_WITH_TLS_PADDING:

@@ -506,6 +506,8 @@ int tg_rsa_private(TG_PROV *prov, TG_KEY *k, const uint8_t *in, uint8_t *out, in
     r.unblind = unblind;
     ok = tg_batch_run(prov, &r) && r.status == MB8_STATUS_OK;
     OPENSSL_cleanse(unblind, k->rsa.len);
+    if (!ok) /* a lane that failed its fault check must not leave its result (Bellcore) */
+        OPENSSL_cleanse(out, k->rsa.len);
     return ok;
 }
 

@@ -159,9 +159,9 @@ int tg_rsa_blinding(TG_KEY *k, uint8_t *blind, uint8_t *unblind);
 /*
  * The RSA private-key operation of k (accelerated RSA only) on in (k->rsa.len bytes,
  * big-endian) into out (as long), blinded (tg_rsa_blinding) and through the batch queues
- * (tg_batch_run, with probe as tg_batch_want set it). Returns 1, or 0 when blinding fails,
- * in >= n, or the lane fails its fault check (out is then to be wiped by the caller). The
- * unblinding factor is wiped before return.
+ * (tg_batch_run, with probe as tg_batch_want set it). Returns 1, or 0 when the modulus is
+ * over 4096 bits, blinding fails, in >= n, or the lane fails its fault check; out is wiped
+ * on every 0 after the operation ran. The unblinding factor is wiped before return.
  */
 int tg_rsa_private(TG_PROV *prov, TG_KEY *k, const uint8_t *in, uint8_t *out, int probe);
 
