@@ -27,7 +27,7 @@ function(tlsgate_test_tiers)
   set(TLSGATE_INTEROP_TESTS prov_interop fakeaccel_tls)
   set(TLSGATE_TSAN_TESTS
       prov_unit prov_regress_fork prov_kdf prov_gcm prov_gcm_off fakeaccel_unit unit_net_loop
-      integ_async integ_provider)
+      integ_async integ_provider integ_upstream_async)
   get_property(_tests DIRECTORY PROPERTY TESTS)
   foreach(_t IN LISTS _tests)
     get_test_property(${_t} LABELS _labels)

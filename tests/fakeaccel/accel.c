@@ -167,6 +167,8 @@ static void *fa_thread_main(void *arg)
         struct fa_req *r = p->head;
         struct timespec until;
 
+        if (p->abandon)
+            break;
         if (r == NULL) {
             if (p->stopping)
                 break;
@@ -338,9 +340,40 @@ static void fa_atfork_child(void)
     pthread_mutex_unlock(&fa_instances_lock);
 }
 
+/* Process exit. A program that exits while jobs are paused (a gateway's fast stop) would
+ * have the thread compute them during OPENSSL_cleanup, which frees the default provider's
+ * state under it (a SIGSEGV in RAND_get_rand_method, seen with the slower exit of a
+ * ThreadSanitizer build). The thread finishes the operation it is computing, if any, and
+ * leaves the queue: nothing would resume those jobs. This runs before OPENSSL_cleanup
+ * because OpenSSL registered its handler first (before any provider was loaded); at a
+ * dlclose of the module it runs after every instance's teardown and finds none. */
+static void fa_atexit(void)
+{
+    FA_PROV *p;
+
+    pthread_mutex_lock(&fa_instances_lock);
+    for (p = fa_instances; p != NULL; p = p->next_instance) {
+        int running;
+
+        pthread_mutex_lock(&p->lock);
+        p->abandon = 1;
+        p->stopping = 1; /* no thread starts again */
+        pthread_cond_broadcast(&p->work_cv);
+        running = p->thread_running && !pthread_equal(pthread_self(), p->thread);
+        pthread_mutex_unlock(&p->lock);
+        if (running)
+            pthread_join(p->thread, NULL);
+        pthread_mutex_lock(&p->lock);
+        p->thread_running = 0;
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&fa_instances_lock);
+}
+
 static void fa_atfork_register(void)
 {
     pthread_atfork(fa_atfork_prepare, fa_atfork_parent, fa_atfork_child);
+    atexit(fa_atexit);
 }
 
 int fa_accel_init(FA_PROV *p)

@@ -76,6 +76,7 @@ typedef struct fa_prov {
     int accel_initialized; /* lock and condition variables exist */
     int thread_running;
     int stopping;
+    int abandon;                   /* process exit: the thread leaves what is queued (fa_atexit) */
     struct fa_prov *next_instance; /* list of live instances, for the fork handlers */
 } FA_PROV;
 
