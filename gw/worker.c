@@ -365,8 +365,12 @@ void gw_worker_main(gw_cycle_t *cycle, int index, const int *fds)
             if (w.env.n_conns == 0 && gw_sock_async_paused() == 0)
                 break;
             if (gw_now_ms() >= w.shutdown_deadline_ms) {
-                gw_log(GW_LOG_WARN, 0, "worker_shutdown_timeout: closing %d connections",
-                       w.env.n_conns);
+                /* drained jobs (a client gone during its upstream handshake) count too:
+                 * with no connection left they alone keep the worker until here */
+                gw_log(GW_LOG_WARN, 0,
+                       "worker_shutdown_timeout: closing %d connections, %d async jobs "
+                       "still paused",
+                       w.env.n_conns, gw_sock_async_paused());
                 break;
             }
         }

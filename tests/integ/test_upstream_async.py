@@ -16,7 +16,8 @@ accelerator as the client side's do; with `ssl_async off` nothing changes.
   with a pool of two jobs (ssl_async_jobs 2: the others wait for one);
   proxy_connect_timeout while the job is paused (504, the job drained, the next request
   served); the client leaving while the job is paused; the upstream closing while the job
-  is paused (502); a worker stopped (SIGQUIT) and killed fast (SIGTERM) with jobs paused.
+  is paused (502); a worker stopped (SIGQUIT) and killed fast (SIGTERM) with jobs paused;
+  a drained job still paused at worker_shutdown_timeout (named in the warning).
 
 Usage: python3 tests/integ/test_upstream_async.py BIN [TEST...]
 """
@@ -323,6 +324,28 @@ def test_upstream_fails_while_paused(env):
         assert aw["paused"] == 0 and aw["resumed"] >= 1, aw
     finally:
         cut.close()
+        b.close()
+
+
+def test_drained_job_outlives_shutdown_timeout(env):
+    """SIGQUIT while only a drained job (its client gone) is paused, answered after the
+    worker_shutdown_timeout: the worker waits for it until the timeout, says why, exits."""
+    b = U.TLSBackend(want_client_cert=True)
+    try:
+        srv, port = accel_gateway(env, b, 4000000, main="worker_shutdown_timeout 1s;\n")
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET /gone HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        wait_paused(port)
+        s.close()
+        H.wait_until(lambda: worker_async(status(port))["drained"] >= 1, 5,
+                     what="a drained upstream job")
+        t0 = time.monotonic()
+        srv.stop(signal.SIGQUIT, timeout=10)
+        took = time.monotonic() - t0
+        assert 0.8 <= took < 3.5, took
+        log = srv.log_text()
+        assert "closing 0 connections, 1 async jobs still paused" in log, log[-1500:]
+    finally:
         b.close()
 
 
