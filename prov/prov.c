@@ -373,14 +373,12 @@ static int parse_enable(const char *s, unsigned *out)
     return 1;
 }
 
-/* flush_us, poll_mode, enable: the config section, then the environment. */
+/* TLSGATE_PROVIDER_PARAMS: the config section, then the environment. */
 static int read_config(TG_PROV *prov)
 {
-    struct tg_setting s[] = {
-        {"flush_us", "TLSGATE_FLUSH_US", NULL},   {"poll_mode", "TLSGATE_POLL_MODE", NULL},
-        {"enable", "TLSGATE_ENABLE", NULL},       {"adaptive", "TLSGATE_ADAPTIVE", NULL},
-        {"pool_size", "TLSGATE_POOL_SIZE", NULL},
-    };
+#define TG_SETTING(name, env) {#name, "TLSGATE_" #env, NULL},
+    struct tg_setting s[] = {TLSGATE_PROVIDER_PARAMS(TG_SETTING)}; /* in the list's order */
+#undef TG_SETTING
     const char *flush, *mode, *enable, *adaptive, *pool;
     unsigned long pool_size = 64;
 

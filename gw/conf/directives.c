@@ -1534,7 +1534,8 @@ const gw_conf_directive_t gw_conf_directives[] = {
      "Load the OpenSSL 3 provider *NAME* (from *DIR*/*NAME*.so when `path` is given, else "
      "OpenSSL's module directory) with its parameters, as an `openssl.cnf` provider section "
      "would. The default provider stays loaded. `tlsgate` is built in (prov/README.md: "
-     "`flush_us`, `poll_mode`, `enable`): `ssl_provider tlsgate; ssl_propquery "
+     "`flush_us`, `poll_mode`, `enable`, `adaptive`, `pool_size`; another name is an "
+     "error): `ssl_provider tlsgate; ssl_propquery "
      "?provider=tlsgate; ssl_async on;` batches the handshakes' private-key operations."},
     {"ssl_propquery", M, 0, 1, 1, MAIN(ssl_propquery), set_str, ANY, "*QUERY*", NULL,
      "Default property query for algorithm fetches, e.g. `?provider=tlsgate` (prefer, fall "

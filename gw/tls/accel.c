@@ -91,9 +91,36 @@ static int find_loaded(const char *name)
     return -1;
 }
 
+/* Our own provider's parameters: only those it reads (a misspelt one would be ignored). */
+static int check_tlsgate_params(const gw_conf_t *conf, const gw_provider_conf_t *pv,
+                                gw_errlist_t *errs)
+{
+#define TG_NAME(name, env) #name,
+    static const char *const known[] = {TLSGATE_PROVIDER_PARAMS(TG_NAME)};
+#undef TG_NAME
+    int bad = 0;
+    for (size_t i = 0; i < pv->n_params; i++) {
+        size_t k = 0;
+        while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], pv->params[i].name) != 0)
+            k++;
+        if (k == sizeof(known) / sizeof(known[0])) {
+            char list[256] = "";
+            for (size_t j = 0, o = 0; j < k && o < sizeof(list); j++)
+                o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", j ? ", " : "", known[j]);
+            gw_errlist_add(errs,
+                           "%s:%d: ssl_provider: tlsgate: unknown parameter \"%s\" (it takes %s)",
+                           conf->conf_file, pv->line, pv->params[i].name, list);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
 /* Load one provider through a generated configuration. */
 static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw_errlist_t *errs)
 {
+    if (strcmp(pv->name, "tlsgate") == 0 && check_tlsgate_params(conf, pv, errs) != 0)
+        return -1;
     gw_obuf_t b = {0};
     gw_obuf_printf(&b, "tlsgate_conf = tlsgate_init\n[tlsgate_init]\nproviders = "
                        "tlsgate_providers\n");

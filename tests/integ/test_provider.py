@@ -11,7 +11,7 @@ path), `ssl_propquery "?provider=tlsgate"`, `ssl_async on`.
   batches of more than one lane, and partial batches flushed by the worker's poll;
 - `ssl_async off`: the same provider computes synchronously (its `sync` counter), no batch;
 - the default adaptive choice: every operation accounted for (queued, single or fallback);
-- a bad provider parameter is a clear `-t` error naming it.
+- a bad or unknown provider parameter is a clear `-t` error naming it.
 
 Usage: python3 tests/integ/test_provider.py BIN [TEST...]
 """
@@ -197,6 +197,21 @@ def test_bad_parameter(env):
     print("  -t: exit %d: %s" % (p.returncode, out.strip().replace("\n", " | ")[:300]), flush=True)
     assert p.returncode != 0, "-t accepted flush_us notanumber:\n" + out
     assert "tlsgate" in out and "flush_us" in out, "-t does not name the bad parameter:\n" + out
+
+
+def test_unknown_parameter(env):
+    """A misspelt parameter (the provider would ignore it and keep its default) fails -t,
+    named with the ones the provider takes; every one of those passes."""
+    def check(params):
+        conf = env.conf(server_block(env, env.port(), ""), name="p.conf",
+                        main="ssl_provider tlsgate { %s }\n" % params)
+        p = h.run([h.binary(), "-t", "-c", conf], timeout=20)
+        return p.returncode, p.stdout + p.stderr
+    rc, out = check("flsuh_us 50;")
+    print("  -t: exit %d: %s" % (rc, out.strip().replace("\n", " | ")[:300]), flush=True)
+    assert rc != 0 and 'unknown parameter "flsuh_us"' in out and "pool_size" in out, out
+    rc, out = check("flush_us 50; poll_mode timer; enable all; adaptive on; pool_size 8;")
+    assert rc == 0, out
 
 
 if __name__ == "__main__":

@@ -15,13 +15,28 @@
 
 /**
  * The provider's OSSL_provider_init_fn (OpenSSL provider(7)). Reads the configuration
- * (flush_us, poll_mode, enable; environment overrides), loads the default provider into
+ * (TLSGATE_PROVIDER_PARAMS; environment overrides), loads the default provider into
  * a private library context and looks up the implementations it delegates to. Returns 1
  * with *out and *provctx set, or 0 with an error raised through the core (bad
  * configuration value, default provider unavailable, no memory).
  */
 int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                           const OSSL_DISPATCH **out, void **provctx);
+
+/*
+ * The parameters of the provider's configuration section (`NAME = VALUE` in an openssl.cnf
+ * provider section, `ssl_provider tlsgate { NAME VALUE; }` in the gateway), each with the
+ * environment variable that overrides it (TLSGATE_ + the upper-case name): X(name, ENV).
+ * The provider reads exactly these (prov.c); the gateway refuses any other name for it, so a
+ * misspelt parameter is an error at `tlsgate -t`, not a silent default. prov/README.md
+ * describes their values.
+ */
+#define TLSGATE_PROVIDER_PARAMS(X)                                                                 \
+    X(flush_us, FLUSH_US)                                                                          \
+    X(poll_mode, POLL_MODE)                                                                        \
+    X(enable, ENABLE)                                                                              \
+    X(adaptive, ADAPTIVE)                                                                          \
+    X(pool_size, POOL_SIZE)
 
 /*
  * Metrics, read as the provider parameter "metrics" (OSSL_PARAM_OCTET_STRING): pass a
