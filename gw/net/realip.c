@@ -4,7 +4,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
+/* An address alone: IPv4, IPv6, or IPv6 in brackets. */
+static int parse_host(const char *e, size_t n, int *family, unsigned char addr[16])
 {
     char buf[64];
     if (n >= 2 && e[0] == '[' && e[n - 1] == ']') {
@@ -24,6 +25,27 @@ static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[1
         return 1;
     }
     return 0;
+}
+
+/* One element: an address, or an address with a port as nginx takes it (ngx_parse_addr_port:
+ * `192.0.2.1:5555`, `[2001:db8::1]:5555`; the port, 0-65535, is dropped). */
+static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
+{
+    if (parse_host(e, n, family, addr))
+        return 1;
+    const char *colon = n && e[0] == '[' ? memchr(e, ']', n) : memchr(e, ':', n);
+    if (colon && e[0] == '[')
+        colon = (size_t)(colon - e) + 1 < n && colon[1] == ':' ? colon + 1 : NULL;
+    if (!colon)
+        return 0;
+    size_t digits = n - (size_t)(colon - e) - 1;
+    unsigned long port = 0;
+    for (size_t i = 1; i <= digits; i++) {
+        if (colon[i] < '0' || colon[i] > '9' || port > 65535)
+            return 0;
+        port = port * 10 + (unsigned long)(colon[i] - '0');
+    }
+    return digits > 0 && port <= 65535 && parse_host(e, (size_t)(colon - e), family, addr);
 }
 
 static int is_trusted(const gw_cidr_t *t, size_t n, int family, const unsigned char *addr)

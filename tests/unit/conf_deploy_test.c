@@ -330,6 +330,24 @@ static void test_realip_pick(void **state)
     v = " , \t2001:db8::7 ,";
     assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
     assert_int_equal(fam, AF_INET6);
+    /* with a port, as nginx takes them (ngx_parse_addr_port) */
+    v = "192.0.2.1:5555, [2001:db8::7]:443";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    inet_pton(AF_INET6, "2001:db8::7", want);
+    assert_int_equal(fam, AF_INET6);
+    assert_memory_equal(a, want, 16);
+    v = "192.0.2.1:5555";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    inet_pton(AF_INET, "192.0.2.1", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    const char *badport[] = {"192.0.2.1:",     "192.0.2.1:65536",
+                             "192.0.2.1:5x",   "[2001:db8::7]:",
+                             "[2001:db8::7]x", "192.0.2.1:99999999999999999999",
+                             "x:80",           ":80",
+                             "[::1]:1:2"};
+    for (size_t i = 0; i < sizeof(badport) / sizeof(badport[0]); i++)
+        assert_int_equal(gw_realip_pick(badport[i], strlen(badport[i]), t, 2, 0, &fam, a), 0);
     /* garbage where it looks: nothing (the peer stays) */
     v = "1.2.3.4, unknown";
     assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 0);
