@@ -82,6 +82,16 @@ def run(args, timeout=30, input=None, env=None, cwd=None, check=False):
     return p
 
 
+def reap(*procs, timeout=5):
+    """Kill each subprocess.Popen of procs that still runs and wait up to timeout seconds
+    for it: the `finally:` of a test that runs a client (wrk, s_client) beside the server,
+    so no process outlives the test. Raises subprocess.TimeoutExpired if one does not exit."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=timeout)
+
+
 _ports_given = set()
 
 
