@@ -492,19 +492,29 @@ static void test_host_forms(void **state)
     }
 }
 
+/*
+ * One limit of *lim at its edge for the complete head s: with *limit = at (a field of *lim)
+ * s parses whole, with at - 1 it fails with status, and its prefixes agree both times
+ * (check_prefixes). Leaves *limit = at - 1.
+ */
+static void check_limit_edge(const char *s, gw_http_limits_t *lim, size_t *limit, size_t at,
+                             int status)
+{
+    *limit = at;
+    assert_int_equal(parse_with(s, lim), (int)strlen(s));
+    check_prefixes(s, lim);
+    *limit = at - 1;
+    assert_int_equal(parse_with(s, lim), status);
+    check_prefixes(s, lim);
+}
+
 /* 414: the request line, on complete and on partial input. */
 static void test_414(void **state)
 {
     gw_http_limits_t lim = big;
     const char *s = "GET /0123456789 HTTP/1.1\r\nHost: a\r\n\r\n";
-    size_t line = strlen("GET /0123456789 HTTP/1.1");
 
-    lim.max_request_line = line;
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s)); /* exactly at the limit */
-    check_prefixes(s, &lim);
-    lim.max_request_line = line - 1;
-    assert_int_equal(parse_with(s, &lim), -414);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_request_line, strlen("GET /0123456789 HTTP/1.1"), -414);
     lim.max_request_line = 8;
     assert_int_equal(parse_with(s, &lim), -414);
     assert_int_equal(parse_with("GET /01234", &lim), -414); /* partial, endless target */
@@ -524,12 +534,7 @@ static void test_431_field_line(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789\r\n\r\n";
 
-    lim.max_field_line = strlen("X-Long: 0123456789");
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s));
-    check_prefixes(s, &lim);
-    lim.max_field_line--;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_field_line, strlen("X-Long: 0123456789"), -431);
     lim.max_field_line = 10;
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nX-Long: 012", &lim), -431);
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nX-Long: 01", &lim), 0);
@@ -544,11 +549,7 @@ static void test_431_count(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
 
-    lim.max_headers = 3;
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s));
-    lim.max_headers = 2;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_headers, 3, -431);
     /* As soon as the extra field starts. */
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB", &lim), -431);
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\n", &lim), 0);
@@ -574,12 +575,7 @@ static void test_431_block(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\n\r\n";
 
-    lim.max_header_block = strlen(s);
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s)); /* exactly at the limit */
-    check_prefixes(s, &lim);
-    lim.max_header_block--;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_header_block, strlen(s), -431);
     /* Partial input already beyond the limit. */
     lim.max_header_block = 20;
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA:", &lim), -431);
