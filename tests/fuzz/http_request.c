@@ -16,6 +16,9 @@
 
 #include "http/parser.h"
 
+#define CHUNK_SPLIT_CHECK(cond) CHECK(cond)
+#include "chunk_split.h"
+
 static const gw_http_limits_t limit_sets[] = {
     {8192, 8192, 65536, GW_HTTP_MAX_HEADERS},
     {64, 48, 256, 4},
@@ -107,68 +110,18 @@ static void check_range(const char *v, size_t n)
     }
 }
 
-struct chunk_out {
-    int status;
-    size_t consumed;
-    size_t len;
-};
-
-/*
- * Decode in[0..n) as a chunked body into out (n bytes), fed in pieces: seed 0 = at once,
- * 1 = byte by byte, otherwise pseudo-random piece sizes.
- */
-static struct chunk_out chunk_run(const char *in, size_t n, uint32_t seed, uint64_t max_body,
-                                  char *out)
-{
-    struct chunk_out res = {0, 0, 0};
-    gw_http_chunked_t d;
-    size_t pos = 0;
-    uint32_t rnd = seed;
-
-    gw_http_chunked_init(&d);
-    while (pos < n) {
-        size_t piece = n - pos;
-        if (seed == 1) {
-            piece = 1;
-        } else if (seed > 1) {
-            rnd = rnd * 1103515245u + 12345u;
-            size_t want = 1 + (rnd >> 16) % 16;
-            if (want < piece)
-                piece = want;
-        }
-        char *tmp = fuzz_dup_exact((const uint8_t *)in + pos, piece);
-        size_t len = piece, consumed = 0;
-        int r = gw_http_chunked_decode(&d, tmp, &len, &consumed, max_body);
-        CHECK(r == 0 || r == 1 || r == -400 || r == -413);
-        CHECK(consumed <= piece && len <= consumed);
-        CHECK(r != 0 || consumed == piece);
-        memcpy(out + res.len, tmp, len);
-        free(tmp);
-        res.len += len;
-        res.consumed += consumed;
-        pos += piece;
-        CHECK(d.total == res.len);
-        CHECK(max_body == 0 || d.total <= max_body);
-        if (r != 0) {
-            res.status = r;
-            break;
-        }
-    }
-    return res;
-}
-
 static void check_chunked(const char *in, size_t n, uint32_t seed)
 {
     static const uint64_t max_bodies[] = {0, 16};
     char *a = malloc(n + 1), *b = malloc(n + 1);
     CHECK(a && b);
     for (size_t m = 0; m < sizeof(max_bodies) / sizeof(max_bodies[0]); m++) {
-        struct chunk_out ra = chunk_run(in, n, 0, max_bodies[m], a);
+        struct chunk_out ra = chunk_split_run(in, n, 0, 16, max_bodies[m], a);
         uint32_t seeds[] = {1, seed | 2, seed * 7 + 3};
         for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
             if (seeds[s] == 1 && n > 2048)
                 continue; /* byte by byte is slow on big inputs; the others cover it */
-            struct chunk_out rb = chunk_run(in, n, seeds[s], max_bodies[m], b);
+            struct chunk_out rb = chunk_split_run(in, n, seeds[s], 16, max_bodies[m], b);
             CHECK(ra.status == rb.status);
             CHECK(ra.len == rb.len && memcmp(a, b, ra.len) == 0);
             CHECK(ra.status != 1 || ra.consumed == rb.consumed);

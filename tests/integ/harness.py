@@ -82,6 +82,16 @@ def run(args, timeout=30, input=None, env=None, cwd=None, check=False):
     return p
 
 
+def reap(*procs, timeout=5):
+    """Kill each subprocess.Popen of procs that still runs and wait up to timeout seconds
+    for it: the `finally:` of a test that runs a client (wrk, s_client) beside the server,
+    so no process outlives the test. Raises subprocess.TimeoutExpired if one does not exit."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=timeout)
+
+
 _ports_given = set()
 
 
@@ -502,11 +512,20 @@ def request(path, method="GET", host="a.test", extra="", body=b""):
     return ("%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method, path, host, extra)).encode() + body
 
 
+@contextlib.contextmanager
+def answered(env, port, raw, sni="a.test", timeout=5):
+    """Send raw on a new TLS connection to port (env.tls_socket) and read the first
+    response: yields (the socket, the Response, the bytes read after it); the socket closes
+    on leaving. Read errors as read_response's."""
+    with env.tls_socket(port, sni=sni, timeout=timeout) as s:
+        s.sendall(raw)
+        r, rest = read_response(s, timeout=timeout)
+        yield s, r, rest
+
+
 def exchange(env, port, raw, timeout=10):
     """Send raw on a new TLS connection to port (SNI a.test); the first Response."""
-    with env.tls_socket(port, timeout=timeout) as s:
-        s.sendall(raw)
-        r, _ = read_response(s, timeout=timeout)
+    with answered(env, port, raw, timeout=timeout) as (_, r, _):
         return r
 
 

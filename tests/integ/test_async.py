@@ -232,9 +232,7 @@ def wrk_sampled(url, sport, pid, conns=200, secs=3):
             time.sleep(0.2)
         out, _ = p.communicate(timeout=secs + 30)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(timeout=5)
+        h.reap(p)
     assert p.returncode == 0, "wrk failed (exit %d):\n%s" % (p.returncode, out)
     return Wrk(out.decode("utf-8", "replace")), most
 
@@ -505,10 +503,7 @@ def test_reload_quit_under_load(env):
         for wp in wrk_ps:
             outs.append(wp.communicate(timeout=30)[0])
     finally:
-        for wp in wrk_ps:
-            if wp.poll() is None:
-                wp.kill()
-                wp.wait(timeout=5)
+        h.reap(*wrk_ps)
     for wp, out, what in zip(wrk_ps, outs, ("keep-alive -c100", "Connection: close -c20")):
         r = Wrk(out.decode("utf-8", "replace"))
         print("  wrk %s across the reloads: %.0f requests/s, %d requests" % (what, r.rps, r.n),
@@ -547,9 +542,7 @@ def test_reload_quit_under_load(env):
         out, _ = rp.communicate(timeout=30)
         print("  replay during quit: %s" % out.decode().strip(), flush=True)
     finally:
-        if rp.poll() is None:
-            rp.kill()
-            rp.wait(timeout=5)
+        h.reap(rp)
 
 
 # ---------------------------------------------------------------- 4. injected failures
@@ -707,9 +700,7 @@ def test_notify_modes(env):
                 time.sleep(0.1)
             out, _ = p.communicate(timeout=30)
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=5)
+            h.reap(p)
         r = Wrk(out.decode("utf-8", "replace"))
         a = snapshot(sport, pid)
         print("  %s: %.0f handshakes/s, up to %d eventfds in the worker" %

@@ -72,16 +72,13 @@ def test_pipelined_one_write(env):
 
 def test_http10_closes(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(req("/a", host=None, version="1.0"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host=None, version="1.0")) as (s, r, rest):
         assert r.status == 200 and r.body == b"AAA", r
         assert r.headers.get("connection", "close").lower() == "close", r.headers
         expect_close(s, "HTTP/1.0 without keep-alive")
     # HTTP/1.0 with Connection: keep-alive stays open (nginx)
-    with env.tls_socket(port) as s:
-        s.sendall(req("/a", host="a.test", version="1.0", extra="Connection: keep-alive\r\n"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host="a.test", version="1.0",
+                                   extra="Connection: keep-alive\r\n")) as (s, r, rest):
         assert r.status == 200 and r.headers.get("connection", "").lower() == "keep-alive", r
         s.sendall(req("/b", version="1.0", extra="Connection: keep-alive\r\n"))
         r, rest = h.read_response(s, rest)
@@ -90,9 +87,7 @@ def test_http10_closes(env):
 
 def test_connection_close(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(req("/a", extra="Connection: close\r\n"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", extra="Connection: close\r\n")) as (s, r, rest):
         assert r.status == 200 and r.headers.get("connection", "").lower() == "close", r
         assert rest == b""
         expect_close(s, "Connection: close")
@@ -100,19 +95,15 @@ def test_connection_close(env):
 
 def test_missing_host_400(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(req("/a", host=None))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host=None)) as (s, r, rest):
         assert r.status == 400, r
         expect_close(s, "400 for a missing Host")
 
 
 def test_content_length_and_chunked_400(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n"
-                  b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + req("/b"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + req("/b")) as (s, r, rest):
         assert r.status == 400, r
         assert r.headers.get("connection", "").lower() == "close", r.headers
         assert b"BBBB" not in rest
@@ -122,10 +113,9 @@ def test_content_length_and_chunked_400(env):
 
 def test_chunked_body_discarded(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n"
-                  b"\r\n5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: x\r\n\r\n" + req("/b"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, b"GET /hello.txt HTTP/1.1\r\nHost: a.test\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3;ext=1\r\nabc\r\n"
+                    b"0\r\nTrailer: x\r\n\r\n" + req("/b")) as (s, r, rest):
         assert r.status == 200 and r.body == HELLO, r
         r, rest = h.read_response(s, rest)
         assert r.status == 200 and r.body == b"BBBB", r
@@ -141,21 +131,18 @@ def test_chunked_body_discarded(env):
 
 def test_body_too_large_413(env):
     port = serve(env, server_extra="client_max_body_size 1k;")
-    with env.tls_socket(port) as s:
-        s.sendall(b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5000\r\n\r\n" +
-                  b"x" * 5000)
-        r, _ = h.read_response(s)
+    with h.answered(env, port, b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5000\r\n\r\n"
+                    + b"x" * 5000) as (s, r, _):
         assert r.status == 413, r
         expect_close(s, "413")
-    with env.tls_socket(port) as s:  # chunked, too large once decoded
-        s.sendall(b"POST /a HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  b"800\r\n" + b"y" * 2048 + b"\r\n0\r\n\r\n")
-        r, _ = h.read_response(s)
+    # chunked, too large once decoded
+    with h.answered(env, port, b"POST /a HTTP/1.1\r\nHost: a.test\r\n"
+                    b"Transfer-Encoding: chunked\r\n\r\n800\r\n" + b"y" * 2048 +
+                    b"\r\n0\r\n\r\n") as (s, r, _):
         assert r.status == 413, r
-    with env.tls_socket(port) as s:  # within the limit: fine, and the connection goes on
-        s.sendall(b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\n" +
-                  b"z" * 1000 + req("/b"))
-        r, rest = h.read_response(s)
+    # within the limit: fine, and the connection goes on
+    with h.answered(env, port, b"POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1000\r\n\r\n"
+                    + b"z" * 1000 + req("/b")) as (s, r, rest):
         assert r.status == 200 and r.body == b"AAA", r
         r, rest = h.read_response(s, rest)
         assert r.status == 200 and r.body == b"BBBB", r
@@ -163,14 +150,11 @@ def test_body_too_large_413(env):
 
 def test_long_request_line_414(env):
     port = serve(env)
-    with env.tls_socket(port) as s:
-        s.sendall(req("/" + "a" * 10000))
-        r, _ = h.read_response(s)
+    with h.answered(env, port, req("/" + "a" * 10000)) as (s, r, _):
         assert r.status == 414, r
         expect_close(s, "414")
-    with env.tls_socket(port) as s:  # 6000 bytes are within the default 8k buffers
-        s.sendall(req("/a?" + "q" * 6000))
-        r, _ = h.read_response(s)
+    # 6000 bytes are within the default 8k buffers
+    with h.answered(env, port, req("/a?" + "q" * 6000)) as (s, r, _):
         assert r.status == 200 and r.body == b"AAA", r
 
 
@@ -182,14 +166,12 @@ def test_headers_too_large_431(env):
         "40k of fields": "".join("X-H%d: %s\r\n" % (i, "v" * 7000) for i in range(6)),
     }
     for what, extra in cases.items():
-        with env.tls_socket(port) as s:
-            s.sendall(req("/a", extra=extra))
-            r, _ = h.read_response(s)
+        with h.answered(env, port, req("/a", extra=extra)) as (s, r, _):
             assert r.status == 431, (what, r)
             expect_close(s, "431 " + what)
-    with env.tls_socket(port) as s:  # 50 small fields are fine
-        s.sendall(req("/a", extra="".join("X-H%d: v\r\n" % i for i in range(50))))
-        r, _ = h.read_response(s)
+    # 50 small fields are fine
+    fifty = "".join("X-H%d: v\r\n" % i for i in range(50))
+    with h.answered(env, port, req("/a", extra=fifty)) as (s, r, _):
         assert r.status == 200, r
 
 
@@ -243,20 +225,14 @@ def test_keepalive_requests(env):
 
 def test_host_sni_mismatch_421(env):
     port = serve(env)
-    with env.tls_socket(port, sni="a.test") as s:
-        s.sendall(req("/a", host="b.test"))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host="b.test"), sni="a.test") as (s, r, rest):
         assert r.status == 421, r
-    with env.tls_socket(port, sni="b.test") as s:
-        s.sendall(req("/a", host="b.test:%d" % port))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host="b.test:%d" % port), sni="b.test") as (s, r, rest):
         assert r.status == 200 and r.body == b"b-server", r
         s.sendall(req("/a", host="a.test"))
         r, rest = h.read_response(s, rest)
         assert r.status == 421, r
-    with env.tls_socket(port, sni="a.test") as s:
-        s.sendall(req("/a", host="A.TEST:%d" % port))
-        r, rest = h.read_response(s)
+    with h.answered(env, port, req("/a", host="A.TEST:%d" % port), sni="a.test") as (s, r, rest):
         assert r.status == 200 and r.body == b"AAA", r
 
 

@@ -57,15 +57,18 @@ def curl(env, port, path, *args):
 
 
 @contextlib.contextmanager
-def served(env, http, *more):
-    """A backend (backends.py) and a server from http formatted with (the backend's port,
-    the server's port, its TLS lines, its root, *more); its root has index.html. Yields
-    (backend, port)."""
+def served(env, server, *more, http=""):
+    """A backend (backends.py) as `upstream app` and an HTTP/2 server a.test whose block
+    ends with the directives `server` formatted with more; `http` goes before them at the
+    http level (log_format). The root has index.html. Yields (backend, port)."""
     b = be.Backend()
     try:
         env.write("html/index.html", "hello\n")
         port = env.port()
-        env.start(env.conf(http % ((b.port, port, env.tls("a_rsa"), env.html) + more)),
+        env.start(env.conf(http + """
+        upstream app { server 127.0.0.1:%d; }
+        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;""" %
+                           (b.port, port, env.tls("a_rsa"), env.html) + server % more + "}"),
                   port=port)
         yield b, port
     finally:
@@ -128,15 +131,13 @@ def post_unknown_length(c, sid, path, total, chunk=16000, timeout=10):
 def test_add_header_and_error_page(env):
     env.write("html/errors/404.html", "<p>our own 404</p>\n")
     with served(env, """
-        upstream app { server 127.0.0.1:%d; }
-        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
             add_header Strict-Transport-Security "max-age=63072000" always;
             add_header X-Plain plain;
             add_header X-Proto "$ssl_protocol $scheme $server_protocol";
             error_page 404 /errors/404.html;
             location /app/ { proxy_pass http://app/; }
             location /old/ { error_page 404 =301 https://example.com/new; }
-        }""") as (b, port):
+        """) as (b, port):
         ver, st, f, body = curl(env, port, "/index.html")
         assert (ver, st, body) == ("2", 200, b"hello\n"), (ver, st, body)
         assert f["strict-transport-security"] == ["max-age=63072000"], f
@@ -162,16 +163,14 @@ def test_add_header_and_error_page(env):
 
 def test_log_format_and_upstream_vars(env):
     log = env.path("access.log")
-    with served(env, r"""
+    with served(env, """
+            access_log %s tls;
+            location /app/ { proxy_pass http://app; }
+        """, log, http="""
         log_format tls '$remote_addr|$request|$status|$ssl_protocol|$ssl_cipher|$ssl_curve|'
                        '$server_protocol|$http_user_agent|$host|$body_bytes_sent|$bytes_sent|'
                        '$connection|$upstream_addr|$upstream_status|$upstream_response_time|'
-                       '$request_uri|$scheme|$ssl_server_name';
-        upstream app { server 127.0.0.1:%d; }
-        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
-            access_log %s tls;
-            location /app/ { proxy_pass http://app; }
-        }""", log) as (b, port):
+                       '$request_uri|$scheme|$ssl_server_name';""") as (b, port):
         c = raw.Raw(env, port)
         c.send(c.headers(1, path="/index.html?x=1", extra=[("user-agent", "h2 \"ua\"")]))
         fields, body = stream_answer(c, 1)
@@ -198,14 +197,11 @@ def test_log_format_and_upstream_vars(env):
 def test_real_ip_per_stream(env):
     log = env.path("access.log")
     with served(env, """
-        log_format ip '$remote_addr $status $request_uri';
-        upstream app { server 127.0.0.1:%d; }
-        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
             access_log %s ip;
             set_real_ip_from 127.0.0.1; real_ip_header X-Forwarded-For;
             location = /denied { deny 10.9.9.9; return 200 "in $remote_addr"; }
             location /app/ { proxy_pass http://app; }
-        }""", log) as (b, port):
+        """, log, http="log_format ip '$remote_addr $status $request_uri';") as (b, port):
         c = raw.Raw(env, port)
         # three streams of one connection, each with its own client
         c.send(c.headers(1, path="/denied", extra=[("x-forwarded-for", "10.9.9.9")]) +
@@ -234,13 +230,11 @@ def test_aborted_streams_logged(env):
     (499), and a client closing its connection in a request body (400)."""
     log = env.path("access.log")
     with served(env, """
-        log_format t '$request $status $body_bytes_sent $upstream_status';
-        upstream app { server 127.0.0.1:%d; }
-        server { listen 127.0.0.1:%d ssl; http2 on; server_name a.test; %s root %s;
             access_log %s t;
             location /app/ { proxy_pass http://app/; }
             location /streamed/ { proxy_pass http://app/; proxy_request_buffering off; }
-        }""", log) as (b, port):
+        """, log, http="log_format t '$request $status $body_bytes_sent $upstream_status';") \
+            as (b, port):
         c = raw.Raw(env, port)
         c.send(c.headers(1, path="/app/truncate?n=1000"))
         got, rst = b"", None

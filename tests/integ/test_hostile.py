@@ -12,7 +12,6 @@ import select
 import socket
 import ssl
 import statistics
-import subprocess
 import sys
 import threading
 import time

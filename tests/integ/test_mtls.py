@@ -109,17 +109,25 @@ def server(env, port, name, extra, root=None):
         port, name, env.tls("a_rsa"), root or env.html, extra)
 
 
-def test_verify_on(env):
-    p = pki(env)
+def start(env, *blocks, http=""):
+    """Start tlsgate with the http-level lines `http`, then one server() block per
+    (server_name, directives) of blocks, all on one new port; the root holds index.html
+    ("hello\\n"). Returns the port."""
     port = env.port()
     env.write("html/index.html", "hello\n")
+    env.start(env.conf(http + "\n".join(server(env, port, n, x) for n, x in blocks)),
+              port=port)
+    return port
+
+
+def test_verify_on(env):
+    p = pki(env)
     log = env.path("access.log")
-    env.start(env.conf("""
+    port = start(env, ("a.test", "ssl_verify_client on; ssl_client_certificate %s;"
+                       " ssl_verify_depth 2; access_log %s m;" % (p["ca.crt"], log)), http="""
         log_format m '$ssl_client_verify|$ssl_client_s_dn|$ssl_client_i_dn|'
                      '$ssl_client_fingerprint|$status';
-        %s""" % server(env, port, "a.test", "ssl_verify_client on; ssl_client_certificate %s;"
-                       " ssl_verify_depth 2; access_log %s m;" % (p["ca.crt"], log))),
-              port=port)
+        """)
     st, body = get(port)
     assert st == 400 and b"No required SSL certificate was sent" in body, (st, body)
     assert b"<center><h1>400 Bad Request</h1></center>" in body, body
@@ -146,16 +154,14 @@ def test_verify_on(env):
 
 def test_depth_crl_optional(env):
     p = pki(env)
-    port = env.port()
-    env.write("html/index.html", "hello\n")
-    env.start(env.conf("\n".join([
-        server(env, port, "a.test", "ssl_verify_client on; ssl_client_certificate %s; "
-               "ssl_verify_depth 0;" % p["ca.crt"]),
-        server(env, port, "b.test", "ssl_verify_client optional; ssl_trusted_certificate %s; "
-               "ssl_verify_depth 2; ssl_crl %s;" % (p["ca.crt"], p["ca.crl"])),
-        server(env, port, "c.test", "ssl_verify_client optional_no_ca;"),
-        server(env, port, "d.test", ""),
-    ])), port=port)
+    port = start(
+        env,
+        ("a.test", "ssl_verify_client on; ssl_client_certificate %s; ssl_verify_depth 0;"
+         % p["ca.crt"]),
+        ("b.test", "ssl_verify_client optional; ssl_trusted_certificate %s; "
+         "ssl_verify_depth 2; ssl_crl %s;" % (p["ca.crt"], p["ca.crl"])),
+        ("c.test", "ssl_verify_client optional_no_ca;"),
+        ("d.test", ""))
     assert get(port, "alice")[0] == 200
     # OpenSSL's depth (as nginx's): N intermediates allowed; bob has one
     assert get(port, "bob")[0] == 400
@@ -183,14 +189,8 @@ def ca_names(port, sni):
 
 def test_ca_names_sent(env):
     p = pki(env)
-    port = env.port()
-    env.write("html/index.html", "hello\n")
-    env.start(env.conf("\n".join([
-        server(env, port, "a.test", "ssl_verify_client on; ssl_client_certificate %s;"
-               % p["ca.crt"]),
-        server(env, port, "b.test", "ssl_verify_client on; ssl_trusted_certificate %s;"
-               % p["ca.crt"]),
-    ])), port=port)
+    port = start(env, ("a.test", "ssl_verify_client on; ssl_client_certificate %s;" % p["ca.crt"]),
+                 ("b.test", "ssl_verify_client on; ssl_trusted_certificate %s;" % p["ca.crt"]))
     out, names = ca_names(port, "a.test")
     assert "Test CA" in names, out[-1500:]
     out, names = ca_names(port, "b.test")

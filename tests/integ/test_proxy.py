@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import threading
@@ -545,20 +544,6 @@ def _log_lines(log, n, settle=0.3):
         return f.read().splitlines()
 
 
-def _read_all(s, timeout=5):
-    data = b""
-    s.settimeout(timeout)
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
-    except (OSError, ssl.SSLError):
-        pass
-    return data
-
-
 def test_upstream_truncated_logged(env):
     """An upstream that closes in the middle of its body (Content-Length 100000, 1000 bytes
     sent): the client gets the head and the 1000 bytes, then the connection closes (nginx);
@@ -568,7 +553,7 @@ def test_upstream_truncated_logged(env):
         port, log = _logged(env, b)
         with env.tls_socket(port) as s:
             s.sendall(req("/truncate?n=1000"))
-            data = _read_all(s)
+            data, _ = h.recv_all(s)
         head, _, body = data.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and b"content-length: 100000" in head.lower(), \
             head
@@ -590,7 +575,7 @@ def test_upstream_read_timeout_after_head_logged(env):
         port, log = _logged(env, b, "proxy_read_timeout 300ms;")
         with env.tls_socket(port) as s:
             s.sendall(req("/bodystall?n=500"))
-            data = _read_all(s)
+            data, _ = h.recv_all(s)
         assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n" + b"x" * 500), \
             data[-600:]
         assert _log_lines(log, 1) == ["GET /bodystall?n=500 HTTP/1.1 200 500 200"]

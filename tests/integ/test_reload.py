@@ -72,9 +72,7 @@ def test_reload_under_load(env):
             assert srv.proc.poll() is None, "the master exited"
         out, _ = wrk.communicate(timeout=30)
     finally:
-        if wrk.poll() is None:
-            wrk.kill()
-            wrk.wait(timeout=5)
+        h.reap(wrk)
     out = out.decode("utf-8", "replace")
     assert wrk.returncode == 0, out
     m = re.search(r"^Requests/sec:\s+([\d.]+)", out, re.M)

@@ -12,7 +12,6 @@ import re
 import socket
 import ssl
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402

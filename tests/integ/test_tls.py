@@ -193,9 +193,7 @@ def test_client_renegotiation_refused(env):
             pass
         out, _ = p.communicate(timeout=10)
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(timeout=5)
+        h.reap(p)
     out = out.decode("utf-8", "replace")
     assert "RENEGOTIATING" in out, short(out)
     # the server must answer the new ClientHello with no_renegotiation (or close); a

@@ -260,51 +260,67 @@ static int has_line(const char *text, const char *line)
     return 0;
 }
 
+/*
+ * Every string of want[0..n) stands in text t: as a whole line when lines is 1 (has_line),
+ * anywhere when it is 0. Each missing one is printed, then the test fails.
+ */
+static void assert_all_in(const char *t, const char *const *want, size_t n, int lines)
+{
+    int missing = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (lines ? has_line(t, want[k]) : strstr(t, want[k]) != NULL)
+            continue;
+        print_message("missing %s: %s\n", lines ? "line" : "text", want[k]);
+        missing++;
+    }
+    assert_int_equal(missing, 0);
+}
+
 static void test_prometheus(void **state)
 {
     gw_obuf_t b = {0};
     assert_int_equal(gw_obs_format_prometheus(sample_snapshot(1), &b), 0);
+    static const char *const want[] = {
+        "# TYPE tlsgate_handshakes_total counter",
+        "tlsgate_handshakes_total{protocol=\"TLSv1.3\",key_type=\"ecdsa\",resumed=\"false\"} 3",
+        "tlsgate_handshakes_total{protocol=\"TLSv1.2\",key_type=\"none\",resumed=\"true\"} 1",
+        "# TYPE tlsgate_handshakes_by_group_total counter",
+        "tlsgate_handshakes_by_group_total{group=\"X25519MLKEM768\"} 0",
+        "tlsgate_connections{state=\"active\"} 2",
+        "tlsgate_responses_total{code=\"4xx\"} 1",
+        "tlsgate_connections_accepted_total 12",
+        /* histogram: le in seconds, exact inclusive bounds, cumulative, +Inf == _count */
+        "# TYPE tlsgate_handshake_seconds histogram",
+        "tlsgate_handshake_seconds_bucket{le=\"0\"} 1",
+        "tlsgate_handshake_seconds_bucket{le=\"0.000001\"} 2",
+        "tlsgate_handshake_seconds_bucket{le=\"0.000511\"} 2",
+        "tlsgate_handshake_seconds_bucket{le=\"0.001023\"} 3",
+        "tlsgate_handshake_seconds_bucket{le=\"2.097151\"} 4",
+        "tlsgate_handshake_seconds_bucket{le=\"1073.741823\"} 4",
+        "tlsgate_handshake_seconds_bucket{le=\"+Inf\"} 4",
+        "tlsgate_handshake_seconds_sum 1.100901",
+        "tlsgate_handshake_seconds_count 4",
+        "tlsgate_async_pause_seconds_bucket{le=\"1073.741823\"} 0",
+        "tlsgate_async_pause_seconds_bucket{le=\"+Inf\"} 1",
+        "tlsgate_async_pause_seconds_sum 2147.483648",
+        /* provider: batch sizes 1..8, sum of sizes, count of batches */
+        "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"1\"} 1",
+        "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"3\"} 1",
+        "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"4\"} 2",
+        "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"8\"} 3",
+        "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"+Inf\"} 3",
+        "tlsgate_batch_size_sum{alg=\"rsa2048\"} 13",
+        "tlsgate_batch_size_count{alg=\"rsa2048\"} 3",
+        "tlsgate_crypto_requests_total{alg=\"x25519\"} 10",
+        "tlsgate_queue_wait_seconds_count{alg=\"ecdsa_p256\"} 13",
+        "tlsgate_queue_wait_seconds_sum{alg=\"ecdsa_p256\"} 0.0013",
+        "tlsgate_batch_compute_seconds_bucket{alg=\"x25519\",le=\"0.000063\"} 3",
+        /* names that are not label-safe fall back to the built-in ones */
+        "tlsgate_crypto_requests_total{alg=\"rsa3072\"} 10",
+        "tlsgate_crypto_requests_total{alg=\"rsa4096\"} 10",
+    };
     const char *t = b.data;
-    assert_true(has_line(t, "# TYPE tlsgate_handshakes_total counter"));
-    assert_true(has_line(t, "tlsgate_handshakes_total{protocol=\"TLSv1.3\",key_type=\"ecdsa\","
-                            "resumed=\"false\"} 3"));
-    assert_true(has_line(t, "tlsgate_handshakes_total{protocol=\"TLSv1.2\",key_type=\"none\","
-                            "resumed=\"true\"} 1"));
-    assert_true(has_line(t, "# TYPE tlsgate_handshakes_by_group_total counter"));
-    assert_true(has_line(t, "tlsgate_handshakes_by_group_total{group=\"X25519MLKEM768\"} 0"));
-    assert_true(has_line(t, "tlsgate_connections{state=\"active\"} 2"));
-    assert_true(has_line(t, "tlsgate_responses_total{code=\"4xx\"} 1"));
-    assert_true(has_line(t, "tlsgate_connections_accepted_total 12"));
-    /* histogram: le in seconds, exact inclusive bounds, cumulative, +Inf == _count */
-    assert_true(has_line(t, "# TYPE tlsgate_handshake_seconds histogram"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"0\"} 1"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"0.000001\"} 2"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"0.000511\"} 2"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"0.001023\"} 3"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"2.097151\"} 4"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"1073.741823\"} 4"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_bucket{le=\"+Inf\"} 4"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_sum 1.100901"));
-    assert_true(has_line(t, "tlsgate_handshake_seconds_count 4"));
-    assert_true(has_line(t, "tlsgate_async_pause_seconds_bucket{le=\"1073.741823\"} 0"));
-    assert_true(has_line(t, "tlsgate_async_pause_seconds_bucket{le=\"+Inf\"} 1"));
-    assert_true(has_line(t, "tlsgate_async_pause_seconds_sum 2147.483648"));
-    /* provider: batch sizes 1..8, sum of sizes, count of batches */
-    assert_true(has_line(t, "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"1\"} 1"));
-    assert_true(has_line(t, "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"3\"} 1"));
-    assert_true(has_line(t, "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"4\"} 2"));
-    assert_true(has_line(t, "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"8\"} 3"));
-    assert_true(has_line(t, "tlsgate_batch_size_bucket{alg=\"rsa2048\",le=\"+Inf\"} 3"));
-    assert_true(has_line(t, "tlsgate_batch_size_sum{alg=\"rsa2048\"} 13"));
-    assert_true(has_line(t, "tlsgate_batch_size_count{alg=\"rsa2048\"} 3"));
-    assert_true(has_line(t, "tlsgate_crypto_requests_total{alg=\"x25519\"} 10"));
-    assert_true(has_line(t, "tlsgate_queue_wait_seconds_count{alg=\"ecdsa_p256\"} 13"));
-    assert_true(has_line(t, "tlsgate_queue_wait_seconds_sum{alg=\"ecdsa_p256\"} 0.0013"));
-    assert_true(has_line(t, "tlsgate_batch_compute_seconds_bucket{alg=\"x25519\",le=\"0.000063\"}"
-                            " 3"));
-    /* names that are not label-safe fall back to the built-in ones */
-    assert_true(has_line(t, "tlsgate_crypto_requests_total{alg=\"rsa3072\"} 10"));
-    assert_true(has_line(t, "tlsgate_crypto_requests_total{alg=\"rsa4096\"} 10"));
+    assert_all_in(t, want, sizeof(want) / sizeof(want[0]), 1);
     assert_null(strstr(t, "bad name"));
     /* every family has HELP then TYPE, and every line ends with a newline */
     assert_int_equal(t[b.len - 1], '\n');
@@ -363,22 +379,22 @@ static void test_json(void **state)
 {
     gw_obuf_t b = {0};
     assert_int_equal(gw_obs_format_json(sample_snapshot(1), &b), 0);
+    static const char *const want[] = {
+        "\"handshakes\":{\"total\":4,",
+        "{\"protocol\":\"TLSv1.3\",\"key_type\":\"ecdsa\",\"resumed\":false,\"count\":3}",
+        /* non-cumulative buckets with inclusive µs bounds, trailing empty ones left out */
+        "\"handshake_us\":{\"count\":4,\"sum\":1100901,\"buckets\":[[0,1],[1,1],[3,0],",
+        "[1023,1],",
+        "[2097151,1]]}",
+        /* the unbounded last bucket */
+        "[1073741823,0],[null,1]]}",
+        "\"rsa2048\":{\"requests\":10,\"requests_async\":8,\"single\":2,\"fallbacks\":0,"
+        "\"pool_hits\":0,\"pool_misses\":0,\"batches\":3,\"fill\":[1,0,0,1,0,0,0,1],",
+        "\"workers\":[{\"slot\":3,\"pid\":4242,\"generation\":2,",
+    };
     const char *t = b.data;
     assert_json_shape(t);
-    assert_non_null(strstr(t, "\"handshakes\":{\"total\":4,"));
-    assert_non_null(strstr(t, "{\"protocol\":\"TLSv1.3\",\"key_type\":\"ecdsa\","
-                              "\"resumed\":false,\"count\":3}"));
-    /* non-cumulative buckets with inclusive µs bounds, trailing empty ones left out */
-    assert_non_null(strstr(t, "\"handshake_us\":{\"count\":4,\"sum\":1100901,\"buckets\":"
-                              "[[0,1],[1,1],[3,0],"));
-    assert_non_null(strstr(t, "[1023,1],"));
-    assert_non_null(strstr(t, "[2097151,1]]}"));
-    /* the unbounded last bucket */
-    assert_non_null(strstr(t, "[1073741823,0],[null,1]]}"));
-    assert_non_null(strstr(t, "\"rsa2048\":{\"requests\":10,\"requests_async\":8,\"single\":2,"
-                              "\"fallbacks\":0,\"pool_hits\":0,\"pool_misses\":0,\"batches\":3,"
-                              "\"fill\":[1,0,0,1,0,0,0,1],"));
-    assert_non_null(strstr(t, "\"workers\":[{\"slot\":3,\"pid\":4242,\"generation\":2,"));
+    assert_all_in(t, want, sizeof(want) / sizeof(want[0]), 0);
     assert_null(strstr(t, "bad name"));
     free(b.data);
 

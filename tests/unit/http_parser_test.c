@@ -14,6 +14,9 @@
 
 #include "http/parser.h"
 
+#define CHUNK_SPLIT_CHECK(cond) assert_true(cond)
+#include "../fuzz/chunk_split.h"
+
 static const gw_http_limits_t big = {
     .max_request_line = 8192,
     .max_field_line = 8192,
@@ -492,19 +495,29 @@ static void test_host_forms(void **state)
     }
 }
 
+/*
+ * One limit of *lim at its edge for the complete head s: with *limit = at (a field of *lim)
+ * s parses whole, with at - 1 it fails with status, and its prefixes agree both times
+ * (check_prefixes). Leaves *limit = at - 1.
+ */
+static void check_limit_edge(const char *s, gw_http_limits_t *lim, size_t *limit, size_t at,
+                             int status)
+{
+    *limit = at;
+    assert_int_equal(parse_with(s, lim), (int)strlen(s));
+    check_prefixes(s, lim);
+    *limit = at - 1;
+    assert_int_equal(parse_with(s, lim), status);
+    check_prefixes(s, lim);
+}
+
 /* 414: the request line, on complete and on partial input. */
 static void test_414(void **state)
 {
     gw_http_limits_t lim = big;
     const char *s = "GET /0123456789 HTTP/1.1\r\nHost: a\r\n\r\n";
-    size_t line = strlen("GET /0123456789 HTTP/1.1");
 
-    lim.max_request_line = line;
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s)); /* exactly at the limit */
-    check_prefixes(s, &lim);
-    lim.max_request_line = line - 1;
-    assert_int_equal(parse_with(s, &lim), -414);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_request_line, strlen("GET /0123456789 HTTP/1.1"), -414);
     lim.max_request_line = 8;
     assert_int_equal(parse_with(s, &lim), -414);
     assert_int_equal(parse_with("GET /01234", &lim), -414); /* partial, endless target */
@@ -524,12 +537,7 @@ static void test_431_field_line(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789\r\n\r\n";
 
-    lim.max_field_line = strlen("X-Long: 0123456789");
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s));
-    check_prefixes(s, &lim);
-    lim.max_field_line--;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_field_line, strlen("X-Long: 0123456789"), -431);
     lim.max_field_line = 10;
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nX-Long: 012", &lim), -431);
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nX-Long: 01", &lim), 0);
@@ -544,11 +552,7 @@ static void test_431_count(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
 
-    lim.max_headers = 3;
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s));
-    lim.max_headers = 2;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_headers, 3, -431);
     /* As soon as the extra field starts. */
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB", &lim), -431);
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\n", &lim), 0);
@@ -574,12 +578,7 @@ static void test_431_block(void **state)
     gw_http_limits_t lim = big;
     const char *s = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\n\r\n";
 
-    lim.max_header_block = strlen(s);
-    assert_int_equal(parse_with(s, &lim), (int)strlen(s)); /* exactly at the limit */
-    check_prefixes(s, &lim);
-    lim.max_header_block--;
-    assert_int_equal(parse_with(s, &lim), -431);
-    check_prefixes(s, &lim);
+    check_limit_edge(s, &lim, &lim.max_header_block, strlen(s), -431);
     /* Partial input already beyond the limit. */
     lim.max_header_block = 20;
     assert_int_equal(parse_with("GET / HTTP/1.1\r\nHost: a\r\nA:", &lim), -431);
@@ -604,85 +603,35 @@ static void test_null_limits(void **state)
 /* Chunked decoder                                                                       */
 /* ------------------------------------------------------------------------------------- */
 
-struct chunk_result {
-    int status;
-    size_t consumed; /* input bytes consumed in all */
-    size_t out_len;
-    char out[4096];
-};
-
-/*
- * Decode s, fed in pieces: step 0 = all at once, step 1 = byte by byte, otherwise random
- * piece sizes drawn with seed `step`. Stops at the first non-zero status.
- */
-static void chunk_run(const char *s, size_t n, size_t step, uint64_t max_body,
-                      struct chunk_result *res)
-{
-    gw_http_chunked_t d;
-    char *tmp = malloc(n + 1);
-    size_t pos = 0;
-    uint32_t rnd = (uint32_t)step * 2654435761u + 1;
-
-    assert_non_null(tmp);
-    memset(res, 0, sizeof(*res));
-    gw_http_chunked_init(&d);
-    while (pos < n) {
-        size_t piece = n - pos;
-        if (step == 1) {
-            piece = 1;
-        } else if (step > 1) {
-            rnd = rnd * 1103515245u + 12345u;
-            size_t want = 1 + (rnd >> 16) % 7;
-            if (want < piece)
-                piece = want;
-        }
-        memcpy(tmp, s + pos, piece);
-        size_t len = piece, consumed = 12345;
-        int r = gw_http_chunked_decode(&d, tmp, &len, &consumed, max_body);
-        assert_true(consumed <= piece);
-        assert_true(len <= consumed);
-        assert_true(res->out_len + len <= sizeof(res->out));
-        memcpy(res->out + res->out_len, tmp, len);
-        res->out_len += len;
-        res->consumed += consumed;
-        pos += piece;
-        if (r != 0) {
-            res->status = r;
-            break;
-        }
-        assert_int_equal(consumed, piece); /* 0: everything was taken */
-    }
-    assert_true(d.total >= res->out_len);
-    free(tmp);
-}
-
 /* Decode s all at once, byte by byte and in random splits: the results must agree. */
 static void chunk_check(const char *s, size_t n, uint64_t max_body, int status, const char *out,
                         size_t consumed)
 {
-    struct chunk_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+    char *a = malloc(n + 1), *b = malloc(n + 1);
     assert_non_null(a);
     assert_non_null(b);
-    chunk_run(s, n, 0, max_body, a);
-    if (a->status != status) {
-        fprintf(stderr, "chunked \"%.*s\": got %d, want %d\n", n > 60 ? 60 : (int)n, s, a->status,
+    struct chunk_out ra = chunk_split_run(s, n, 0, 7, max_body, a);
+    if (ra.status != status) {
+        fprintf(stderr, "chunked \"%.*s\": got %d, want %d\n", n > 60 ? 60 : (int)n, s, ra.status,
                 status);
         fail();
     }
     if (out) {
-        assert_int_equal(a->out_len, strlen(out));
-        assert_memory_equal(a->out, out, a->out_len);
+        assert_int_equal(ra.len, strlen(out));
+        assert_memory_equal(a, out, ra.len);
     }
     if (status == 1)
-        assert_int_equal(a->consumed, consumed);
-    for (size_t step = 1; step < 40; step++) {
-        chunk_run(s, n, step, max_body, b);
-        assert_int_equal(b->status, a->status);
-        assert_int_equal(b->out_len, a->out_len);
-        assert_memory_equal(b->out, a->out, a->out_len);
+        assert_int_equal(ra.consumed, consumed);
+    for (uint32_t step = 1; step < 40; step++) {
+        /* 1: byte by byte; then random pieces of 1..7 bytes, seeds spread over 32 bits */
+        struct chunk_out rb =
+            chunk_split_run(s, n, step == 1 ? 1 : step * 2654435761u + 1, 7, max_body, b);
+        assert_int_equal(rb.status, ra.status);
+        assert_int_equal(rb.len, ra.len);
+        assert_memory_equal(b, a, ra.len);
         /* A split after the body's end consumes no less than the whole-buffer run. */
         if (status == 1)
-            assert_int_equal(b->consumed, a->consumed);
+            assert_int_equal(rb.consumed, ra.consumed);
     }
     free(a);
     free(b);

@@ -271,21 +271,28 @@ static void test_linger(void **st)
     assert_int_equal(n_freed, before + 1);
 }
 
+/* a socket (TLS with ctx, plain without) whose client never speaks, its timer set to
+ * timer_ms: the timer closes it and it is freed within 2 s */
+static void timer_case(SSL_CTX *ctx, int timer_ms)
+{
+    int sv[2];
+    pair(sv);
+    int before = n_freed;
+    tconn_t *t = open_sock(sv[0], ctx);
+    gw_sock_timer(&t->s, timer_ms);
+    run_until_freed(before + 1, 2000);
+    assert_int_equal(n_freed, before + 1);
+    close(sv[1]);
+}
+
 /* a TLS socket whose client never speaks: the timer closes it as a failed handshake */
 static void test_handshake_timeout(void **st)
 {
     (void)st;
     SSL_CTX *s = server_ctx(0);
-    int sv[2];
-    pair(sv);
-    int before = n_freed;
     uint64_t failed = gw_stats->handshakes_failed;
-    tconn_t *t = open_sock(sv[0], s);
-    gw_sock_timer(&t->s, 20);
-    run_until_freed(before + 1, 2000);
-    assert_int_equal(n_freed, before + 1);
+    timer_case(s, 20);
     assert_int_equal(gw_stats->handshakes_failed, failed + 1);
-    close(sv[1]);
     SSL_CTX_free(s);
 }
 
@@ -293,14 +300,7 @@ static void test_handshake_timeout(void **st)
 static void test_proto_timeout(void **st)
 {
     (void)st;
-    int sv[2];
-    pair(sv);
-    int before = n_freed;
-    tconn_t *t = open_sock(sv[0], NULL);
-    gw_sock_timer(&t->s, 10);
-    run_until_freed(before + 1, 2000);
-    assert_int_equal(n_freed, before + 1);
-    close(sv[1]);
+    timer_case(NULL, 10);
 }
 
 static int have_fakeaccel;
