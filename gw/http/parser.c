@@ -422,8 +422,10 @@ static int interpret(gw_http_request_t *req, struct fields *f, const gw_http_hea
         }
         break;
     case 7:
-        if (gw_http_token_eq(nm, nl, "referer"))
-            gw_http_keep_first(&req->referer, &req->referer_len, h);
+        if (!req->referer && gw_http_token_eq(nm, nl, "referer")) {
+            req->referer = v;
+            req->referer_len = vl;
+        }
         break;
     case 10:
         if (gw_http_token_eq(nm, nl, "connection")) {
@@ -434,13 +436,16 @@ static int interpret(gw_http_request_t *req, struct fields *f, const gw_http_hea
                 else if (gw_http_token_eq(e, elen, "keep-alive"))
                     f->conn_keep_alive = 1;
             }
-        } else if (gw_http_token_eq(nm, nl, "user-agent")) {
-            gw_http_keep_first(&req->user_agent, &req->user_agent_len, h);
+        } else if (!req->user_agent && gw_http_token_eq(nm, nl, "user-agent")) {
+            req->user_agent = v;
+            req->user_agent_len = vl;
         }
         break;
     case 13:
-        if (gw_http_token_eq(nm, nl, "if-none-match"))
-            gw_http_keep_first(&req->if_none_match, &req->if_none_match_len, h);
+        if (!req->if_none_match && gw_http_token_eq(nm, nl, "if-none-match")) {
+            req->if_none_match = v;
+            req->if_none_match_len = vl;
+        }
         break;
     case 14:
         if (gw_http_token_eq(nm, nl, "content-length")) {
@@ -459,8 +464,10 @@ static int interpret(gw_http_request_t *req, struct fields *f, const gw_http_hea
     case 17:
         if (gw_http_token_eq(nm, nl, "transfer-encoding"))
             return parse_transfer_encoding(v, vl, f);
-        if (gw_http_token_eq(nm, nl, "if-modified-since"))
-            gw_http_keep_first(&req->if_modified_since, &req->if_modified_since_len, h);
+        if (!req->if_modified_since && gw_http_token_eq(nm, nl, "if-modified-since")) {
+            req->if_modified_since = v;
+            req->if_modified_since_len = vl;
+        }
         break;
     }
     return 0;

@@ -176,17 +176,4 @@ const char *gw_http_reason(int status);
 /** Case-insensitive comparison of a token of length len with the NUL-terminated lowercase s. */
 int gw_http_token_eq(const char *tok, size_t len, const char *s);
 
-/**
- * A field whose first line counts (Referer, User-Agent, If-None-Match, If-Modified-Since;
- * later lines of the same name are ignored): *value, *len = h's value unless *value is
- * set. Shared by the HTTP/1.1 parser and HTTP/2 streams (http/h2_stream.c).
- */
-static inline void gw_http_keep_first(const char **value, size_t *len, const gw_http_header_t *h)
-{
-    if (!*value) {
-        *value = h->value;
-        *len = h->value_len;
-    }
-}
-
 #endif
