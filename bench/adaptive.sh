@@ -78,24 +78,17 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SECS=${BENCH_SECONDS:-5}
-WARMUP=${BENCH_WARMUP:-1}
-CASES=${BENCH_CASES:-a b}
+env_uint SECS BENCH_SECONDS 5 1
+env_uint WARMUP BENCH_WARMUP 1
+env_words CASES BENCH_CASES "a b" a b
 LOADS=${BENCH_LOADS:-1 16 200}
-REPEAT=${BENCH_REPEAT:-1}
+env_uint REPEAT BENCH_REPEAT 1 1
 SAVE=${BENCH_SAVE:-0}
-BUSY_RETRY=${BENCH_BUSY_RETRY:-0}
-BUSY_PAUSE=${BENCH_BUSY_PAUSE:-10}
-for v in SECS WARMUP REPEAT BUSY_RETRY BUSY_PAUSE; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
-((SECS > 0)) || die "BENCH_SECONDS must be > 0"
-((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
-for c in $CASES; do [[ $c == a || $c == b ]] || die "unknown case '$c' in BENCH_CASES (a, b)"; done
+env_uint BUSY_RETRY BENCH_BUSY_RETRY 0
+env_uint BUSY_PAUSE BENCH_BUSY_PAUSE 10
 for l in $LOADS; do
     if ! [[ $l =~ ^[0-9]+$ ]] || ((l == 0)); then die "BENCH_LOADS must be positive integers (got '$l')"; fi
 done
-[[ -n ${CASES// /} ]] || die "BENCH_CASES is empty"
 [[ -n ${LOADS// /} ]] || die "BENCH_LOADS is empty"
 CONFIGS=(plain adaptive nopool batch)
 
@@ -332,18 +325,14 @@ measure() { # name case load rep
     fi
 
     local row
-    row=$(awk -v cs="$cs" -v load="$load" -v name="$name" -v rep="$rep" -v reqs="$reqs" -v rps="$rps" \
-        -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
+    run_figures "$reqs" $((c1 - c0)) $((k1 - k0)) $((t1 - t0)) "$serr" "$n2xx" "$acc" "$load"
+    row=$(awk -v cs="$cs" -v load="$load" -v name="$name" -v rep="$rep" -v rps="$rps" \
+        -v hz="$HZ" -v wall_ns=$((t1 - t0)) -v us="${FIG[us]}" -v wpct="${FIG[wpct]}" \
+        -v cpct="${FIG[cpct]}" -v flag="${FIG[flag]}" \
         -v mean="$mean" -v p50="$p50" -v p99="$p99" -v serr="$serr" -v n2xx="$n2xx" \
         -v acc="$acc" -v prov="$prov" -v srv_hs="$srv_hs" -v retried="${RETRYING:-0}" -v redone="${BUSY_TRY:-0}" \
         -v o0=$((b01 - b00 - (c1 - c0))) -v o1=$((b11 - b10 - (k1 - k0))) -v same=$((SRV_CPU == CLI_CPU)) 'BEGIN {
-        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
-        us = reqs > 0 ? cpu_s * 1e6 / reqs : 0
-        wpct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
-        flag = ""
-        if (cpct > 90) flag = "client-bound"
-        if (serr > 0 || n2xx > 0) flag = flag (flag ? ", " : "") "ERRORS"
-        if (acc != "n/a" && (acc - reqs > load + 0.02 * reqs || reqs - acc > 0.02 * reqs)) flag = flag (flag ? ", " : "") "accepts!=requests"
+        wall = wall_ns / 1e9
         if (retried) flag = flag (flag ? ", " : "") "retried (first try: no handshake)"
         if (redone) flag = flag (flag ? ", " : "") "redone " redone "x (other load)"
         conn = rps > 0 ? load * 1e6 / rps : 0 # Little: mean connection lifetime, µs
@@ -495,7 +484,7 @@ report() {
     local cs l n row
     echo "## Adaptive batching and idle-time pools (issue #7, \`bench/adaptive.sh\`)"
     echo
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+    run_stamp
     echo "tlsgate $TG_VER, $TG_SRC built $TG_BUILT (sha256 $TG_SHA…); $(openssl version); load average $LOAD_START at the start, $LOAD_END at the end"
     echo
     echo "One tlsgate worker on CPU $SRV_CPU per configuration; \`taskset -c $CLI_CPU wrk -t1 -c CONNS -d ${SECS}s -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin\`"

@@ -44,19 +44,12 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SECS=${BENCH_SECONDS:-10}
-WARMUP=${BENCH_WARMUP:-2}
-CONNS=${BENCH_CONNS:-50}
-REPEAT=${BENCH_REPEAT:-1}
-CASES=${BENCH_CASES:-a b}
+env_uint SECS BENCH_SECONDS 10 1
+env_uint WARMUP BENCH_WARMUP 2
+env_uint CONNS BENCH_CONNS 50 1
+env_uint REPEAT BENCH_REPEAT 1 1
+env_words CASES BENCH_CASES "a b" a b
 SAVE=${BENCH_SAVE:-0}
-for v in SECS WARMUP CONNS REPEAT; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
-((SECS > 0)) || die "BENCH_SECONDS must be > 0"
-((CONNS > 0)) || die "BENCH_CONNS must be > 0"
-((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
-for c in $CASES; do [[ $c == a || $c == b ]] || die "unknown case '$c' in BENCH_CASES (a, b)"; done
 
 # --- tools -------------------------------------------------------------------------------
 install_missing $(nginx_missing) wrk:wrk openssl:openssl taskset:util-linux pgrep:procps \
@@ -191,17 +184,11 @@ measure() { # name case rep
     [[ -n $a0 && -n $a1 ]] && acc=$((a1 - a0 - 1)) # minus the status request itself
 
     local row
-    row=$(awk -v name="$name" -v cs="$cs" -v rep="$rep" -v reqs="$reqs" -v rps="$rps" \
-        -v cpu=$((c1 - c0)) -v cli=$((k1 - k0)) -v hz="$HZ" -v wall_ns=$((t1 - t0)) \
+    run_figures "$reqs" $((c1 - c0)) $((k1 - k0)) $((t1 - t0)) "$serr" "$n2xx" "$acc" "$CONNS"
+    row=$(awk -v name="$name" -v cs="$cs" -v rep="$rep" -v rps="$rps" -v acc="$acc" \
         -v p50="$(to_ms "${p50:-0}")" -v p99="$(to_ms "${p99:-0}")" -v serr="$serr" -v n2xx="$n2xx" \
-        -v acc="$acc" -v conns="$CONNS" 'BEGIN {
-        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
-        us = reqs > 0 ? cpu_s * 1e6 / reqs : 0
-        wpct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
-        flag = ""
-        if (cpct > 90) flag = "client-bound"
-        if (serr > 0 || n2xx > 0) flag = flag (flag ? ", " : "") "ERRORS"
-        if (acc != "n/a" && (acc - reqs > conns + 0.02 * reqs || reqs - acc > 0.02 * reqs)) flag = flag (flag ? ", " : "") "accepts!=requests"
+        -v us="${FIG[us]}" -v wpct="${FIG[wpct]}" -v cpct="${FIG[cpct]}" -v flag="${FIG[flag]}" \
+        -v cpu_s="${FIG[cpu_s]}" 'BEGIN {
         printf "%s|%s|%d|%.0f|%s|%.1f|%.0f|%.2f|%.2f|%d|%d|%.0f|%s|%.6f\n",
             cs, name, rep, rps, acc, us, wpct, p50, p99, serr, n2xx, cpct, flag, cpu_s
     }')
@@ -247,16 +234,11 @@ done
 # --- report ------------------------------------------------------------------------------
 report() {
     local cs name row
-    echo "# TLS full-handshake benchmark: tlsgate vs nginx"
-    echo
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
-    echo "tlsgate $TG_VER; nginx $NGINX_VER; $(openssl version)"
-    echo
-    echo "One worker per server on CPU $SRV_CPU; \`taskset -c $CLI_CPU wrk -t1 -c $CONNS -d ${SECS}s -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin\`"
-    echo "after a ${WARMUP}s warm-up; run order per case: (nginx, tlsgate) x $REPEAT. Both servers: access_log off,"
-    echo "ssl_session_cache off, ssl_session_tickets off, keepalive_timeout default, default ECDH groups."
-    echo
-    for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
+    report_head "TLS full-handshake benchmark: tlsgate vs nginx" \
+        "tlsgate $TG_VER; nginx $NGINX_VER; $(openssl version)" \
+        "One worker per server on CPU $SRV_CPU; \`taskset -c $CLI_CPU wrk -t1 -c $CONNS -d ${SECS}s -H 'Connection: close' --latency https://127.0.0.1:PORT/0kb.bin\`" \
+        "after a ${WARMUP}s warm-up; run order per case: (nginx, tlsgate) x $REPEAT. Both servers: access_log off," \
+        "ssl_session_cache off, ssl_session_tickets off, keepalive_timeout default, default ECDH groups."
     for cs in $CASES; do
         if [[ ${TICKETS[$cs-nginx]:-} != "${TICKETS[$cs-tlsgate]:-}" ]]; then
             echo "- note, case $cs: the servers send different numbers of session tickets per handshake" \

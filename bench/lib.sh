@@ -3,11 +3,13 @@
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #
 # Messages: die, note (prefixed with the script's name). Packages: install_missing.
-# Paths: abspath, tlsgate_bin. Ports: free_port, listening. Servers: start_server,
-# stop_server, serve, pin_worker, check_alive (their state in the associative arrays
-# MASTER, WORKER, PORT, DIR); configurations: tlsgate_main_conf, server_conf. Checks of
-# what a server negotiates: tls_probe, verify_probe. Measures: cpu_ticks, children_ticks,
-# now_ns, to_ms. Logs: print_log. nginx: nginx_temp_paths.
+# Settings: env_uint, env_words. Paths: abspath, tlsgate_bin. Ports: free_port, listening.
+# Servers: start_server, stop_server, stop_servers, serve, start_case, pin_worker, alive,
+# check_alive (their state in the associative arrays MASTER, WORKER, PORT, DIR);
+# configurations: tlsgate_main_conf, server_conf; versions: tlsgate_version,
+# haproxy_version. Checks of what a server negotiates: tls_probe, verify_probe. Measures:
+# cpu_ticks, children_ticks, now_ns, to_ms, run_figures. Reports: run_stamp, report_head, save_report. Logs:
+# print_log. nginx: nginx_temp_paths.
 # Every server listens on 127.0.0.1 on a port that free_port picked outside the ephemeral
 # range (so no client's source port takes it meanwhile).
 
@@ -61,6 +63,27 @@ nginx_missing() {
 haproxy_missing() {
     command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy || -n ${HAPROXY_BIN:-} ]] ||
         echo "haproxy:haproxy"
+}
+
+# env_uint VAR ENV DEFAULT [MIN]: VAR = the environment variable ENV (DEFAULT when unset or
+# empty); dies unless it is a whole number of at least MIN (default 0).
+env_uint() {
+    local val=${!2:-$3} min=${4:-0}
+    [[ $val =~ ^[0-9]+$ ]] || die "$2 must be a non-negative integer (got '$val')"
+    ((10#$val >= min)) || die "$2 must be >= $min (got $val)"
+    printf -v "$1" '%d' "$((10#$val))"
+}
+
+# env_words VAR ENV DEFAULT WORD...: VAR = the environment variable ENV (DEFAULT when unset
+# or empty), a list of words; dies when the list is empty or has a word not among WORD.
+env_words() {
+    local var=$1 env=$2 val=${!2:-$3} w
+    shift 3
+    [[ -n ${val// /} ]] || die "$env is empty"
+    for w in $val; do
+        [[ " $* " == *" $w "* ]] || die "unknown '$w' in $env (known: $*)"
+    done
+    printf -v "$var" '%s' "$val"
 }
 
 abspath() { # a path relative to $PWD if it exists there, else to the repo root
@@ -241,6 +264,29 @@ stop_server() {
     WORKER[$name]=""
 }
 
+# start_case CASE HEADING NAME...: a case's heading (a blank line, then `== HEADING ==`),
+# then for each server NAME: serve NAME CASE, and the script's `verify NAME CASE` (which
+# dies when the server does not run the case it claims).
+start_case() {
+    local cs=$1 name
+    printf '\n== %s ==\n' "$2"
+    shift 2
+    for name in "$@"; do
+        serve "$name" "$cs"
+        verify "$name" "$cs"
+    done
+}
+
+# stop_servers NAME...: stop_server for each NAME.
+stop_servers() {
+    local name
+    for name in "$@"; do stop_server "$name"; done
+}
+
+# tlsgate_version BIN, haproxy_version BIN: the version number that BIN -v prints.
+tlsgate_version() { "$1" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }'; }
+haproxy_version() { "$1" -v 2>&1 | awk 'NR == 1 { print $3 }'; }
+
 # make_certs DIR [rsa] [ecdsa]: self-signed certificates for localhost / 127.0.0.1, valid
 # 2 days: DIR/rsa.{key,crt} (RSA-2048) and DIR/ecdsa.{key,crt} (P-256); both by default.
 # Keys mode 600. Dies when openssl fails.
@@ -310,6 +356,30 @@ wrk_parse() {
     [[ -n ${WRK[reqs]} && -n ${WRK[rps]} ]] || { cat "$out" >&2; die "cannot parse wrk output for $2"; }
 }
 
+# run_figures REQS CPU CLI WALL_NS SERR N2XX ACC CONNS: the figures of a measured run that
+# completed REQS requests (or handshakes) in WALL_NS ns, with CPU and CLI clock ticks (HZ a
+# second) of the server's worker and the client. Sets FIG[us] (worker CPU µs a request),
+# FIG[wpct] and FIG[cpct] (worker and client CPU, % of the wall time), FIG[cpu_s] (worker
+# CPU s) and FIG[flag]: "client-bound" (client CPU > 90%: the rate measures the client),
+# "ERRORS" (SERR socket errors or N2XX non-2xx answers), "accepts!=requests" (ACC, the
+# connections the server accepted, "n/a" when unknown, is off REQS by more than CONNS + 2%),
+# joined by ", ".
+declare -A FIG=()
+run_figures() {
+    local out
+    out=$(awk -v reqs="$1" -v cpu="$2" -v cli="$3" -v hz="$HZ" -v wall_ns="$4" -v serr="$5" \
+        -v n2xx="$6" -v acc="$7" -v conns="$8" 'BEGIN {
+        wall = wall_ns / 1e9; cpu_s = cpu / hz; cli_s = cli / hz
+        us = reqs > 0 ? cpu_s * 1e6 / reqs : 0
+        wpct = 100 * cpu_s / wall; cpct = 100 * cli_s / wall
+        flag = ""
+        if (cpct > 90) flag = "client-bound"
+        if (serr > 0 || n2xx > 0) flag = flag (flag ? ", " : "") "ERRORS"
+        if (acc != "n/a" && (acc - reqs > conns + 0.02 * reqs || reqs - acc > 0.02 * reqs)) flag = flag (flag ? ", " : "") "accepts!=requests"
+        printf "%.6f|%.6f|%.6f|%.6f|%s\n", us, wpct, cpct, cpu_s, flag }')
+    IFS='|' read -r 'FIG[us]' 'FIG[wpct]' 'FIG[cpct]' 'FIG[cpu_s]' 'FIG[flag]' <<<"$out"
+}
+
 # stop_all [PID...]: what a script's cleanup() does at exit: SIGTERM to the client
 # processes PID (empty ones skipped) and waits for them, stops every server start_server
 # started (stop_server), removes $TMP.
@@ -350,6 +420,43 @@ check_alive() {
         print_log "$d/error.log" "$d/stdout.log"
         die "$name worker changed during the bench: was $w, '${now//$'\n'/ }' (crash and respawn?)"
     fi
+}
+
+# alive NAME: 0 while NAME's master and the worker start_server saw are both there (a
+# haproxy* server: its one process); else 1 with WHY saying what went and the first fatal
+# line of its logs, and the logs shown (print_log). check_alive dies instead.
+WHY=""
+alive() {
+    local name=$1 m=${MASTER[$1]:-} w=${WORKER[$1]:-} now fatal
+    WHY=""
+    if [[ -z $m ]] || ! kill -0 "$m" 2>/dev/null; then
+        WHY="server process died"
+    elif [[ $name != haproxy* ]]; then
+        now=$(pgrep -P "$m" || true)
+        [[ $now == "$w" ]] || WHY="worker $w gone (now: '${now//$'\n'/ }'): crash and respawn?"
+    fi
+    [[ -z $WHY ]] && return 0
+    fatal=$(grep -hm1 -E 'FATAL|BUG|\[(crit|alert|emerg)\]|[Ss]egmentation' "${DIR[$name]}/stdout.log" "${DIR[$name]}/error.log" 2>/dev/null | head -n 1 || true)
+    [[ -n $fatal ]] && WHY="$WHY: ${fatal:0:160}"
+    print_log "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log"
+    return 1
+}
+
+# run_stamp: "YYYY-mm-dd HH:MM UTC, KERNEL RELEASE MACHINE, N CPUs (MODEL)": the line that
+# dates a report and names the machine.
+run_stamp() {
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
+}
+
+# report_head TITLE VERSIONS [SETUP...]: a report's opening: "# TITLE", a blank line,
+# run_stamp, VERSIONS; then the SETUP lines (how the run was set up), if any, after a
+# blank line; then, after another, the verify lines (VERIFY_LINES) as a list.
+report_head() {
+    printf '# %s\n\n%s\n%s\n' "$1" "$(run_stamp)" "$2"
+    shift 2
+    (($# > 0)) && printf '\n%s\n' "$(printf '%s\n' "$@")"
+    echo
+    if ((${#VERIFY_LINES[@]} > 0)); then printf -- '- %s\n' "${VERIFY_LINES[@]}"; fi
 }
 
 # pin_worker NAME: every thread of NAME's worker on SRV_CPU (worker_cpu_affinity pins the
@@ -405,6 +512,22 @@ http_open() {
     printf '%s\n' "http {" "    access_log off;" "    ssl_session_cache off;" "    ssl_session_tickets off;"
     (($# > 0)) && printf '    %s\n' "$@"
     printf '%s\n' "    server {" "        listen 127.0.0.1:$port ssl;" "        server_name localhost;"
+}
+
+# server_title NAME: how a report names the bench server NAME (server_conf's names, and
+# tlsgate-b, tlsgate-prov-b: a second tlsgate binary in bench/replay.sh's A/B runs).
+server_title() {
+    case $1 in
+    nginx) echo "nginx" ;;
+    tlsgate) echo "tlsgate" ;;
+    tlsgate-prov) echo "tlsgate + provider" ;;
+    tlsgate-b) echo "tlsgate (B)" ;;
+    tlsgate-prov-b) echo "tlsgate + provider (B)" ;;
+    haproxy) echo "HAProxy" ;;
+    haproxy-prov) echo "HAProxy + provider" ;;
+    amnginx-engine) echo "asynch_mode_nginx + qat_sw engine" ;;
+    amnginx-prov) echo "asynch_mode_nginx + qatprovider" ;;
+    esac
 }
 
 # server_conf NAME CASE PORT DIR: writes the configuration of server NAME (nginx, tlsgate,

@@ -61,28 +61,17 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SECS=${BENCH_SECONDS:-10}
-WARMUP=${BENCH_WARMUP:-2}
-REPEAT=${BENCH_REPEAT:-1}
-PARTS=${BENCH_PARTS:-handshake keepalive throughput}
-CASES=${BENCH_CASES:-a b c d}
+env_uint SECS BENCH_SECONDS 10 1
+env_uint WARMUP BENCH_WARMUP 2
+env_uint REPEAT BENCH_REPEAT 1 1
+env_words PARTS BENCH_PARTS "handshake keepalive throughput" handshake keepalive throughput
+env_words CASES BENCH_CASES "a b c d" a b c d
 SERVERS=${BENCH_SERVERS:-nginx tlsgate tlsgate-prov haproxy haproxy-prov}
 LOADS=${BENCH_LOADS:-1 200}
-KA_CONNS=${BENCH_KA_CONNS:-50}
+env_uint KA_CONNS BENCH_KA_CONNS 50 1
 SUITES=${BENCH_SUITES:-TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256}
-MB_COUNT=${BENCH_MB_COUNT:-5}
+env_uint MB_COUNT BENCH_MB_COUNT 5 1
 TSV=${BENCH_TSV:-}
-for v in SECS WARMUP REPEAT KA_CONNS MB_COUNT; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
-((SECS > 0)) || die "BENCH_SECONDS must be > 0"
-((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
-((KA_CONNS > 0)) || die "BENCH_KA_CONNS must be > 0"
-((MB_COUNT > 0)) || die "BENCH_MB_COUNT must be > 0"
-for p in $PARTS; do
-    case $p in handshake | keepalive | throughput) ;; *) die "unknown part '$p' in BENCH_PARTS" ;; esac
-done
-for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
 for s in $SERVERS; do
     case $s in nginx | tlsgate | tlsgate-prov | haproxy | haproxy-prov) ;;
     *) die "unknown server '$s' in BENCH_SERVERS" ;;
@@ -169,15 +158,6 @@ case_want() { # protocol cipher-glob key
     d) echo "TLSv1.3 TLS_* RSA-2048" ;;
     esac
 }
-server_title() {
-    case $1 in
-    nginx) echo "nginx" ;;
-    tlsgate) echo "tlsgate" ;;
-    tlsgate-prov) echo "tlsgate + provider" ;;
-    haproxy) echo "HAProxy" ;;
-    haproxy-prov) echo "HAProxy + provider" ;;
-    esac
-}
 server_path() { case $1 in haproxy*) echo / ;; *) echo /0kb.bin ;; esac }
 
 launch() { # name port dir case: write the configuration, start the server (start_server)
@@ -192,23 +172,8 @@ launch() { # name port dir case: write the configuration, start the server (star
     esac
 }
 
+# DEAD[KEY-NAME]: NAME died at KEY (alive, in lib.sh, says why): no more runs of it there
 declare -A DEAD=()
-WHY=""
-alive() { # name: 0 if the same worker is still there; else 1 with WHY set
-    local name=$1 m=${MASTER[$1]:-} w=${WORKER[$1]:-} now fatal
-    WHY=""
-    if [[ -z $m ]] || ! kill -0 "$m" 2>/dev/null; then
-        WHY="server process died"
-    elif [[ $name != haproxy* ]]; then
-        now=$(pgrep -P "$m" || true)
-        [[ $now == "$w" ]] || WHY="worker $w gone (crash and respawn?)"
-    fi
-    [[ -z $WHY ]] && return 0
-    fatal=$(grep -hm1 -E 'FATAL|BUG|\[(crit|alert|emerg)\]|[Ss]egmentation' "${DIR[$name]}/stdout.log" "${DIR[$name]}/error.log" 2>/dev/null | head -n 1 || true)
-    [[ -n $fatal ]] && WHY="$WHY: ${fatal:0:160}"
-    print_log "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log"
-    return 1
-}
 
 declare -a VERIFY_LINES=()
 verify() { # name case [suite]: protocol, cipher, key and HTTP 200 are the case's
@@ -317,9 +282,9 @@ tp_run() {
 }
 
 # --- run ---------------------------------------------------------------------------------
-VERS="$(openssl version | awk '{ print "OpenSSL", $2 }'); tlsgate $("$TG" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }')"
+VERS="$(openssl version | awk '{ print "OpenSSL", $2 }'); tlsgate $(tlsgate_version "$TG")"
 ((NEED_NGINX)) && VERS="$VERS; nginx $("$NGINX" -v 2>&1 | sed 's/^nginx version: nginx\///')"
-((NEED_HAPROXY)) && VERS="$VERS; HAProxy $("$HAPROXY" -v 2>&1 | awk 'NR == 1 { print $3 }')"
+((NEED_HAPROXY)) && VERS="$VERS; HAProxy $(haproxy_version "$HAPROXY")"
 echo "$VERS"
 echo "server worker on CPU $SRV_CPU, clients on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; repeat $REPEAT; parts: $PARTS"
 if [[ -n $TSV ]]; then
@@ -328,12 +293,8 @@ fi
 
 if part handshake; then
     for cs in $CASES; do
-        echo
-        echo "== handshakes, case $cs: $(case_title "$cs") =="
-        for name in $SERVERS; do
-            serve "$name" "$cs"
-            verify "$name" "$cs"
-        done
+        # shellcheck disable=SC2086 # SERVERS is a list
+        start_case "$cs" "handshakes, case $cs: $(case_title "$cs")" $SERVERS
         for ((rep = 1; rep <= REPEAT; rep++)); do
             for load in $LOADS; do
                 for name in $SERVERS; do
@@ -341,17 +302,13 @@ if part handshake; then
                 done
             done
         done
-        for name in $SERVERS; do stop_server "$name"; done
+        # shellcheck disable=SC2086
+        stop_servers $SERVERS
     done
 fi
 
 if part keepalive || part throughput; then
-    echo
-    echo "== keep-alive and throughput: $(case_title k) =="
-    for name in nginx tlsgate; do
-        serve "$name" k
-        verify "$name" k
-    done
+    start_case k "keep-alive and throughput: $(case_title k)" nginx tlsgate
     if part throughput; then
         for suite in $SUITES; do
             for name in nginx tlsgate; do verify "$name" k "$suite"; done
@@ -369,50 +326,35 @@ if part keepalive || part throughput; then
             done
         fi
     done
-    for name in nginx tlsgate; do stop_server "$name"; done
+    stop_servers nginx tlsgate
 fi
 
 # --- report ------------------------------------------------------------------------------
 echo
-echo "# tlsgate against nginx and HAProxy with real clients (bench/matrix.sh)"
-echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); $VERS"
-echo
-for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
-if part handshake; then
-    echo
-    echo "Full handshakes (wrk -t1 -H 'Connection: close'):"
-    echo
-    echo "| case | server | conns | run | handshakes/s | server CPU µs/hs | server CPU % | conn ms | p50 ms | p99 ms | client CPU % | errors | note |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+report_head "tlsgate against nginx and HAProxy with real clients (bench/matrix.sh)" "$VERS"
+
+# table PT TITLE HEADER ALIGN: the table of the rows of part PT (hs, ka, tp) under TITLE
+table() {
+    local row pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag title
+    printf '\n%s\n\n%s\n%s\n' "$2" "$3" "$4"
     for row in "${ROWS[@]}"; do
         IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
-        [[ $pt == hs ]] || continue
-        echo "| $key | $(server_title "$name") | $conns | $rep | $rate | $cpu | $spct | $cms | $p50 | $p99 | $cpct | $errs | $flag |"
+        [[ $pt == "$1" ]] || continue
+        title=$(server_title "$name")
+        case $pt in
+        hs) echo "| $key | $title | $conns | $rep | $rate | $cpu | $spct | $cms | $p50 | $p99 | $cpct | $errs | $flag |" ;;
+        ka) echo "| $title | $rep | $rate | $cpu | $spct | $p50 | $p99 | $cpct | $errs | $flag |" ;;
+        tp) echo "| $key | $title | $rep | $rate | $cpu | $spct | $cpct | $flag |" ;;
+        esac
     done
-fi
-if part keepalive; then
-    echo
-    echo "Keep-alive 1 KB requests (wrk -t1 -c $KA_CONNS, /1kb.bin):"
-    echo
-    echo "| server | run | requests/s | server CPU µs/request | server CPU % | p50 ms | p99 ms | client CPU % | errors | note |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-    for row in "${ROWS[@]}"; do
-        IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
-        [[ $pt == ka ]] || continue
-        echo "| $(server_title "$name") | $rep | $rate | $cpu | $spct | $p50 | $p99 | $cpct | $errs | $flag |"
-    done
-fi
-if part throughput; then
-    echo
-    echo "100 MB downloads ($MB_COUNT per run over one connection, curl --tls13-ciphers SUITE):"
-    echo
-    echo "| suite | server | run | MB/s | server CPU s/GB | server CPU % | client CPU % | note |"
-    echo "|---|---|---:|---:|---:|---:|---:|---|"
-    for row in "${ROWS[@]}"; do
-        IFS='|' read -r pt key name conns rep rate cpu spct cms p50 p99 cpct errs flag <<<"$row"
-        [[ $pt == tp ]] || continue
-        echo "| $key | $(server_title "$name") | $rep | $rate | $cpu | $spct | $cpct | $flag |"
-    done
-fi
+}
+part handshake && table hs "Full handshakes (wrk -t1 -H 'Connection: close'):" \
+    "| case | server | conns | run | handshakes/s | server CPU µs/hs | server CPU % | conn ms | p50 ms | p99 ms | client CPU % | errors | note |" \
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+part keepalive && table ka "Keep-alive 1 KB requests (wrk -t1 -c $KA_CONNS, /1kb.bin):" \
+    "| server | run | requests/s | server CPU µs/request | server CPU % | p50 ms | p99 ms | client CPU % | errors | note |" \
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+part throughput && table tp "100 MB downloads ($MB_COUNT per run over one connection, curl --tls13-ciphers SUITE):" \
+    "| suite | server | run | MB/s | server CPU s/GB | server CPU % | client CPU % | note |" \
+    "|---|---|---:|---:|---:|---:|---:|---|"
 exit 0

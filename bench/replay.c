@@ -58,6 +58,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "core/fd.h"
+
 #define PROG "tlsgate_replay"
 
 #define REC_HDR 5              /* TLS record header, bytes */
@@ -258,11 +260,8 @@ static int connect_to(const struct sockaddr *sa, socklen_t len, int64_t deadline
         }
     }
     return fd;
-fail:;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
+fail:
+    return gw_fd_fail(fd);
 }
 
 /* Send n bytes before deadline (ns): 0, or -1 with errno. */
@@ -396,6 +395,29 @@ static void describe(SSL *ssl, rec_t *rec)
     }
 }
 
+/* The -C, -S, -g and -s lists (NULL: OpenSSL's default); 1, or 0 when OpenSSL rejects one.
+ * Functions, not macros (set1_groups_list and set1_sigalgs_list are SSL_CTX_ctrl macros),
+ * so that record() applies them from one table. */
+static int set_cipher_list(SSL_CTX *ctx, const char *s)
+{
+    return SSL_CTX_set_cipher_list(ctx, s);
+}
+
+static int set_ciphersuites(SSL_CTX *ctx, const char *s)
+{
+    return SSL_CTX_set_ciphersuites(ctx, s);
+}
+
+static int set_groups_list(SSL_CTX *ctx, const char *s)
+{
+    return (int)SSL_CTX_set1_groups_list(ctx, s);
+}
+
+static int set_sigalgs_list(SSL_CTX *ctx, const char *s)
+{
+    return (int)SSL_CTX_set1_sigalgs_list(ctx, s);
+}
+
 /*
  * One real handshake with the target; fills rec. Returns 0, or -1 after printing why.
  * The whole handshake must finish within o->timeout_ms.
@@ -421,22 +443,20 @@ static int record(const opts_t *o, const struct sockaddr *sa, socklen_t salen, r
     SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-    if (o->ciphers && !SSL_CTX_set_cipher_list(ctx, o->ciphers)) {
-        err_msg("cipher list '%s' rejected: %s", o->ciphers, ssl_err_text());
-        goto out;
-    }
-    if (o->suites && !SSL_CTX_set_ciphersuites(ctx, o->suites)) {
-        err_msg("TLS 1.3 cipher suites '%s' rejected: %s", o->suites, ssl_err_text());
-        goto out;
-    }
-    if (o->groups && !SSL_CTX_set1_groups_list(ctx, o->groups)) {
-        err_msg("groups '%s' rejected: %s", o->groups, ssl_err_text());
-        goto out;
-    }
-    if (o->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, o->sigalgs)) {
-        err_msg("signature algorithms '%s' rejected: %s", o->sigalgs, ssl_err_text());
-        goto out;
-    }
+    const struct {
+        const char *list, *what;
+        int (*set)(SSL_CTX *, const char *);
+    } lists[] = {
+        {o->ciphers, "cipher list", set_cipher_list},
+        {o->suites, "TLS 1.3 cipher suites", set_ciphersuites},
+        {o->groups, "groups", set_groups_list},
+        {o->sigalgs, "signature algorithms", set_sigalgs_list},
+    };
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+        if (lists[i].list && !lists[i].set(ctx, lists[i].list)) {
+            err_msg("%s '%s' rejected: %s", lists[i].what, lists[i].list, ssl_err_text());
+            goto out;
+        }
     ssl = SSL_new(ctx);
     BIO *rbio = BIO_new(BIO_s_mem()), *wbio = BIO_new(BIO_s_mem());
     if (ssl == NULL || rbio == NULL || wbio == NULL) {

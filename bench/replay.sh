@@ -75,11 +75,11 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SECS=${BENCH_SECONDS:-10}
-WARMUP=${BENCH_WARMUP:-2}
-CONNS=${BENCH_CONNS:-256}
-REPEAT=${BENCH_REPEAT:-1}
-CASES=${BENCH_CASES:-a b c d}
+env_uint SECS BENCH_SECONDS 10 1
+env_uint WARMUP BENCH_WARMUP 2
+env_uint CONNS BENCH_CONNS 256 1
+env_uint REPEAT BENCH_REPEAT 1 1
+env_words CASES BENCH_CASES "a b c d" a b c d
 ANCHORS=${ANCHORS_DIR:-$ROOT/../shared/anchors}
 HAVE_ANCHORS=0
 [[ -x $ANCHORS/amnginx/sbin/nginx && -f $ANCHORS/qat/qatprovider.so && -f $ANCHORS/qat/qatengine.so ]] &&
@@ -91,19 +91,11 @@ else
 fi
 SAVE=${BENCH_SAVE:-0}
 WRK=${BENCH_WRK:-0}
-WRK_SECS=${BENCH_WRK_SECONDS:-5}
+env_uint WRK_SECS BENCH_WRK_SECONDS 5 1
 PERF=${BENCH_PERF:-0}
 PERF_DIR=${BENCH_PERF_DIR:-}
 TSV=${BENCH_TSV:-}
 [[ -z $TSV || $TSV == /* ]] || TSV=$PWD/$TSV
-for v in SECS WARMUP CONNS REPEAT WRK_SECS; do
-    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer (got '${!v}')"
-done
-((SECS > 0)) || die "BENCH_SECONDS must be > 0"
-((CONNS > 0)) || die "BENCH_CONNS must be > 0"
-((REPEAT >= 1)) || die "BENCH_REPEAT must be >= 1"
-((WRK_SECS > 0)) || die "BENCH_WRK_SECONDS must be > 0"
-for c in $CASES; do [[ $c =~ ^[abcd]$ ]] || die "unknown case '$c' in BENCH_CASES (a b c d)"; done
 for s in $SERVERS; do
     case $s in nginx | tlsgate | tlsgate-prov | tlsgate-b | tlsgate-prov-b | haproxy | haproxy-prov) ;;
     amnginx-engine | amnginx-prov) ((HAVE_ANCHORS)) || die "$s: no anchor kit at $ANCHORS (ANCHORS_DIR)" ;;
@@ -239,19 +231,6 @@ case_want() { # what the recorded handshake must show: version cipher-glob group
     d) echo "TLSv1.3 TLS_* X25519 RSA-2048" ;;
     esac
 }
-server_title() {
-    case $1 in
-    nginx) echo "nginx" ;;
-    tlsgate) echo "tlsgate" ;;
-    tlsgate-prov) echo "tlsgate + provider" ;;
-    tlsgate-b) echo "tlsgate (B)" ;;
-    tlsgate-prov-b) echo "tlsgate + provider (B)" ;;
-    haproxy) echo "HAProxy" ;;
-    haproxy-prov) echo "HAProxy + provider" ;;
-    amnginx-engine) echo "asynch_mode_nginx + qat_sw engine" ;;
-    amnginx-prov) echo "asynch_mode_nginx + qatprovider" ;;
-    esac
-}
 
 launch() { # name port dir case: write the configuration, start the server (start_server)
     local name=$1 port=$2 d=$3 cs=$4
@@ -285,26 +264,8 @@ launch() { # name port dir case: write the configuration, start the server (star
     esac
 }
 
-# Every thread of the worker on SRV_CPU (the provider's timer thread too).
-# alive name: 0 if the same worker is still there; else 1, with WHY set (and the log shown)
+# DEAD[CASE-NAME]: NAME died in CASE (alive, in lib.sh, says why): no more runs of it there
 declare -A DEAD=()
-WHY=""
-alive() {
-    local name=$1 m=${MASTER[$1]:-} w=${WORKER[$1]:-} now
-    WHY=""
-    if [[ -z $m ]] || ! kill -0 "$m" 2>/dev/null; then
-        WHY="server process died"
-    elif [[ $name != haproxy* ]]; then
-        now=$(pgrep -P "$m" || true)
-        [[ $now == "$w" ]] || WHY="worker $w gone (now: '${now//$'\n'/ }'): crash and respawn?"
-    fi
-    [[ -z $WHY ]] && return 0
-    local fatal
-    fatal=$(grep -hm1 -E 'FATAL|BUG|\[(crit|alert|emerg)\]|[Ss]egmentation' "${DIR[$name]}/stdout.log" "${DIR[$name]}/error.log" 2>/dev/null | head -n 1 || true)
-    [[ -n $fatal ]] && WHY="$WHY: ${fatal:0:160}"
-    print_log "${DIR[$name]}/error.log" "${DIR[$name]}/stdout.log"
-    return 1
-}
 
 declare -A R=() # the generator's last key=value line
 # run_replay name secs out [extra options]: the generator on CLI_CPU; fills R. Bounded in
@@ -478,19 +439,15 @@ prov_summary() { # name case
 # --- run ---------------------------------------------------------------------------------
 VERS="$(openssl version)"
 want nginx && VERS="$VERS; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //')"
-{ want tlsgate || want tlsgate-prov; } && VERS="$VERS; tlsgate $("$TG" -v 2>&1 | awk 'NR == 1 { sub(/^tlsgate[^0-9]*/, ""); print }')"
-{ want haproxy || want haproxy-prov; } && VERS="$VERS; HAProxy $("$HAPROXY" -v 2>&1 | awk 'NR == 1 { print $3 }')"
+{ want tlsgate || want tlsgate-prov; } && VERS="$VERS; tlsgate $(tlsgate_version "$TG")"
+{ want haproxy || want haproxy-prov; } && VERS="$VERS; HAProxy $(haproxy_version "$HAPROXY")"
 { want amnginx-engine || want amnginx-prov; } && VERS="$VERS; asynch_mode_nginx $("$ANCHORS/amnginx/sbin/nginx" -v 2>&1 | sed 's/^nginx version: //') + QAT_Engine qat_sw (anchor kit $ANCHORS)"
 echo "$VERS"
 echo "generator: $REPLAY; server worker on CPU $SRV_CPU, generator on CPU $CLI_CPU; ${SECS}s measured + ${WARMUP}s warm-up per run; $CONNS connections; repeat $REPEAT"
 
 for CS in $CASES; do
-    echo
-    echo "== case $CS: $(case_title "$CS") =="
-    for name in $SERVERS; do
-        serve "$name" "$CS"
-        verify "$name" "$CS"
-    done
+    # shellcheck disable=SC2086 # SERVERS is a list
+    start_case "$CS" "case $CS: $(case_title "$CS")" $SERVERS
     for ((rep = 1; rep <= REPEAT; rep++)); do
         for name in $SERVERS; do
             measure "$name" "$CS" "$rep"
@@ -528,18 +485,12 @@ per_core() { # case name -> handshakes per server CPU-second over all runs, or "
 
 report() {
     local row cs name rep rate core spct us p50 p99 ccpu errs acc flag ng x wcol whead wsep
-    echo "# TLS handshakes per server core with replayed client flights (bench/replay.sh)"
-    echo
-    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo))"
-    echo "$VERS"
-    echo
-    echo "One server worker (every thread) on CPU $SRV_CPU; \`taskset -c $CLI_CPU tlsgate_replay -c $CONNS -d $SECS\`"
-    echo "after a ${WARMUP}s warm-up; run order per case: ($SERVERS) x $REPEAT. No session cache,"
-    echo "no tickets, access log off. tlsgate + provider: ssl_provider tlsgate, ssl_propquery"
-    echo "\"?provider=tlsgate\", ssl_async on; HAProxy + provider: ssl-provider tlsgate, ssl-propquery"
-    echo "?provider=tlsgate, ssl-mode-async; HAProxy: nbthread 1."
-    echo
-    for row in "${VERIFY_LINES[@]}"; do echo "- $row"; done
+    report_head "TLS handshakes per server core with replayed client flights (bench/replay.sh)" "$VERS" \
+        "One server worker (every thread) on CPU $SRV_CPU; \`taskset -c $CLI_CPU tlsgate_replay -c $CONNS -d $SECS\`" \
+        "after a ${WARMUP}s warm-up; run order per case: ($SERVERS) x $REPEAT. No session cache," \
+        "no tickets, access log off. tlsgate + provider: ssl_provider tlsgate, ssl_propquery" \
+        "\"?provider=tlsgate\", ssl_async on; HAProxy + provider: ssl-provider tlsgate, ssl-propquery" \
+        "?provider=tlsgate, ssl-mode-async; HAProxy: nbthread 1."
     for cs in $CASES; do
         for name in $SERVERS; do
             [[ -n ${PROV_LINE[$cs-$name]:-} ]] && echo "- provider counters, $(server_title "$name") case $cs (whole server lifetime): ${PROV_LINE[$cs-$name]}"

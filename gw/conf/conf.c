@@ -42,6 +42,14 @@ void *gw_conf_xcalloc(size_t n, size_t size)
     return q;
 }
 
+void *gw_conf_xmemdup(const void *src, size_t n, size_t size)
+{
+    void *q = gw_conf_xcalloc(n, size);
+    if (n)
+        memcpy(q, src, n * size);
+    return q;
+}
+
 char *gw_conf_xstrdup(const char *s)
 {
     if (!s)
@@ -349,6 +357,15 @@ static void strlist_copy(gw_strlist_t *dst, const gw_strlist_t *src)
 }
 
 /* Free the n NAME VALUE pairs of v and v. */
+/* dst[0..n) = copies of the n commands at src (names and values duplicated) */
+static void cmds_copy(gw_conf_cmd_t *dst, const gw_conf_cmd_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[i].name = gw_conf_xstrdup(src[i].name);
+        dst[i].value = gw_conf_xstrdup(src[i].value);
+    }
+}
+
 static void cmds_free(gw_conf_cmd_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -544,10 +561,7 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
         /* http's commands first, then the server's own */
         size_t n = h->n_conf_cmds + s->n_conf_cmds;
         gw_conf_cmd_t *v = gw_conf_xcalloc(n, sizeof(*v));
-        for (size_t i = 0; i < h->n_conf_cmds; i++) {
-            v[i].name = gw_conf_xstrdup(h->conf_cmds[i].name);
-            v[i].value = gw_conf_xstrdup(h->conf_cmds[i].value);
-        }
+        cmds_copy(v, h->conf_cmds, h->n_conf_cmds);
         if (s->n_conf_cmds)
             memcpy(v + h->n_conf_cmds, s->conf_cmds, s->n_conf_cmds * sizeof(*v));
         free(s->conf_cmds);
@@ -555,9 +569,8 @@ static void merge_srv(gw_srv_settings_t *s, const gw_srv_settings_t *h)
         s->n_conf_cmds = n;
     }
     if (s->n_certs == 0 && h->n_certs > 0) {
-        s->certs = gw_conf_xcalloc(h->n_certs, sizeof(*s->certs));
+        s->certs = gw_conf_xmemdup(h->certs, h->n_certs, sizeof(*s->certs));
         for (size_t i = 0; i < h->n_certs; i++) {
-            s->certs[i] = h->certs[i];
             s->certs[i].cert = gw_conf_xstrdup(h->certs[i].cert);
             s->certs[i].key = gw_conf_xstrdup(h->certs[i].key);
         }
@@ -575,10 +588,7 @@ static void merge_loc(gw_loc_settings_t *s, const gw_loc_settings_t *h)
     LOC_SCALARS(INHERIT)
     if (!s->proxy_headers_set && h->n_proxy_headers) {
         s->proxy_headers = gw_conf_xcalloc(h->n_proxy_headers, sizeof(*s->proxy_headers));
-        for (size_t i = 0; i < h->n_proxy_headers; i++) {
-            s->proxy_headers[i].name = gw_conf_xstrdup(h->proxy_headers[i].name);
-            s->proxy_headers[i].value = gw_conf_xstrdup(h->proxy_headers[i].value);
-        }
+        cmds_copy(s->proxy_headers, h->proxy_headers, h->n_proxy_headers);
         s->n_proxy_headers = h->n_proxy_headers;
     }
     if (s->proxy_hide_headers.n == 0 && s->proxy_pass_headers.n == 0) {

@@ -284,53 +284,59 @@ GW_DEPLOY_SETTER(gw_conf_set_verify_client)
     return gw_conf_bad_value(p, n, 1, "must be on, off, optional or optional_no_ca");
 }
 
+/* The int settings of a server (SRV_INTS) and of a location (LOC_INTS) with their
+ * defaults: GW_UNSET_INT until given; a block that does not give one inherits the
+ * enclosing block's, else the default. The paths (SRV_STRS, LOC_STRS) are inherited the
+ * same way, NULL when none. One list each for init, merge and free. */
+#define SRV_INTS(X) X(underscores_in_headers, 0) X(real_ip_recursive, 0) X(ssl_verify_depth, 1)
+#define LOC_INTS(X)                                                                                \
+    X(proxy_ssl_verify, 0)                                                                         \
+    X(proxy_ssl_verify_depth, 1)                                                                   \
+    X(proxy_ssl_server_name, 0)                                                                    \
+    X(proxy_ssl_session_reuse, 1)                                                                  \
+    X(proxy_request_buffering, 1)
+#define SRV_STRS(X) X(ssl_client_certificate) X(ssl_trusted_certificate) X(ssl_crl)
+#define LOC_STRS(X) X(proxy_ssl_trusted_certificate) X(proxy_ssl_name) X(proxy_ssl_ciphers)
+
+#define UNSET_INT(f, dflt) s->f = GW_UNSET_INT;
+#define INHERIT_INT(f, dflt)                                                                       \
+    if (s->f == GW_UNSET_INT)                                                                      \
+        s->f = h->f == GW_UNSET_INT ? (dflt) : h->f;
+#define INHERIT_STR(f)                                                                             \
+    if (!s->f)                                                                                     \
+        s->f = gw_conf_xstrdup(h->f);
+#define FREE_STR(f) free(s->f);
+
 void gw_conf_deploy_srv_init(gw_deploy_srv_t *s)
 {
     memset(s, 0, sizeof(*s));
-    s->underscores_in_headers = GW_UNSET_INT;
-    s->real_ip_recursive = GW_UNSET_INT;
+    SRV_INTS(UNSET_INT)
     s->ssl_verify_client = GW_UNSET_INT;
-    s->ssl_verify_depth = GW_UNSET_INT;
 }
 
-void gw_conf_deploy_loc_init(gw_deploy_loc_t *l)
+void gw_conf_deploy_loc_init(gw_deploy_loc_t *s)
 {
-    memset(l, 0, sizeof(*l));
-    l->proxy_ssl_verify = GW_UNSET_INT;
-    l->proxy_ssl_verify_depth = GW_UNSET_INT;
-    l->proxy_ssl_server_name = GW_UNSET_INT;
-    l->proxy_ssl_session_reuse = GW_UNSET_INT;
-    l->proxy_request_buffering = GW_UNSET_INT;
-    l->client_body_buffer_size = GW_UNSET_SIZE;
+    memset(s, 0, sizeof(*s));
+    LOC_INTS(UNSET_INT)
+    s->client_body_buffer_size = GW_UNSET_SIZE;
 }
 
 void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
 {
     if (s->n_real_ip_from == 0 && h->n_real_ip_from) {
-        s->real_ip_from = gw_conf_xcalloc(h->n_real_ip_from, sizeof(*s->real_ip_from));
-        memcpy(s->real_ip_from, h->real_ip_from, h->n_real_ip_from * sizeof(*s->real_ip_from));
+        s->real_ip_from =
+            gw_conf_xmemdup(h->real_ip_from, h->n_real_ip_from, sizeof(*s->real_ip_from));
         s->n_real_ip_from = h->n_real_ip_from;
     }
     if (!s->real_ip_header)
         s->real_ip_header = gw_conf_xstrdup(h->real_ip_header ? h->real_ip_header : "x-real-ip");
-    if (s->underscores_in_headers == GW_UNSET_INT)
-        s->underscores_in_headers =
-            h->underscores_in_headers == GW_UNSET_INT ? 0 : h->underscores_in_headers;
-    if (s->real_ip_recursive == GW_UNSET_INT)
-        s->real_ip_recursive = h->real_ip_recursive == GW_UNSET_INT ? 0 : h->real_ip_recursive;
+    SRV_INTS(INHERIT_INT)
     if (s->ssl_verify_client == GW_UNSET_INT) {
         s->ssl_verify_client =
             h->ssl_verify_client == GW_UNSET_INT ? GW_VERIFY_OFF : h->ssl_verify_client;
         s->ssl_verify_line = h->ssl_verify_line;
     }
-    if (s->ssl_verify_depth == GW_UNSET_INT)
-        s->ssl_verify_depth = h->ssl_verify_depth == GW_UNSET_INT ? 1 : h->ssl_verify_depth;
-    if (!s->ssl_client_certificate)
-        s->ssl_client_certificate = gw_conf_xstrdup(h->ssl_client_certificate);
-    if (!s->ssl_trusted_certificate)
-        s->ssl_trusted_certificate = gw_conf_xstrdup(h->ssl_trusted_certificate);
-    if (!s->ssl_crl)
-        s->ssl_crl = gw_conf_xstrdup(h->ssl_crl);
+    SRV_STRS(INHERIT_STR)
     if (!s->access_log_format && h->access_log_format) {
         s->access_log_format = gw_conf_xstrdup(h->access_log_format);
         s->access_log_format_line = h->access_log_format_line;
@@ -341,54 +347,32 @@ void gw_conf_deploy_merge_srv(gw_deploy_srv_t *s, const gw_deploy_srv_t *h)
 void gw_conf_deploy_merge_loc(gw_deploy_loc_t *s, const gw_deploy_loc_t *h)
 {
     if (!s->add_headers_set && h->n_add_headers) {
-        s->add_headers = gw_conf_xcalloc(h->n_add_headers, sizeof(*s->add_headers));
+        s->add_headers = gw_conf_xmemdup(h->add_headers, h->n_add_headers, sizeof(*s->add_headers));
         for (size_t i = 0; i < h->n_add_headers; i++) {
-            s->add_headers[i] = h->add_headers[i];
             s->add_headers[i].name = gw_conf_xstrdup(h->add_headers[i].name);
             s->add_headers[i].value = gw_conf_xstrdup(h->add_headers[i].value);
         }
         s->n_add_headers = h->n_add_headers;
     }
     if (!s->error_pages_set && h->n_error_pages) {
-        s->error_pages = gw_conf_xcalloc(h->n_error_pages, sizeof(*s->error_pages));
-        for (size_t i = 0; i < h->n_error_pages; i++) {
-            s->error_pages[i] = h->error_pages[i];
+        s->error_pages = gw_conf_xmemdup(h->error_pages, h->n_error_pages, sizeof(*s->error_pages));
+        for (size_t i = 0; i < h->n_error_pages; i++)
             s->error_pages[i].uri = gw_conf_xstrdup(h->error_pages[i].uri);
-        }
         s->n_error_pages = h->n_error_pages;
     }
-#define INHERIT_INT(f, dflt)                                                                       \
-    do {                                                                                           \
-        if (s->f == GW_UNSET_INT)                                                                  \
-            s->f = h->f == GW_UNSET_INT ? (dflt) : h->f;                                           \
-    } while (0)
-#define INHERIT_STR(f)                                                                             \
-    do {                                                                                           \
-        if (!s->f)                                                                                 \
-            s->f = gw_conf_xstrdup(h->f);                                                          \
-    } while (0)
-    INHERIT_INT(proxy_ssl_verify, 0);
-    INHERIT_INT(proxy_ssl_verify_depth, 1);
-    INHERIT_INT(proxy_ssl_server_name, 0);
-    INHERIT_INT(proxy_ssl_session_reuse, 1);
-    INHERIT_INT(proxy_request_buffering, 1);
+    LOC_INTS(INHERIT_INT)
     if (s->client_body_buffer_size == GW_UNSET_SIZE)
         s->client_body_buffer_size =
             h->client_body_buffer_size == GW_UNSET_SIZE ? 16384 : h->client_body_buffer_size;
     if (!s->proxy_ssl_protocols)
         s->proxy_ssl_protocols = h->proxy_ssl_protocols;
-    INHERIT_STR(proxy_ssl_trusted_certificate);
-    INHERIT_STR(proxy_ssl_name);
-    INHERIT_STR(proxy_ssl_ciphers);
+    LOC_STRS(INHERIT_STR)
     if (!s->proxy_ssl_certificate && !s->proxy_ssl_certificate_key) {
         s->proxy_ssl_certificate = gw_conf_xstrdup(h->proxy_ssl_certificate);
         s->proxy_ssl_certificate_key = gw_conf_xstrdup(h->proxy_ssl_certificate_key);
     }
-#undef INHERIT_INT
-#undef INHERIT_STR
     if (!s->access_set && h->n_access) {
-        s->access = gw_conf_xcalloc(h->n_access, sizeof(*s->access));
-        memcpy(s->access, h->access, h->n_access * sizeof(*s->access));
+        s->access = gw_conf_xmemdup(h->access, h->n_access, sizeof(*s->access));
         s->n_access = h->n_access;
     }
 }
@@ -398,9 +382,7 @@ void gw_conf_deploy_srv_free(gw_deploy_srv_t *s)
     free(s->real_ip_from);
     free(s->real_ip_header);
     free(s->access_log_format);
-    free(s->ssl_client_certificate);
-    free(s->ssl_trusted_certificate);
-    free(s->ssl_crl);
+    SRV_STRS(FREE_STR)
     for (size_t i = 0; i < s->n_log_formats; i++) {
         free(s->log_formats[i].name);
         free(s->log_formats[i].format);
@@ -409,25 +391,28 @@ void gw_conf_deploy_srv_free(gw_deploy_srv_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-void gw_conf_deploy_loc_free(gw_deploy_loc_t *l)
+void gw_conf_deploy_loc_free(gw_deploy_loc_t *s)
 {
-    for (size_t i = 0; i < l->n_add_headers; i++) {
-        free(l->add_headers[i].name);
-        free(l->add_headers[i].value);
+    for (size_t i = 0; i < s->n_add_headers; i++) {
+        free(s->add_headers[i].name);
+        free(s->add_headers[i].value);
     }
-    free(l->add_headers);
-    for (size_t i = 0; i < l->n_error_pages; i++)
-        free(l->error_pages[i].uri);
-    free(l->error_pages);
-    free(l->access);
-    free(l->proxy_ssl_trusted_certificate);
-    free(l->proxy_ssl_name);
-    free(l->proxy_ssl_ciphers);
-    free(l->proxy_ssl_certificate);
-    free(l->proxy_ssl_certificate_key);
+    free(s->add_headers);
+    for (size_t i = 0; i < s->n_error_pages; i++)
+        free(s->error_pages[i].uri);
+    free(s->error_pages);
+    free(s->access);
+    LOC_STRS(FREE_STR)
+    free(s->proxy_ssl_certificate);
+    free(s->proxy_ssl_certificate_key);
     /* proxy_ssl_ctx belongs to the cycle (tls/upstream_ctx.c frees it) */
-    memset(l, 0, sizeof(*l));
+    memset(s, 0, sizeof(*s));
 }
+
+#undef UNSET_INT
+#undef INHERIT_INT
+#undef INHERIT_STR
+#undef FREE_STR
 
 static void check_format(gw_conf_parser_t *p, const gw_srv_settings_t *s,
                          const gw_deploy_srv_t *http)

@@ -1101,6 +1101,30 @@ static int find_upstream(const gw_upstream_conf_t *v, size_t n, const char *name
     return -1;
 }
 
+/* An upstream server given at line, with nginx's defaults: weight=1 max_fails=1
+ * fail_timeout=10s. */
+static gw_upstream_server_t server_defaults(int line)
+{
+    return (gw_upstream_server_t){
+        .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = line};
+}
+
+/* proxy_pass to an address that names no upstream block (http and stream): a new implicit
+ * upstream NAME in *v with the one server us, given at file:line. Returns it. */
+static gw_upstream_conf_t *add_implicit_upstream(gw_upstream_conf_t **v, size_t *n,
+                                                 const char *name, const gw_upstream_server_t *us,
+                                                 const char *file, int line)
+{
+    gw_upstream_conf_t *u = gw_conf_xpush(v, n, sizeof(*u));
+    u->name = gw_conf_xstrdup(name);
+    u->implicit = 1;
+    u->file = file;
+    u->line = line;
+    u->servers = gw_conf_xmemdup(us, 1, sizeof(*us));
+    u->n_servers = 1;
+    return u;
+}
+
 /* upstream NAME { server ADDR:PORT [weight=N] [max_fails=N] [fail_timeout=T] [backup];
  * keepalive N; keepalive_requests N; keepalive_timeout T; } into *v. */
 static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstream_conf_t **v,
@@ -1139,8 +1163,7 @@ static int parse_upstream(gw_conf_parser_t *p, const gw_conf_node_t *n, gw_upstr
                 bad = 1;
                 continue;
             }
-            gw_upstream_server_t s = {
-                .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = ch->line};
+            gw_upstream_server_t s = server_defaults(ch->line);
             if (parse_peer_addr(p, ch, 1, ch->args[1], 80, &s.addr, &s.addrlen, &s.text) != 0) {
                 bad = 1;
                 continue;
@@ -1277,8 +1300,7 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
             name[hl] = '\0';
             int idx = find_upstream(h->upstreams, h->n_upstreams, name);
             if (idx < 0) {
-                gw_upstream_server_t us = {
-                    .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = l->line};
+                gw_upstream_server_t us = server_defaults(l->line);
                 char *args[2] = {"proxy_pass", name};
                 gw_conf_node_t fake = {.args = args, .n_args = 2, .line = l->line};
                 const char *saved = p->file;
@@ -1288,17 +1310,10 @@ void gw_conf_resolve_proxy(gw_conf_parser_t *p)
                 p->file = saved;
                 if (r != 0)
                     continue;
-                gw_upstream_conf_t *u = gw_conf_xpush(&h->upstreams, &h->n_upstreams, sizeof(*u));
-                memset(u, 0, sizeof(*u));
-                u->name = gw_conf_xstrdup(name);
+                gw_upstream_conf_t *u = add_implicit_upstream(&h->upstreams, &h->n_upstreams, name,
+                                                              &us, l->file, l->line);
                 u->keepalive_requests = 1000;
                 u->keepalive_timeout_ms = 60000;
-                u->implicit = 1;
-                u->file = l->file;
-                u->line = l->line;
-                u->servers = gw_conf_xcalloc(1, sizeof(*u->servers));
-                u->servers[0] = us;
-                u->n_servers = 1;
                 idx = (int)h->n_upstreams - 1;
             }
             l->proxy_upstream = idx;
@@ -1421,8 +1436,7 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
                 }
                 int idx = find_upstream(st->upstreams, st->n_upstreams, g->args[1]);
                 if (idx < 0) {
-                    gw_upstream_server_t us = {
-                        .weight = 1, .max_fails = 1, .fail_timeout_ms = 10000, .line = g->line};
+                    gw_upstream_server_t us = server_defaults(g->line);
                     if (!strchr(g->args[1], ':')) {
                         gw_conf_bad_value(p, g, 1, "no upstream of this name (or ADDR:PORT)");
                         continue;
@@ -1430,16 +1444,8 @@ static int set_stream(gw_conf_parser_t *p, gw_conf_scope_t *sc, const gw_conf_di
                     if (parse_peer_addr(p, g, 1, g->args[1], 0, &us.addr, &us.addrlen, &us.text) !=
                         0)
                         continue;
-                    gw_upstream_conf_t *u =
-                        gw_conf_xpush(&st->upstreams, &st->n_upstreams, sizeof(*u));
-                    memset(u, 0, sizeof(*u));
-                    u->name = gw_conf_xstrdup(g->args[1]);
-                    u->implicit = 1;
-                    u->file = p->file;
-                    u->line = g->line;
-                    u->servers = gw_conf_xcalloc(1, sizeof(*u->servers));
-                    u->servers[0] = us;
-                    u->n_servers = 1;
+                    add_implicit_upstream(&st->upstreams, &st->n_upstreams, g->args[1], &us,
+                                          p->file, g->line);
                     idx = (int)st->n_upstreams - 1;
                 }
                 ss->upstream = idx;

@@ -66,6 +66,8 @@ void gw_conf_node_free(gw_conf_node_t *node);
 void *gw_conf_xrealloc(void *p, size_t size);
 /** calloc() of n * size bytes that aborts on failure or overflow. */
 void *gw_conf_xcalloc(size_t n, size_t size);
+/** A copy of the n elements of size bytes at src (gw_conf_xcalloc, then memcpy). */
+void *gw_conf_xmemdup(const void *src, size_t n, size_t size);
 /** strdup() that aborts on failure; NULL gives NULL. */
 char *gw_conf_xstrdup(const char *s);
 /** vasprintf() that aborts on failure; the caller frees the string. */

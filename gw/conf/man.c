@@ -58,12 +58,16 @@ static void roff_text(FILE *f, const char *s, int at_line_start)
         fputs("\\fR", f);
 }
 
-static void th(FILE *f, const char *title, int section, const char *version, const char *manual)
+/* A page's opening: the .TH line (title, section, version, manual), then the NAME section
+ * (name: "NAME \\- WHAT", roff) and the SYNOPSIS heading, which the page goes on with. */
+static void man_head(FILE *f, const char *title, int section, const char *version,
+                     const char *manual, const char *name)
 {
     fprintf(f,
             ".\\\" Generated from gw/conf/directives.c by gw_conf_write_man(); do not edit.\n"
-            ".TH %s %d \"\" \"tlsgate %s\" \"%s\"\n",
-            title, section, version, manual);
+            ".TH %s %d \"\" \"tlsgate %s\" \"%s\"\n"
+            ".SH NAME\n%s\n.SH SYNOPSIS\n",
+            title, section, version, manual, name);
 }
 
 static void ctx_list(FILE *f, unsigned ctx)
@@ -116,11 +120,9 @@ static void man_row(void *out, const gw_conf_directive_t *d)
 
 static void write_conf5(FILE *f, const char *version)
 {
-    th(f, "TLSGATE.CONF", 5, version, "File Formats Manual");
-    fputs(".SH NAME\n"
-          "tlsgate.conf \\- tlsgate configuration file\n"
-          ".SH SYNOPSIS\n"
-          ".B /etc/tlsgate/tlsgate.conf\n"
+    man_head(f, "TLSGATE.CONF", 5, version, "File Formats Manual",
+             "tlsgate.conf \\- tlsgate configuration file");
+    fputs(".B /etc/tlsgate/tlsgate.conf\n"
           ".SH DESCRIPTION\n"
           "\\fBtlsgate\\fR(8) reads an nginx\\-style configuration file. Only the directives "
           "below are known; anything else is an error, and all errors of a file are reported "
@@ -160,11 +162,9 @@ static void write_conf5(FILE *f, const char *version)
 
 static void write_tlsgate8(FILE *f, const char *version)
 {
-    th(f, "TLSGATE", 8, version, "System Manager's Manual");
-    fputs(".SH NAME\n"
-          "tlsgate \\- TLS\\-terminating HTTPS server and gateway\n"
-          ".SH SYNOPSIS\n"
-          ".B tlsgate\n"
+    man_head(f, "TLSGATE", 8, version, "System Manager's Manual",
+             "tlsgate \\- TLS\\-terminating HTTPS server and gateway");
+    fputs(".B tlsgate\n"
           "[\\fB\\-c\\fR \\fIFILE\\fR] [\\fB\\-p\\fR \\fIPREFIX\\fR] [\\fB\\-g\\fR "
           "\\fIDIRECTIVES\\fR] [\\fB\\-t\\fR | \\fB\\-s\\fR \\fISIGNAL\\fR | \\fB\\-V\\fR]\n"
           ".br\n"

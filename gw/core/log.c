@@ -1,5 +1,7 @@
 #include "core/log.h"
 
+#include "core/fd.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -43,12 +45,8 @@ int gw_log_reopen(void)
     if (fd < 0)
         return -1;
     /* dup2 keeps the descriptor number, so a daemon's redirected stderr follows too */
-    if (dup2(fd, log_fd) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
+    if (dup2(fd, log_fd) < 0)
+        return gw_fd_fail(fd);
     close(fd);
     return 0;
 }

@@ -121,30 +121,39 @@ static int64_t lds(const int64_t *w)
     return __atomic_load_n(w, __ATOMIC_RELAXED);
 }
 
+/* Fields of the same name: the process-wide counters (gw_stats_t, gw_obs_snapshot_t), the
+ * async job counters (gw_retired_t, gw_worker_stats_t, gw_obs_worker_t, the snapshot) and
+ * the live gauges summed over the workers (gw_obs_worker_t, the snapshot). */
+#define STAT_COUNTERS(X)                                                                           \
+    X(accepted)                                                                                    \
+    X(handled)                                                                                     \
+    X(requests)                                                                                    \
+    X(handshakes)                                                                                  \
+    X(handshakes_failed)                                                                           \
+    X(handshakes_resumed)                                                                          \
+    X(tls12)                                                                                       \
+    X(tls13)                                                                                       \
+    X(reloads)                                                                                     \
+    X(redis_errors)                                                                                \
+    X(sess_hits)                                                                                   \
+    X(sess_misses)                                                                                 \
+    X(sess_stores)                                                                                 \
+    X(worker_restarts)
+#define ASYNC_COUNTERS(X) X(resumed) X(drained) X(want_async_job)
+#define WORKER_GAUGES(X) X(reading) X(writing) X(waiting) X(paused)
+
 static void read_once(const gw_stats_t *st, gw_obs_snapshot_t *out, gw_obs_worker_t *w,
                       uint32_t n_slots)
 {
-    out->accepted = ld(&st->accepted);
-    out->handled = ld(&st->handled);
-    out->requests = ld(&st->requests);
-    out->handshakes = ld(&st->handshakes);
-    out->handshakes_failed = ld(&st->handshakes_failed);
-    out->handshakes_resumed = ld(&st->handshakes_resumed);
-    out->tls12 = ld(&st->tls12);
-    out->tls13 = ld(&st->tls13);
+#define LOAD(f) out->f = ld(&st->f);
+#define LOAD_RETIRED(f) out->f = ld(&st->retired.f);
+#define ADD_CUR(f) out->f += cur.f;
+    STAT_COUNTERS(LOAD)
     for (int i = 0; i < 6; i++)
         out->responses[i] = ld(&st->responses[i]);
-    out->reloads = ld(&st->reloads);
-    out->redis_errors = ld(&st->redis_errors);
-    out->sess_hits = ld(&st->sess_hits);
-    out->sess_misses = ld(&st->sess_misses);
-    out->sess_stores = ld(&st->sess_stores);
-    out->worker_restarts = ld(&st->worker_restarts);
     out->active = out->reading = out->writing = out->waiting = out->paused = 0;
     out->retired_workers = ld(&st->retired.workers);
-    out->resumed = ld(&st->retired.resumed);
-    out->drained = ld(&st->retired.drained);
-    out->want_async_job = ld(&st->retired.want_async_job);
+    ASYNC_COUNTERS(LOAD_RETIRED)
     memset(&out->total, 0, sizeof(out->total));
     gw_obs_add(&out->total, &st->retired.obs);
     out->n_workers = 0;
@@ -169,17 +178,15 @@ static void read_once(const gw_stats_t *st, gw_obs_snapshot_t *out, gw_obs_worke
         };
         gw_obs_add(&cur.obs, &ws->obs);
         out->active += cur.conns;
-        out->reading += cur.reading;
-        out->writing += cur.writing;
-        out->waiting += cur.waiting;
-        out->paused += cur.paused;
-        out->resumed += cur.resumed;
-        out->drained += cur.drained;
-        out->want_async_job += cur.want_async_job;
+        WORKER_GAUGES(ADD_CUR)
+        ASYNC_COUNTERS(ADD_CUR)
         gw_obs_add(&out->total, &cur.obs);
         if (w)
             w[out->n_workers++] = cur;
     }
+#undef LOAD
+#undef LOAD_RETIRED
+#undef ADD_CUR
 }
 
 int gw_obs_collect(const gw_stats_t *st, gw_obs_snapshot_t *out)
@@ -442,6 +449,20 @@ static void prom_alg_counter(gw_obuf_t *b, const gw_obs_t *o, const char *name, 
     }
 }
 
+/* one histogram per algorithm: the tlsgate_hist_t at byte offset off of tlsgate_alg_metrics_t */
+static void prom_alg_hist(gw_obuf_t *b, const gw_obs_t *o, const char *name, const char *help,
+                          size_t off)
+{
+    prom_family(b, name, "histogram", help);
+    for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
+        char an[32], labels[64];
+        snprintf(labels, sizeof(labels), "alg=\"%s\"",
+                 gw_obs_alg_name(&o->prov, a, an, sizeof(an)));
+        prom_hist_us(b, name, labels,
+                     (const tlsgate_hist_t *)(const void *)((const char *)&o->prov.alg[a] + off));
+    }
+}
+
 int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
 {
     if (!s || !b)
@@ -553,7 +574,7 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
     };
     for (size_t k = 0; k < sizeof(per_alg) / sizeof(per_alg[0]); k++)
         prom_alg_counter(b, o, per_alg[k].name, per_alg[k].help, per_alg[k].off);
-    char an[32], labels[64];
+    char an[32];
     prom_family(b, "tlsgate_batch_flush_total", "counter",
                 "Batch kernel calls by what triggered them: full, poll (the loop had no other "
                 "work), age (the oldest request waited the cap), timer (arrivals stopped), "
@@ -611,19 +632,10 @@ int gw_obs_format_prometheus(const gw_obs_snapshot_t *s, gw_obuf_t *b)
                        "tlsgate_batch_size_count{alg=\"%s\"} %llu\n",
                        an, (ull)cum, an, (ull)sum, an, (ull)cum);
     }
-    prom_family(b, "tlsgate_queue_wait_seconds", "histogram",
-                "Per request: queued in the provider until its batch was computed.");
-    for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
-        snprintf(labels, sizeof(labels), "alg=\"%s\"",
-                 gw_obs_alg_name(&o->prov, a, an, sizeof(an)));
-        prom_hist_us(b, "tlsgate_queue_wait_seconds", labels, &o->prov.alg[a].queue_wait_us);
-    }
-    prom_family(b, "tlsgate_batch_compute_seconds", "histogram",
-                "Per batch: time in the batch kernel.");
-    for (size_t a = 0; a < TLSGATE_ALG_COUNT; a++) {
-        snprintf(labels, sizeof(labels), "alg=\"%s\"",
-                 gw_obs_alg_name(&o->prov, a, an, sizeof(an)));
-        prom_hist_us(b, "tlsgate_batch_compute_seconds", labels, &o->prov.alg[a].batch_us);
-    }
+    prom_alg_hist(b, o, "tlsgate_queue_wait_seconds",
+                  "Per request: queued in the provider until its batch was computed.",
+                  offsetof(tlsgate_alg_metrics_t, queue_wait_us));
+    prom_alg_hist(b, o, "tlsgate_batch_compute_seconds", "Per batch: time in the batch kernel.",
+                  offsetof(tlsgate_alg_metrics_t, batch_us));
     return b->failed ? -1 : 0;
 }

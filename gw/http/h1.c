@@ -200,9 +200,7 @@ static int finish_request(gw_conn_t *c)
     c->rq->v.family = 0;
     c->rq->v.loc = NULL;
     /* keep the bytes of a pipelined next request */
-    if (c->head_len < c->s.in_len)
-        memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
-    c->s.in_len -= c->head_len;
+    gw_sock_in_consume(&c->s, c->head_len);
     c->head_len = 0;
     c->nl_seen = c->s.in_len && memchr(c->s.in, '\n', c->s.in_len) != NULL;
     c->head_dirty = c->s.in_len > 0;
@@ -494,8 +492,7 @@ static int do_read_body(gw_conn_t *c)
     if (c->head_len) {
         /* the head has been handled and logged fields copied: give its room to the body,
          * so a head that filled the buffer cannot starve the body */
-        memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
-        c->s.in_len -= c->head_len;
+        gw_sock_in_consume(&c->s, c->head_len);
         c->head_len = 0;
     }
     int r = consume_body(c);

@@ -238,6 +238,17 @@ static uint32_t hb_put(h2_stream_t *st, const uint8_t *p, size_t n)
     return o;
 }
 
+/* A field whose first line counts (Host, If-None-Match, If-Modified-Since, User-Agent,
+ * Referer; later lines of the same name are ignored, as by the HTTP/1.1 parser):
+ * *value, *len = h's value unless *value is set. */
+static void keep_first(const char **value, size_t *len, const gw_http_header_t *h)
+{
+    if (!*value) {
+        *value = h->value;
+        *len = h->value_len;
+    }
+}
+
 #define IS(name, nl, lit) ((nl) == sizeof(lit) - 1 && memcmp((name), (lit), (nl)) == 0)
 
 int gw_h2_stream_header(h2_stream_t *st, const uint8_t *name, size_t nl, const uint8_t *value,
@@ -321,27 +332,22 @@ static void resolve(h2_stream_t *st)
         f->value = b + (uintptr_t)f->value;
         const char *n = f->name;
         size_t nl = f->name_len;
-        if (IS(n, nl, "host") && !q->host) {
-            q->host = f->value;
-            q->host_len = f->value_len;
+        if (IS(n, nl, "host")) {
+            keep_first(&q->host, &q->host_len, f);
         } else if (IS(n, nl, "content-length") && !q->has_content_length) {
             q->has_content_length = parse_u64(f->value, f->value_len, &q->content_length) == 0;
         } else if (IS(n, nl, "range")) {
             ranges++;
             q->range = ranges == 1 ? f->value : NULL;
             q->range_len = ranges == 1 ? f->value_len : 0;
-        } else if (IS(n, nl, "if-none-match") && !q->if_none_match) {
-            q->if_none_match = f->value;
-            q->if_none_match_len = f->value_len;
-        } else if (IS(n, nl, "if-modified-since") && !q->if_modified_since) {
-            q->if_modified_since = f->value;
-            q->if_modified_since_len = f->value_len;
-        } else if (IS(n, nl, "user-agent") && !q->user_agent) {
-            q->user_agent = f->value;
-            q->user_agent_len = f->value_len;
-        } else if (IS(n, nl, "referer") && !q->referer) {
-            q->referer = f->value;
-            q->referer_len = f->value_len;
+        } else if (IS(n, nl, "if-none-match")) {
+            keep_first(&q->if_none_match, &q->if_none_match_len, f);
+        } else if (IS(n, nl, "if-modified-since")) {
+            keep_first(&q->if_modified_since, &q->if_modified_since_len, f);
+        } else if (IS(n, nl, "user-agent")) {
+            keep_first(&q->user_agent, &q->user_agent_len, f);
+        } else if (IS(n, nl, "referer")) {
+            keep_first(&q->referer, &q->referer_len, f);
         }
     }
     /* a body of unknown length (no Content-Length, no END_STREAM on HEADERS): a proxied

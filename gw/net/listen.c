@@ -1,5 +1,7 @@
 #include "net/listen.h"
 
+#include "core/fd.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,11 +34,8 @@ int gw_listen_open(const gw_listen_t *l)
     if (listen(fd, l->backlog > 0 ? l->backlog : 511) != 0)
         goto fail;
     return fd;
-fail:;
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
+fail:
+    return gw_fd_fail(fd);
 }
 
 void gw_addr_text(const struct sockaddr *sa, char *out, size_t cap)

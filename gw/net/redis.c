@@ -76,38 +76,30 @@ static void update_events(gw_redis_t *r, uint32_t ev)
     if (r->fd < 0) {
         if (ev && epoll_ctl(r->loop->epfd, EPOLL_CTL_ADD, fd, &e) == 0)
             r->fd = fd;
-    } else if (ev) {
-        epoll_ctl(r->loop->epfd, EPOLL_CTL_MOD, fd, &e);
     } else {
-        /* keep it registered with no events (cheaper than DEL/ADD per request) */
+        /* with no events it stays registered (cheaper than DEL/ADD per request) */
         epoll_ctl(r->loop->epfd, EPOLL_CTL_MOD, fd, &e);
     }
     r->events = ev;
 }
 
-static void ev_add_read(void *p)
+/* hiredis's addRead, delRead, addWrite, delWrite: one event bit of p (a gw_redis_t) on or off */
+static void set_event(void *p, uint32_t bit, int on)
 {
     gw_redis_t *r = p;
-    update_events(r, r->events | EPOLLIN);
+    update_events(r, on ? r->events | bit : r->events & ~bit);
 }
 
-static void ev_del_read(void *p)
-{
-    gw_redis_t *r = p;
-    update_events(r, r->events & ~(uint32_t)EPOLLIN);
-}
-
-static void ev_add_write(void *p)
-{
-    gw_redis_t *r = p;
-    update_events(r, r->events | EPOLLOUT);
-}
-
-static void ev_del_write(void *p)
-{
-    gw_redis_t *r = p;
-    update_events(r, r->events & ~(uint32_t)EPOLLOUT);
-}
+#define EV_HOOK(name, bit, on)                                                                     \
+    static void name(void *p)                                                                      \
+    {                                                                                              \
+        set_event(p, bit, on);                                                                     \
+    }
+EV_HOOK(ev_add_read, EPOLLIN, 1)
+EV_HOOK(ev_del_read, EPOLLIN, 0)
+EV_HOOK(ev_add_write, EPOLLOUT, 1)
+EV_HOOK(ev_del_write, EPOLLOUT, 0)
+#undef EV_HOOK
 
 static void ev_cleanup(void *p)
 {
@@ -138,13 +130,19 @@ static void schedule_retry(gw_redis_t *r)
     r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
 }
 
+/* note_failure with hiredis's reason: "WHAT: ac->errstr" */
+static void note_ac_failure(gw_redis_t *r, const redisAsyncContext *ac, const char *what)
+{
+    char why[300];
+    snprintf(why, sizeof(why), "%s: %s", what, ac->errstr);
+    note_failure(r, why);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     gw_redis_t *r = ac->data;
     if (status != REDIS_OK) {
-        char what[300];
-        snprintf(what, sizeof(what), "cannot connect: %s", ac->errstr);
-        note_failure(r, what);
+        note_ac_failure(r, ac, "cannot connect");
         schedule_retry(r); /* hiredis frees ac after this callback */
         return;
     }
@@ -156,11 +154,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     gw_redis_t *r = ac->data;
-    if (status != REDIS_OK) {
-        char what[300];
-        snprintf(what, sizeof(what), "connection lost: %s", ac->errstr);
-        note_failure(r, what);
-    }
+    if (status != REDIS_OK)
+        note_ac_failure(r, ac, "connection lost");
     schedule_retry(r);
 }
 

@@ -52,8 +52,7 @@ int gw_proxy_pull_body(gw_proxy_t *p)
             memcpy(p->uout + p->uout_len + (size_t)k + len, "\r\n", 2);
             p->uout_len += (size_t)k + len + 2;
         }
-        memmove(c->s.in, c->s.in + used, c->s.in_len - used);
-        c->s.in_len -= used;
+        gw_sock_in_consume(&c->s, used);
         if (r == 1) {
             memcpy(p->uout + p->uout_len, "0\r\n\r\n", 5);
             p->uout_len += 5;
@@ -66,8 +65,7 @@ int gw_proxy_pull_body(gw_proxy_t *p)
         take = room;
     memcpy(p->uout + p->uout_len, c->s.in, take);
     p->uout_len += take;
-    memmove(c->s.in, c->s.in + take, c->s.in_len - take);
-    c->s.in_len -= take;
+    gw_sock_in_consume(&c->s, take);
     p->body_left -= take;
     if (p->body_left == 0)
         p->body_done = 1;

@@ -115,8 +115,7 @@ void gw_proxy_start(gw_conn_t *c, const gw_location_t *loc, const char *norm, si
     if (!p)
         return;
     /* the head is copied: give its room in c->s.in to the body (as READ_BODY does) */
-    memmove(c->s.in, c->s.in + c->head_len, c->s.in_len - c->head_len);
-    c->s.in_len -= c->head_len;
+    gw_sock_in_consume(&c->s, c->head_len);
     c->head_len = 0;
     if (c->s.in_cap < BODY_IN) {
         char *q = realloc(c->s.in, BODY_IN);

@@ -111,8 +111,7 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
                 return r; /* -400: a bad chunk size line, refused before the upstream */
             if (len && store(b, gw_conn_client(c), c->s.in, len) != 0)
                 return -500;
-            memmove(c->s.in, c->s.in + used, c->s.in_len - used);
-            c->s.in_len -= used;
+            gw_sock_in_consume(&c->s, used);
             if (r == 1)
                 b->done = 1;
             continue;
@@ -120,8 +119,7 @@ int gw_reqbuf_fill(gw_reqbuf_t *b, gw_conn_t *c, uint64_t max_body)
         size_t take = c->s.in_len < b->left ? c->s.in_len : (size_t)b->left;
         if (store(b, gw_conn_client(c), c->s.in, take) != 0)
             return -500;
-        memmove(c->s.in, c->s.in + take, c->s.in_len - take);
-        c->s.in_len -= take;
+        gw_sock_in_consume(&c->s, take);
         b->left -= take;
         if (b->left == 0)
             b->done = 1;

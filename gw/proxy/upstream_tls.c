@@ -175,34 +175,25 @@ int gw_upconn_tls_handshake(gw_upconn_t *uc)
     return -1;
 }
 
-ssize_t gw_upconn_send(gw_upconn_t *uc, const void *buf, size_t len)
+/* send() (out, len bytes) or recv() (in, room for len; out NULL) through uc->ssl, with
+ * their returns: the bytes moved; 0 at the end of a read; -1 with errno EAGAIN (TLS must
+ * read or write first), EPIPE (a write failed), ECONNRESET or the socket's errno (a read
+ * failed). OpenSSL's error queue is cleared before and after. */
+static ssize_t tls_io(gw_upconn_t *uc, const void *out, void *in, size_t len)
 {
-    if (!uc->ssl)
-        return send(uc->fd, buf, len, MSG_NOSIGNAL);
     ERR_clear_error();
-    size_t put = 0;
-    int r = SSL_write_ex(uc->ssl, buf, len, &put);
+    size_t n = 0;
+    int r = out ? SSL_write_ex(uc->ssl, out, len, &n) : SSL_read_ex(uc->ssl, in, len, &n);
     if (r == 1)
-        return (ssize_t)put;
-    int e = SSL_get_error(uc->ssl, r);
-    ERR_clear_error();
-    errno = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? EAGAIN : EPIPE;
-    return -1;
-}
-
-ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len)
-{
-    if (!uc->ssl)
-        return recv(uc->fd, buf, len, 0);
-    ERR_clear_error();
-    size_t got = 0;
-    int r = SSL_read_ex(uc->ssl, buf, len, &got);
-    if (r == 1)
-        return (ssize_t)got;
+        return (ssize_t)n;
     int e = SSL_get_error(uc->ssl, r);
     ERR_clear_error();
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
         errno = EAGAIN;
+        return -1;
+    }
+    if (out) {
+        errno = EPIPE;
         return -1;
     }
     if (e == SSL_ERROR_ZERO_RETURN)
@@ -212,6 +203,20 @@ ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len)
     if (e != SSL_ERROR_SYSCALL)
         errno = ECONNRESET;
     return -1;
+}
+
+ssize_t gw_upconn_send(gw_upconn_t *uc, const void *buf, size_t len)
+{
+    if (!uc->ssl)
+        return send(uc->fd, buf, len, MSG_NOSIGNAL);
+    return tls_io(uc, buf, NULL, len);
+}
+
+ssize_t gw_upconn_recv(gw_upconn_t *uc, void *buf, size_t len)
+{
+    if (!uc->ssl)
+        return recv(uc->fd, buf, len, 0);
+    return tls_io(uc, NULL, buf, len);
 }
 
 int gw_upconn_tls_close(gw_upconn_t *uc)

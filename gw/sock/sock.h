@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <openssl/ssl.h>
 
@@ -197,6 +198,14 @@ void gw_sock_timer_del(gw_sock_t *s);
 static inline int gw_sock_busy(const gw_sock_t *s)
 {
     return s->async_paused || s->async_retry;
+}
+
+/** Drop the first n bytes of s's input (n <= s->in_len); the rest moves to the start. */
+static inline void gw_sock_in_consume(gw_sock_t *s, size_t n)
+{
+    if (n < s->in_len)
+        memmove(s->in, s->in + n, s->in_len - n);
+    s->in_len -= n;
 }
 
 /** May input wait (an input event since the last EAGAIN, or bytes OpenSSL holds)? */

@@ -231,6 +231,23 @@ static void echo_case(SSL_CTX *sctx, SSL_CTX *cctx)
     assert_memory_equal(cl.reply, "ping", 4);
 }
 
+/* gw_sock_in_consume: what follows the first n bytes moves to the start; 0 keeps all, the
+ * whole length empties the buffer */
+static void test_in_consume(void **st)
+{
+    (void)st;
+    char buf[8] = "abcdef";
+    gw_sock_t s = {.in = buf, .in_len = 6, .in_cap = sizeof(buf)};
+    gw_sock_in_consume(&s, 0);
+    assert_int_equal(s.in_len, 6);
+    assert_memory_equal(buf, "abcdef", 6);
+    gw_sock_in_consume(&s, 2);
+    assert_int_equal(s.in_len, 4);
+    assert_memory_equal(buf, "cdef", 4);
+    gw_sock_in_consume(&s, 4);
+    assert_int_equal(s.in_len, 0);
+}
+
 static void test_plain_echo(void **st)
 {
     (void)st;
@@ -372,7 +389,7 @@ int main(void)
         cmocka_unit_test(test_plain_echo),    cmocka_unit_test(test_tls_echo),
         cmocka_unit_test(test_linger),        cmocka_unit_test(test_handshake_timeout),
         cmocka_unit_test(test_proto_timeout), cmocka_unit_test(test_async_handshake),
-        cmocka_unit_test(test_async_drain),
+        cmocka_unit_test(test_async_drain),   cmocka_unit_test(test_in_consume),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     /* unloaded, so that LeakSanitizer does not report the loads (ASan CI build) */
