@@ -87,21 +87,27 @@ static void ntt_inv(poly *f)
         f->c[j] = mulq(f->c[j], 3303);
 }
 
-/* r += f * g in the NTT domain (Algorithms 11 and 12, MultiplyNTTs and BaseCaseMultiply):
- * pair i is a product mod X^2 - gamma_i, gamma_i = 17^(2 BitRev7(i) + 1) mod q, which is
- * zetas[64 + i / 2] for even i and q minus it for odd i (BitRev7(2k + 1) = BitRev7(2k) + 64,
- * and 17^128 = -1 mod q). */
+/* r += f * g for coefficients j, j + 1: a product mod X^2 - gamma (Algorithm 12,
+ * BaseCaseMultiply). */
+static inline void base_mul_acc(poly *r, const poly *f, const poly *g, unsigned j, uint32_t gamma)
+{
+    uint32_t a0 = f->c[j], a1 = f->c[j + 1];
+    uint32_t b0 = g->c[j], b1 = g->c[j + 1];
+    uint32_t c0 = barrett(a0 * b0 + mulq(a1, b1) * gamma);
+    uint32_t c1 = barrett(a0 * b1 + a1 * b0);
+    r->c[j] = addq(r->c[j], c0);
+    r->c[j + 1] = addq(r->c[j + 1], c1);
+}
+
+/* r += f * g in the NTT domain (Algorithm 11, MultiplyNTTs): pair i of coefficients takes
+ * gamma_i = 17^(2 BitRev7(i) + 1) mod q, which is zetas[64 + i / 2] for even i and q minus
+ * it for odd i (BitRev7(2k + 1) = BitRev7(2k) + 64, and 17^128 = -1 mod q). */
 static void mul_acc(poly *r, const poly *f, const poly *g)
 {
-    for (unsigned i = 0; i < N / 2; i++) {
-        uint32_t zeta = mlkem_zetas[64 + i / 2];
-        uint32_t gamma = i % 2 ? MB8__MLKEM_Q - zeta : zeta; /* i public */
-        uint32_t a0 = f->c[2 * i], a1 = f->c[2 * i + 1];
-        uint32_t b0 = g->c[2 * i], b1 = g->c[2 * i + 1];
-        uint32_t c0 = barrett(a0 * b0 + mulq(a1, b1) * gamma);
-        uint32_t c1 = barrett(a0 * b1 + a1 * b0);
-        r->c[2 * i] = addq(r->c[2 * i], c0);
-        r->c[2 * i + 1] = addq(r->c[2 * i + 1], c1);
+    for (unsigned k = 0; k < N / 4; k++) {
+        uint32_t zeta = mlkem_zetas[64 + k];
+        base_mul_acc(r, f, g, 4 * k, zeta);
+        base_mul_acc(r, f, g, 4 * k + 2, Q - zeta);
     }
 }
 
