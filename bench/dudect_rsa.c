@@ -29,6 +29,7 @@
 #include <openssl/rand.h>
 
 #include "dudect.h"
+#include "rsa_key_parts.h"
 #include "mb8/cpu.h"
 #include "mb8/rsa.h"
 
@@ -36,19 +37,11 @@
 #define LEN (BITS / 8)
 #define HALF (LEN / 2)
 
-static int bn_param(const EVP_PKEY *pk, const char *name, uint8_t *out, size_t len)
-{
-    BIGNUM *bn = NULL;
-    int ok = EVP_PKEY_get_bn_param(pk, name, &bn) && BN_bn2binpad(bn, out, (int)len) == (int)len;
-
-    BN_clear_free(bn);
-    return ok;
-}
-
 int main(int argc, char **argv)
 {
     size_t n = argc > 2 ? (size_t)atol(argv[2]) : 4000;
-    uint8_t nb[LEN], e[4], p[HALF], q[HALF], dp[HALF], dq[HALF], qi[HALF], rdp[HALF], rdq[HALF];
+    struct rsa_key_parts key;
+    uint8_t rdp[HALF], rdq[HALF];
     uint8_t in[LEN], out[8][LEN], bl[LEN], ub[LEN];
     char path[4096];
 
@@ -61,13 +54,7 @@ int main(int argc, char **argv)
     EVP_PKEY *pk = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
     if (f)
         fclose(f);
-    if (pk == NULL || !bn_param(pk, OSSL_PKEY_PARAM_RSA_N, nb, LEN) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_E, e, 4) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR1, p, HALF) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR2, q, HALF) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT1, dp, HALF) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT2, dq, HALF) ||
-        !bn_param(pk, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, qi, HALF)) {
+    if (!rsa_key_parts_get(pk, BITS, &key)) {
         fprintf(stderr, "%s: cannot read the first key\n", path);
         return 2;
     }
@@ -81,7 +68,7 @@ int main(int argc, char **argv)
     uint64_t *t = malloc(n * sizeof(*t)), *sorted = malloc(n * sizeof(*t));
     uint8_t *cls = malloc(n);
     if (!k0 || !keys || !scratch || !t || !sorted || !cls ||
-        mb8_rsa_key_init(k0, BITS, nb, e, 4, p, q, dp, dq, qi) != 0)
+        mb8_rsa_key_init(k0, BITS, key.n, key.e, 4, key.p, key.q, key.dp, key.dq, key.qi) != 0)
         /* cppcheck-suppress memleak ; main returns, the process exits (a command-line tool) */
         return 2;
     memset(in, 0x5A, LEN);
@@ -108,7 +95,7 @@ int main(int argc, char **argv)
                 return 2;
             rdp[0] &= 0x7F;
             rdq[0] &= 0x7F;
-            if (mb8_rsa_key_init(ki, BITS, nb, e, 4, p, q, rdp, rdq, qi) != 0)
+            if (mb8_rsa_key_init(ki, BITS, key.n, key.e, 4, key.p, key.q, rdp, rdq, key.qi) != 0)
                 return 2;
         } else {
             memcpy(ki, k0, ksz);

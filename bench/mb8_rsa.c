@@ -25,6 +25,7 @@
 #include "ifma_peak.h"
 #include "mb8/cpu.h"
 #include "mb8/rsa.h"
+#include "rsa_key_parts.h"
 
 #define NK 8
 
@@ -57,15 +58,6 @@ static double rsa_ifma_per_op(unsigned bits)
     return (2 * half + 4 * ammn + 16 * amsn + 3 * ammn) / 8;
 }
 
-static int bn_param(const EVP_PKEY *pk, const char *name, uint8_t *out, size_t len)
-{
-    BIGNUM *bn = NULL;
-    int ok = EVP_PKEY_get_bn_param(pk, name, &bn) && BN_bn2binpad(bn, out, (int)len) == (int)len;
-
-    BN_clear_free(bn);
-    return ok;
-}
-
 int main(int argc, char **argv)
 {
     static const unsigned sizes[3] = {2048, 3072, 4096};
@@ -88,12 +80,12 @@ int main(int argc, char **argv)
         unsigned bits = sizes[s];
         if (argc > 4 && (unsigned)atoi(argv[4]) != bits)
             continue;
-        size_t len = bits / 8, half = len / 2;
+        size_t len = bits / 8;
         char path[4096];
         EVP_PKEY *pk[NK] = {0};
         mb8_rsa_key_t *mk[NK];
-        uint8_t *in[NK], *out[NK], *bl[NK], *ub[NK], n[512], e[4], p[256], q[256], dp[256], dq[256],
-            qi[256];
+        uint8_t *in[NK], *out[NK], *bl[NK], *ub[NK];
+        struct rsa_key_parts kp;
         snprintf(path, sizeof(path), "%s/rsa%u.pem", argv[1], bits);
         FILE *f = fopen(path, "r");
         if (f == NULL) {
@@ -102,18 +94,13 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < NK; i++) {
             pk[i] = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-            if (pk[i] == NULL || !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_N, n, len) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_E, e, 4) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_FACTOR1, p, half) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_FACTOR2, q, half) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_EXPONENT1, dp, half) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_EXPONENT2, dq, half) ||
-                !bn_param(pk[i], OSSL_PKEY_PARAM_RSA_COEFFICIENT1, qi, half)) {
+            if (!rsa_key_parts_get(pk[i], bits, &kp)) {
                 fprintf(stderr, "%s: key %d unreadable\n", path, i);
                 return 1;
             }
             mk[i] = malloc(mb8_rsa_key_size(bits));
-            if (mb8_rsa_key_init(mk[i], bits, n, e, 4, p, q, dp, dq, qi) != 0) {
+            if (mb8_rsa_key_init(mk[i], bits, kp.n, kp.e, 4, kp.p, kp.q, kp.dp, kp.dq, kp.qi) !=
+                0) {
                 fprintf(stderr, "%s: key %d rejected by mb8\n", path, i);
                 return 1;
             }

@@ -68,34 +68,28 @@ static double mb8_round(unsigned lanes, int kg)
     return ops / t;
 }
 
-static double ossl_derive_round(EVP_PKEY_CTX *ctx)
+/* One OpenSSL operation on ctx: a key generation (kg) or a derivation; 1 on success. */
+static int ossl_op(EVP_PKEY_CTX *ctx, int kg)
 {
-    unsigned long ops = 0;
-    double t0 = now(), t;
+    size_t len = N;
+    EVP_PKEY *pk = NULL;
+    int ok = kg ? EVP_PKEY_keygen(ctx, &pk) == 1 : EVP_PKEY_derive(ctx, g_o[0], &len) == 1;
 
-    do {
-        size_t len = N;
-        if (EVP_PKEY_derive(ctx, g_o[0], &len) != 1) {
-            fprintf(stderr, "EVP_PKEY_derive failed\n");
-            exit(1);
-        }
-        ops++;
-    } while ((t = now() - t0) < secs);
-    return ops / t;
+    EVP_PKEY_free(pk);
+    return ok;
 }
 
-static double ossl_keygen_round(EVP_PKEY_CTX *ctx)
+/* ops/s of OpenSSL, one round: key generation (kg) or derivation on ctx */
+static double ossl_round(EVP_PKEY_CTX *ctx, int kg)
 {
     unsigned long ops = 0;
     double t0 = now(), t;
 
     do {
-        EVP_PKEY *pk = NULL;
-        if (EVP_PKEY_keygen(ctx, &pk) != 1) {
-            fprintf(stderr, "EVP_PKEY_keygen failed\n");
+        if (!ossl_op(ctx, kg)) {
+            fprintf(stderr, "%s failed\n", kg ? "EVP_PKEY_keygen" : "EVP_PKEY_derive");
             exit(1);
         }
-        EVP_PKEY_free(pk);
         ops++;
     } while ((t = now() - t0) < secs);
     return ops / t;
@@ -166,7 +160,7 @@ int main(int argc, char **argv)
                 if (v > best_m[lanes])
                     best_m[lanes] = v;
             }
-            double v = kg ? ossl_keygen_round(kctx) : ossl_derive_round(dctx);
+            double v = ossl_round(kg ? kctx : dctx, kg);
             if (v > best_o)
                 best_o = v;
         }

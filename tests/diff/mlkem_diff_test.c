@@ -28,6 +28,7 @@
 #include "mlkem/keccak.h"
 #include "mlkem/mlkem_internal.h"
 
+#include "diff_util.h"
 #include "memcheck.h"
 
 #define EKB MB8_MLKEM768_EK_BYTES
@@ -35,22 +36,6 @@
 #define CTB MB8_MLKEM768_CT_BYTES
 
 static alignas(MB8_SCRATCH_ALIGN) uint8_t g_scratch[MB8__MLKEM_WS_BYTES];
-static uint64_t g_seed, g_rng;
-static int g_quick;
-
-static uint64_t rnd64(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-
-static void rnd_bytes(uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)rnd64();
-}
 
 static void fail_lane(const char *what, unsigned lane)
 {
@@ -85,9 +70,9 @@ static void test_keccak_vs_openssl(void **state)
     const unsigned rounds = g_quick ? 20 : 400;
 
     for (unsigned it = 0; it < rounds; it++) {
-        size_t len = it < 300 ? it : rnd64() % sizeof in; /* every length across the rates */
-        size_t olen = 1 + rnd64() % sizeof a;
-        rnd_bytes(in, len);
+        size_t len = it < 300 ? it : rng_next() % sizeof in; /* every length across the rates */
+        size_t olen = 1 + rng_next() % sizeof a;
+        rng_bytes(in, len);
         mb8__sha3_256(a, in, len / 3, in + len / 3, len - len / 3);
         xof_ossl(EVP_sha3_256(), b, 32, in, len);
         assert_memory_equal(a, b, 32);
@@ -105,7 +90,7 @@ static void test_keccak_vs_openssl(void **state)
         mb8__keccak_finalize(&k, MB8__SHAKE_DS);
         size_t done = 0;
         while (done < olen) {
-            size_t n = 1 + rnd64() % 200;
+            size_t n = 1 + rng_next() % 200;
             if (n > olen - done)
                 n = olen - done;
             mb8__keccak_squeeze(&k, a + done, n);
@@ -142,36 +127,38 @@ struct vec {
 static struct vec *g_vecs;
 static size_t g_nvecs;
 
-static int unhex(uint8_t *out, size_t n, const char *s)
+/* Splits line in place at spaces and the newline into at most n fields; how many. */
+static size_t split_fields(char *line, char **f, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1)
-            return 0;
-        out[i] = (uint8_t)v;
-    }
-    return s[2 * n] == ' ' || s[2 * n] == '\n' || s[2 * n] == '\0';
+    size_t k = 0;
+    for (char *t = strtok(line, " \n"); t != NULL && k < n; t = strtok(NULL, " \n"))
+        f[k++] = t;
+    return k;
 }
 
+/* The known answers, a test failure if the file is not as mlkem768_vectors.mjs writes it. */
 static int load_vectors(void **state)
 {
     (void)state;
     FILE *f = fopen(MLKEM_VECTORS, "r");
     static char line[16384];
+    char *tok[9];
     if (f == NULL) {
         fprintf(stderr, "cannot open %s\n", MLKEM_VECTORS);
         return -1;
     }
     g_vecs = calloc(200, sizeof *g_vecs);
-    while (g_vecs != NULL && fgets(line, sizeof line, f) != NULL) {
+    assert_non_null(g_vecs);
+    while (fgets(line, sizeof line, f) != NULL) {
         if (line[0] == '#')
             continue;
-        if (strncmp(line, "full ", 5) == 0) {
+        size_t nf = split_fields(line, tok, 9);
+        if (strcmp(tok[0], "full") == 0) {
+            assert_true(g_nvecs > 0 && nf == 4);
             struct vec *v = &g_vecs[g_nvecs - 1];
-            const char *p = line + 5;
-            if (g_nvecs == 0 || !unhex(v->ek, EKB, p) || !unhex(v->dk, DKB, p + 2 * EKB + 1) ||
-                !unhex(v->ct, CTB, p + 2 * (EKB + DKB) + 2))
-                return -1;
+            unhex(v->ek, EKB, tok[1]);
+            unhex(v->dk, DKB, tok[2]);
+            unhex(v->ct, CTB, tok[3]);
             v->full = 1;
             continue;
         }
@@ -179,9 +166,9 @@ static int load_vectors(void **state)
             break;
         struct vec *v = &g_vecs[g_nvecs];
         uint8_t *fields[8] = {v->d, v->z, v->m, v->h_ek, v->h_dk, v->h_ct, v->ss, v->ss_rej};
+        assert_int_equal(nf, 8);
         for (int i = 0; i < 8; i++)
-            if (!unhex(fields[i], 32, line + 65 * i))
-                return -1;
+            unhex(fields[i], 32, tok[i]);
         g_nvecs++;
     }
     fclose(f);
@@ -195,51 +182,68 @@ static int free_vectors(void **state)
     return 0;
 }
 
+/* One batch of the three calls: the lanes' buffers and the pointer arrays the API takes
+ * (keygen: pek, pdk, d, z; encaps: pct, pss, cek, m; decaps: pss, cct, cdk). */
+struct kem_batch {
+    uint8_t ek[8][EKB], dk[8][DKB], ct[8][CTB], seeds[8][96], ss[8][32];
+    const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
+    uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
+};
+
+/* Random seeds d | z | m (rng_bytes) in every lane; the lanes in `used` (bit i: lane i) get
+ * d, ek and dk, the others NULL ones (UNUSED in every call); outputs into the buffers. */
+static void kem_batch_init(struct kem_batch *b, unsigned used)
+{
+    rng_bytes(&b->seeds[0][0], sizeof b->seeds);
+    for (unsigned i = 0; i < 8; i++) {
+        int u = (used >> i) & 1;
+        b->d[i] = u ? b->seeds[i] : NULL;
+        b->z[i] = b->seeds[i] + 32;
+        b->m[i] = b->seeds[i] + 64;
+        b->pek[i] = b->ek[i];
+        b->pdk[i] = b->dk[i];
+        b->pct[i] = b->ct[i];
+        b->pss[i] = b->ss[i];
+        b->cek[i] = u ? b->ek[i] : NULL;
+        b->cdk[i] = u ? b->dk[i] : NULL;
+        b->cct[i] = b->ct[i];
+    }
+}
+
 static void test_known_answers(void **state)
 {
     (void)state;
-    static uint8_t ek[8][EKB], dk[8][DKB], ct[8][CTB], ct2[8][CTB];
-    uint8_t ss[8][32], h[32];
+    static struct kem_batch kb;
+    static uint8_t ct2[8][CTB];
+    uint8_t h[32];
     size_t nv = g_quick ? 16 : g_nvecs;
 
     /* vectors v, v+1, ... v+7 in lanes rotated by r */
     for (size_t v0 = 0; v0 + 8 <= nv; v0 += 8) {
         for (unsigned r = 0; r < (g_quick ? 1u : 2u); r++) {
-            const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
-            uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
+            kem_batch_init(&kb, 0xFF);
             for (unsigned i = 0; i < 8; i++) {
                 const struct vec *v = &g_vecs[v0 + (i + r) % 8];
-                d[i] = v->d;
-                z[i] = v->z;
-                m[i] = v->m;
-                pek[i] = ek[i];
-                pdk[i] = dk[i];
-                pct[i] = ct[i];
-                pss[i] = ss[i];
-                cek[i] = ek[i];
-                cdk[i] = dk[i];
-                cct[i] = ct[i];
+                kb.d[i] = v->d;
+                kb.z[i] = v->z;
+                kb.m[i] = v->m;
             }
-            assert_int_equal(mb8_mlkem768_keygen(pek, pdk, d, z), 0);
-            assert_int_equal(mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch), 0);
+            assert_int_equal(mb8_mlkem768_keygen(kb.pek, kb.pdk, kb.d, kb.z), 0);
+            assert_int_equal(mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch), 0);
             for (unsigned i = 0; i < 8; i++) {
                 size_t n = v0 + (i + r) % 8;
                 const struct vec *v = &g_vecs[n];
-                sha3_256_ossl(h, ek[i], EKB);
-                if (memcmp(h, v->h_ek, 32) != 0)
-                    fail_lane("KAT ek", i);
-                sha3_256_ossl(h, dk[i], DKB);
-                if (memcmp(h, v->h_dk, 32) != 0)
-                    fail_lane("KAT dk", i);
-                sha3_256_ossl(h, ct[i], CTB);
-                if (memcmp(h, v->h_ct, 32) != 0)
-                    fail_lane("KAT ct", i);
-                if (memcmp(ss[i], v->ss, 32) != 0)
-                    fail_lane("KAT encaps ss", i);
-                if (v->full && (memcmp(ek[i], v->ek, EKB) || memcmp(dk[i], v->dk, DKB) ||
-                                memcmp(ct[i], v->ct, CTB)))
+                sha3_256_ossl(h, kb.ek[i], EKB);
+                expect_bytes("KAT ek", i, h, v->h_ek, 32);
+                sha3_256_ossl(h, kb.dk[i], DKB);
+                expect_bytes("KAT dk", i, h, v->h_dk, 32);
+                sha3_256_ossl(h, kb.ct[i], CTB);
+                expect_bytes("KAT ct", i, h, v->h_ct, 32);
+                expect_bytes("KAT encaps ss", i, kb.ss[i], v->ss, 32);
+                if (v->full && (memcmp(kb.ek[i], v->ek, EKB) || memcmp(kb.dk[i], v->dk, DKB) ||
+                                memcmp(kb.ct[i], v->ct, CTB)))
                     fail_lane("KAT full vector", i);
-                memcpy(ct2[i], ct[i], CTB);
+                memcpy(ct2[i], kb.ct[i], CTB);
                 ct2[i][(37 * n) % CTB] ^= 1;
             }
             /* each vector alone in a call too (1 used lane: another vector path) */
@@ -249,26 +253,26 @@ static void test_known_answers(void **state)
                     uint8_t ss1[32];
                     const uint8_t *ek1[8] = {0}, *m1[8] = {0};
                     uint8_t *pct1[8] = {0}, *pss1[8] = {0};
-                    ek1[(i + 3) % 8] = ek[i];
-                    m1[(i + 3) % 8] = m[i];
+                    ek1[(i + 3) % 8] = kb.ek[i];
+                    m1[(i + 3) % 8] = kb.m[i];
                     pct1[(i + 3) % 8] = ct1;
                     pss1[(i + 3) % 8] = ss1;
                     mb8_status_t s1 = mb8_mlkem768_encaps(pct1, pss1, ek1, m1, g_scratch);
                     assert_int_equal(mb8_status_lane(s1, (i + 3) % 8), MB8_STATUS_OK);
                     /* cppcheck-suppress uninitvar ; ss1 is an output of the encapsulation above */
-                    if (memcmp(ct1, ct[i], CTB) != 0 || memcmp(ss1, ss[i], 32) != 0)
+                    if (memcmp(ct1, kb.ct[i], CTB) != 0 || memcmp(ss1, kb.ss[i], 32) != 0)
                         fail_lane("KAT one lane a call", (i + 3) % 8);
                 }
-            memset(ss, 0, sizeof ss);
-            assert_int_equal(mb8_mlkem768_decaps(pss, cct, cdk), 0);
+            memset(kb.ss, 0, sizeof kb.ss);
+            assert_int_equal(mb8_mlkem768_decaps(kb.pss, kb.cct, kb.cdk), 0);
             for (unsigned i = 0; i < 8; i++)
-                if (memcmp(ss[i], g_vecs[v0 + (i + r) % 8].ss, 32) != 0)
+                if (memcmp(kb.ss[i], g_vecs[v0 + (i + r) % 8].ss, 32) != 0)
                     fail_lane("KAT decaps ss", i);
             for (unsigned i = 0; i < 8; i++)
-                cct[i] = ct2[i];
-            assert_int_equal(mb8_mlkem768_decaps(pss, cct, cdk), 0);
+                kb.cct[i] = ct2[i];
+            assert_int_equal(mb8_mlkem768_decaps(kb.pss, kb.cct, kb.cdk), 0);
             for (unsigned i = 0; i < 8; i++)
-                if (memcmp(ss[i], g_vecs[v0 + (i + r) % 8].ss_rej, 32) != 0)
+                if (memcmp(kb.ss[i], g_vecs[v0 + (i + r) % 8].ss_rej, 32) != 0)
                     fail_lane("KAT implicit rejection", i);
         }
     }
@@ -281,8 +285,9 @@ static void test_known_answers(void **state)
 static void test_random_vs_portable(void **state)
 {
     (void)state;
-    static uint8_t ek[8][EKB], dk[8][DKB], ct[8][CTB], ct_ref[8][CTB];
-    uint8_t seeds[8][96], ss[8][32], ss_ref[8][32], ss_dec[8][32];
+    static struct kem_batch kb;
+    static uint8_t ct_ref[8][CTB];
+    uint8_t ss_ref[8][32], ss_dec[8][32];
     const unsigned rounds = g_quick ? 1 : 12;
 
     for (unsigned it = 0; it < rounds; it++) {
@@ -290,46 +295,30 @@ static void test_random_vs_portable(void **state)
         unsigned used = it == 0   ? 0xFF
                         : it == 1 ? 0x20
                         : it == 2 ? 0x81
-                                  : (unsigned)(rnd64() & 0xFF);
-        const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
-        uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
-        rnd_bytes(&seeds[0][0], sizeof seeds);
-        for (unsigned i = 0; i < 8; i++) {
-            int u = (used >> i) & 1;
-            d[i] = u ? seeds[i] : NULL;
-            z[i] = seeds[i] + 32;
-            m[i] = seeds[i] + 64;
-            pek[i] = ek[i];
-            pdk[i] = dk[i];
-            pct[i] = ct[i];
-            pss[i] = ss[i];
-            cek[i] = u ? ek[i] : NULL;
-            cdk[i] = u ? dk[i] : NULL;
-            cct[i] = ct[i];
-        }
-        mb8_status_t st = mb8_mlkem768_keygen(pek, pdk, d, z);
+                                  : (unsigned)(rng_next() & 0xFF);
+        kem_batch_init(&kb, used);
+        mb8_status_t st = mb8_mlkem768_keygen(kb.pek, kb.pdk, kb.d, kb.z);
         for (unsigned i = 0; i < 8; i++)
-            if (mb8_status_lane(st, i) != (((used >> i) & 1) ? MB8_STATUS_OK : MB8_STATUS_UNUSED))
-                fail_lane("keygen status", i);
-        st = mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch);
+            expect_status("keygen status", st, i,
+                          (((used >> i) & 1) ? MB8_STATUS_OK : MB8_STATUS_UNUSED));
+        st = mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch);
         for (unsigned i = 0; i < 8; i++)
-            if (mb8_status_lane(st, i) != (((used >> i) & 1) ? MB8_STATUS_OK : MB8_STATUS_UNUSED))
-                fail_lane("encaps status", i);
+            expect_status("encaps status", st, i,
+                          (((used >> i) & 1) ? MB8_STATUS_OK : MB8_STATUS_UNUSED));
         uint8_t *pdec[8];
         for (unsigned i = 0; i < 8; i++)
             pdec[i] = ss_dec[i];
-        st = mb8_mlkem768_decaps(pdec, cct, cdk);
+        st = mb8_mlkem768_decaps(pdec, kb.cct, kb.cdk);
         for (unsigned i = 0; i < 8; i++) {
             if (!((used >> i) & 1)) {
-                if (mb8_status_lane(st, i) != MB8_STATUS_UNUSED)
-                    fail_lane("decaps unused", i);
+                expect_status("decaps unused", st, i, MB8_STATUS_UNUSED);
                 continue;
             }
-            mb8__mlkem768_encaps_ref(ct_ref[i], ss_ref[i], ek[i], m[i]);
-            if (memcmp(ct_ref[i], ct[i], CTB) != 0 || memcmp(ss_ref[i], ss[i], 32) != 0)
+            mb8__mlkem768_encaps_ref(ct_ref[i], ss_ref[i], kb.ek[i], kb.m[i]);
+            if (memcmp(ct_ref[i], kb.ct[i], CTB) != 0 || memcmp(ss_ref[i], kb.ss[i], 32) != 0)
                 fail_lane("encaps vs portable kernel", i);
-            if (mb8_status_lane(st, i) != MB8_STATUS_OK || memcmp(ss_dec[i], ss[i], 32) != 0)
-                fail_lane("decaps round trip", i);
+            expect_status("decaps round trip", st, i, MB8_STATUS_OK);
+            expect_bytes("decaps round trip", i, ss_dec[i], kb.ss[i], 32);
         }
     }
 }
@@ -339,25 +328,10 @@ static void test_random_vs_portable(void **state)
 static void test_input_checks(void **state)
 {
     (void)state;
-    static uint8_t ek[8][EKB], dk[8][DKB], ct[8][CTB];
-    uint8_t seeds[8][96], ss[8][32];
-    const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
-    uint8_t *pek[8], *pdk[8], *pct[8], *pss[8];
+    static struct kem_batch kb;
 
-    rnd_bytes(&seeds[0][0], sizeof seeds);
-    for (unsigned i = 0; i < 8; i++) {
-        d[i] = seeds[i];
-        z[i] = seeds[i] + 32;
-        m[i] = seeds[i] + 64;
-        pek[i] = ek[i];
-        pdk[i] = dk[i];
-        pct[i] = ct[i];
-        pss[i] = ss[i];
-        cek[i] = ek[i];
-        cdk[i] = dk[i];
-        cct[i] = ct[i];
-    }
-    assert_int_equal(mb8_mlkem768_keygen(pek, pdk, d, z), 0);
+    kem_batch_init(&kb, 0xFF);
+    assert_int_equal(mb8_mlkem768_keygen(kb.pek, kb.pdk, kb.d, kb.z), 0);
     /* lane i gets a coefficient at position pos set to a value */
     const struct {
         unsigned pos;
@@ -369,7 +343,7 @@ static void test_input_checks(void **state)
     };
     for (unsigned i = 0; i < 8; i++) {
         unsigned p = cases[i].pos, v = cases[i].val;
-        uint8_t *b = ek[i] + 3 * (p / 2);
+        uint8_t *b = kb.ek[i] + 3 * (p / 2);
         if (p % 2 == 0) {
             b[0] = (uint8_t)v;
             b[1] = (uint8_t)((b[1] & 0xF0) | (v >> 8));
@@ -378,31 +352,30 @@ static void test_input_checks(void **state)
             b[2] = (uint8_t)(v >> 4);
         }
     }
-    memset(ct, 0xAA, sizeof ct);
-    mb8_status_t st = mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch);
+    memset(kb.ct, 0xAA, sizeof kb.ct);
+    mb8_status_t st = mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch);
     for (unsigned i = 0; i < 8; i++) {
         unsigned want = cases[i].bad ? MB8_STATUS_BAD_INPUT : MB8_STATUS_OK;
-        if (mb8_status_lane(st, i) != want)
-            fail_lane("§7.2 modulus check", i);
-        if (cases[i].bad && ct[i][0] != 0xAA)
+        expect_status("§7.2 modulus check", st, i, want);
+        if (cases[i].bad && kb.ct[i][0] != 0xAA)
             fail_lane("rejected ek: ct written", i);
     }
     /* §7.3: corrupt H(ek) in lanes 2 and 5 */
-    dk[2][2336] ^= 0x80;
-    dk[5][2367] ^= 0x01;
-    st = mb8_mlkem768_decaps(pss, cct, cdk);
+    kb.dk[2][2336] ^= 0x80;
+    kb.dk[5][2367] ^= 0x01;
+    st = mb8_mlkem768_decaps(kb.pss, kb.cct, kb.cdk);
     for (unsigned i = 0; i < 8; i++)
-        if (mb8_status_lane(st, i) != ((i == 2 || i == 5) ? MB8_STATUS_BAD_KEY : MB8_STATUS_OK))
-            fail_lane("§7.3 hash check", i);
+        expect_status("§7.3 hash check", st, i,
+                      ((i == 2 || i == 5) ? MB8_STATUS_BAD_KEY : MB8_STATUS_OK));
     /* scratch NULL or misaligned: every used lane BAD_INPUT */
-    st = mb8_mlkem768_encaps(pct, pss, cek, m, NULL);
-    st |= mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch + 8);
+    st = mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, NULL);
+    st |= mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch + 8);
     for (unsigned i = 0; i < 8; i++)
         assert_int_equal(mb8_status_lane(st, i), MB8_STATUS_BAD_INPUT);
     /* missing outputs */
-    pct[3] = NULL;
-    pss[4] = NULL;
-    st = mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch);
+    kb.pct[3] = NULL;
+    kb.pss[4] = NULL;
+    st = mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch);
     assert_int_equal(mb8_status_lane(st, 3), MB8_STATUS_BAD_INPUT);
     assert_int_equal(mb8_status_lane(st, 4), MB8_STATUS_BAD_INPUT);
     assert_int_equal(mb8_status_lane(st, 6), MB8_STATUS_OK);
@@ -413,41 +386,30 @@ static void test_input_checks(void **state)
 static void test_constant_time_memcheck(void **state)
 {
     (void)state;
-    static uint8_t ek[8][EKB], dk[8][DKB], ct[8][CTB];
-    uint8_t seeds[8][96], ss[8][32], ss2[8][32];
-    const uint8_t *d[8], *z[8], *m[8], *cek[8], *cct[8], *cdk[8];
-    uint8_t *pct[8], *pss[8], *pss2[8];
+    static struct kem_batch kb;
+    uint8_t ss2[8][32];
+    uint8_t *pss2[8];
 
-    rnd_bytes(&seeds[0][0], sizeof seeds);
-    for (unsigned i = 0; i < 8; i++) {
-        int u = i < 2; /* two lanes: enough for the check, short under valgrind */
-        d[i] = u ? seeds[i] : NULL;
-        z[i] = seeds[i] + 32;
-        m[i] = seeds[i] + 64;
-        pct[i] = ct[i];
-        pss[i] = ss[i];
+    kem_batch_init(&kb, 0x03); /* two lanes: enough for the check, short under valgrind */
+    for (unsigned i = 0; i < 8; i++)
         pss2[i] = ss2[i];
-        cek[i] = u ? ek[i] : NULL;
-        cdk[i] = u ? dk[i] : NULL;
-        cct[i] = ct[i];
-    }
     /* Key generation: G(d || 3) gives rho, which is public (it ends ek): the rejection
      * sampling of A branches on it. So G runs here (OpenSSL) and the kernel gets rho
      * defined, sigma and z undefined. G itself is Keccak, checked below on m. */
     for (unsigned i = 0; i < 2; i++) {
         uint8_t in[33], rs[64];
         unsigned int n = 64;
-        memcpy(in, d[i], 32);
+        memcpy(in, kb.d[i], 32);
         in[32] = 3;
         assert_int_equal(EVP_Digest(in, 33, rs, &n, EVP_sha3_512(), NULL), 1);
         VALGRIND_MAKE_MEM_UNDEFINED(rs + 32, 32);
-        VALGRIND_MAKE_MEM_UNDEFINED(seeds[i] + 32, 32); /* z */
-        mb8__mlkem768_keygen_rs_ref(ek[i], dk[i], rs, rs + 32, z[i]);
+        VALGRIND_MAKE_MEM_UNDEFINED(kb.seeds[i] + 32, 32); /* z */
+        mb8__mlkem768_keygen_rs_ref(kb.ek[i], kb.dk[i], rs, rs + 32, kb.z[i]);
     }
     /* ek is public (it is sent); dk's ek copy and hash too; dk_pke and z stay secret */
-    VALGRIND_MAKE_MEM_DEFINED(ek, sizeof ek);
+    VALGRIND_MAKE_MEM_DEFINED(kb.ek, sizeof kb.ek);
     for (unsigned i = 0; i < 8; i++)
-        VALGRIND_MAKE_MEM_DEFINED(dk[i] + 1152, 1184 + 32);
+        VALGRIND_MAKE_MEM_DEFINED(kb.dk[i] + 1152, 1184 + 32);
     /* the same keys as the public entry point's */
     {
         static uint8_t ek2[8][EKB], dk2[8][DKB];
@@ -456,51 +418,45 @@ static void test_constant_time_memcheck(void **state)
             pek2[i] = ek2[i];
             pdk2[i] = dk2[i];
         }
-        VALGRIND_MAKE_MEM_DEFINED(seeds, sizeof seeds);
-        assert_int_equal(mb8_mlkem768_keygen(pek2, pdk2, d, z), 0x11111100u);
-        VALGRIND_MAKE_MEM_DEFINED(dk, sizeof dk);
-        assert_memory_equal(ek2[0], ek[0], EKB);
-        assert_memory_equal(dk2[1], dk[1], DKB);
+        VALGRIND_MAKE_MEM_DEFINED(kb.seeds, sizeof kb.seeds);
+        assert_int_equal(mb8_mlkem768_keygen(pek2, pdk2, kb.d, kb.z), 0x11111100u);
+        VALGRIND_MAKE_MEM_DEFINED(kb.dk, sizeof kb.dk);
+        assert_memory_equal(ek2[0], kb.ek[0], EKB);
+        assert_memory_equal(dk2[1], kb.dk[1], DKB);
         for (unsigned i = 0; i < 2; i++)
-            VALGRIND_MAKE_MEM_UNDEFINED(dk[i], 1152);
-        VALGRIND_MAKE_MEM_UNDEFINED(dk[0] + 2368, 32);
-        VALGRIND_MAKE_MEM_UNDEFINED(dk[1] + 2368, 32);
+            VALGRIND_MAKE_MEM_UNDEFINED(kb.dk[i], 1152);
+        VALGRIND_MAKE_MEM_UNDEFINED(kb.dk[0] + 2368, 32);
+        VALGRIND_MAKE_MEM_UNDEFINED(kb.dk[1] + 2368, 32);
     }
-    VALGRIND_MAKE_MEM_UNDEFINED(seeds, sizeof seeds);
-    mb8_status_t st = mb8_mlkem768_encaps(pct, pss, cek, m, g_scratch);
+    VALGRIND_MAKE_MEM_UNDEFINED(kb.seeds, sizeof kb.seeds);
+    mb8_status_t st = mb8_mlkem768_encaps(kb.pct, kb.pss, kb.cek, kb.m, g_scratch);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
-    VALGRIND_MAKE_MEM_DEFINED(ct, sizeof ct); /* sent */
+    VALGRIND_MAKE_MEM_DEFINED(kb.ct, sizeof kb.ct); /* sent */
     assert_int_equal(st, 0x11111100u);
     /* decapsulation of the right ciphertext and of a wrong one */
-    st = mb8_mlkem768_decaps(pss2, cct, cdk);
+    st = mb8_mlkem768_decaps(pss2, kb.cct, kb.cdk);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     assert_int_equal(st, 0x11111100u);
-    ct[1][5] ^= 1;
+    kb.ct[1][5] ^= 1;
     uint8_t ss3[8][32];
     uint8_t *pss3[8] = {ss3[0], ss3[1], ss3[2], ss3[3], ss3[4], ss3[5], ss3[6], ss3[7]};
-    st = mb8_mlkem768_decaps(pss3, cct, cdk);
+    st = mb8_mlkem768_decaps(pss3, kb.cct, kb.cdk);
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
-    VALGRIND_MAKE_MEM_DEFINED(ss, sizeof ss);
+    VALGRIND_MAKE_MEM_DEFINED(kb.ss, sizeof kb.ss);
     VALGRIND_MAKE_MEM_DEFINED(ss2, sizeof ss2);
     VALGRIND_MAKE_MEM_DEFINED(ss3, sizeof ss3);
     assert_int_equal(st, 0x11111100u);
-    assert_memory_equal(ss[0], ss2[0], 32);
-    assert_memory_equal(ss[1], ss2[1], 32);
-    assert_memory_equal(ss[0], ss3[0], 32);
-    assert_memory_not_equal(ss[1], ss3[1], 32);
+    assert_memory_equal(kb.ss[0], ss2[0], 32);
+    assert_memory_equal(kb.ss[1], ss2[1], 32);
+    assert_memory_equal(kb.ss[0], ss3[0], 32);
+    assert_memory_not_equal(kb.ss[1], ss3[1], 32);
 }
 
 int main(void)
 {
-    const char *s = getenv("MLKEM_DIFF_SEED");
-    g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-    if (g_seed == 0)
-        g_seed = 1;
-    g_rng = g_seed;
-    g_quick = getenv("MLKEM_DIFF_QUICK") != NULL && atoi(getenv("MLKEM_DIFF_QUICK")) != 0;
-    fprintf(stderr, "mlkem_diff_test: MLKEM_DIFF_SEED=%llu%s, kernel %s\n",
-            (unsigned long long)g_seed, g_quick ? " (quick)" : "",
-            mb8_cpu_has_ifma() ? "AVX-512" : "portable");
+    diff_init("mlkem_diff_test", "MLKEM");
+    rng_state = g_seed;
+    fprintf(stderr, "mlkem_diff_test: kernel %s\n", mb8_cpu_has_ifma() ? "AVX-512" : "portable");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keccak_vs_openssl), cmocka_unit_test(test_compress_exhaustive),
         cmocka_unit_test(test_known_answers),     cmocka_unit_test(test_random_vs_portable),

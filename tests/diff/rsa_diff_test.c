@@ -118,10 +118,10 @@ static void *gen_thread(void *arg)
     return NULL;
 }
 
-static void setup_key(unsigned si, unsigned i)
+/* Fills k from its OpenSSL key k->pk (bits bits): the parameters, the mb8 key, a raw
+ * decryption context. */
+static void load_tkey(struct tkey *k, unsigned bits)
 {
-    struct tkey *k = &keys[si][i];
-    unsigned bits = SIZES[si];
     size_t hb = bits / 16;
     get_param(k->pk, OSSL_PKEY_PARAM_RSA_N, k->nb, bits / 8, &k->n);
     assert_int_equal(EVP_PKEY_get_bn_param(k->pk, OSSL_PKEY_PARAM_RSA_E, &k->e), 1);
@@ -142,6 +142,23 @@ static void setup_key(unsigned si, unsigned i)
     assert_non_null(k->dctx);
     assert_int_equal(EVP_PKEY_decrypt_init(k->dctx), 1);
     assert_int_equal(EVP_PKEY_CTX_set_rsa_padding(k->dctx, RSA_NO_PADDING), 1);
+}
+
+/* Frees what load_tkey made, and the OpenSSL key. */
+static void free_tkey(struct tkey *k)
+{
+    mb8_rsa_key_dispose(k->mk);
+    free(k->mk);
+    EVP_PKEY_CTX_free(k->dctx);
+    EVP_PKEY_free(k->pk);
+    BN_free(k->n);
+    BN_free(k->e);
+    BN_free(k->d);
+}
+
+static void setup_key(unsigned si, unsigned i)
+{
+    load_tkey(&keys[si][i], SIZES[si]);
 }
 
 static int group_setup(void **state)
@@ -199,16 +216,8 @@ static int group_teardown(void **state)
 {
     for (unsigned si = 0; si < NSIZES; si++)
         for (unsigned i = 0; i < NKEYS; i++) {
-            struct tkey *k = &keys[si][i];
-            if (!k->pk)
-                continue;
-            mb8_rsa_key_dispose(k->mk);
-            free(k->mk);
-            EVP_PKEY_CTX_free(k->dctx);
-            EVP_PKEY_free(k->pk);
-            BN_free(k->n);
-            BN_free(k->e);
-            BN_free(k->d);
+            if (keys[si][i].pk)
+                free_tkey(&keys[si][i]);
         }
     free(scratch);
     return 0;
@@ -271,6 +280,25 @@ static void make_blind(struct batch *b, unsigned i, unsigned bits)
     BN_CTX_free(ctx);
 }
 
+/* Lane i of b on key k: a random input below n (bits bits), a blinding pair if blinded. */
+static void set_lane(struct batch *b, unsigned i, const struct tkey *k, unsigned bits, int blinded)
+{
+    b->tk[i] = k;
+    b->kp[i] = k->mk;
+    b->inp[i] = b->in[i];
+    rand_below(b->in[i], k, bits);
+    if (blinded)
+        make_blind(b, i, bits);
+}
+
+/* A fresh batch, lane i on key keys[si][(i + first) % NKEYS] (set_lane). */
+static void fill_batch(struct batch *b, unsigned si, unsigned first, int blinded)
+{
+    batch_init(b);
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        set_lane(b, i, &keys[si][(i + first) % NKEYS], SIZES[si], blinded);
+}
+
 static mb8_status_t run(struct batch *b, int blinded)
 {
     return mb8_rsa_private_crt(b->outp, b->inp, b->kp, blinded ? b->blp : NULL,
@@ -298,21 +326,10 @@ static void check_ok_lanes(struct batch *b, mb8_status_t st, unsigned bits, unsi
 static void random_batches(unsigned si, unsigned n_iters, int blinded)
 {
     unsigned bits = SIZES[si];
-    if (!have_size[si])
-        skip();
     struct batch *b = malloc(sizeof *b);
     assert_non_null(b);
     for (unsigned it = 0; it < n_iters; it++) {
-        batch_init(b);
-        for (unsigned i = 0; i < MB8_LANES; i++) {
-            const struct tkey *k = &keys[si][(i + it) % NKEYS];
-            b->tk[i] = k;
-            b->kp[i] = k->mk;
-            b->inp[i] = b->in[i];
-            rand_below(b->in[i], k, bits);
-            if (blinded)
-                make_blind(b, i, bits);
-        }
+        fill_batch(b, si, it, blinded);
         if (it == 0) { /* edge values: 0, 1, n - 1, leading zero bytes */
             memset(b->in[0], 0, bits / 8);
             memset(b->in[1], 0, bits / 8);
@@ -327,25 +344,20 @@ static void random_batches(unsigned si, unsigned n_iters, int blinded)
     free(b);
 }
 
-static void test_random_2048(void **state)
+/* Random batches of every loaded size (MB8_RSA_SIZES), unblinded and blinded: 2048 gets
+ * MB8_RSA_ITERS batches, the slower cases a share of them (iters / div rounded up; div 0:
+ * one batch). */
+static void test_random(void **state)
 {
-    random_batches(0, iters, 0);
-}
-static void test_random_3072(void **state)
-{
-    random_batches(1, (iters + 2) / 3, 0);
-}
-static void test_random_4096(void **state)
-{
-    random_batches(2, (iters + 5) / 6, 0);
-}
-static void test_blinded_2048(void **state)
-{
-    random_batches(0, (iters + 1) / 2, 1);
-}
-static void test_blinded_4096(void **state)
-{
-    random_batches(2, 1, 1);
+    static const struct {
+        unsigned si, div;
+        int blinded;
+    } cases[] = {{0, 1, 0}, {1, 3, 0}, {2, 6, 0}, {0, 2, 1}, {2, 0, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        if (have_size[cases[c].si])
+            random_batches(cases[c].si,
+                           cases[c].div ? (iters + cases[c].div - 1) / cases[c].div : 1,
+                           cases[c].blinded);
 }
 
 /* Unused lanes, in >= n, a 3072-bit key among 2048-bit ones. */
@@ -354,21 +366,12 @@ static void test_mixed(void **state)
     const unsigned bits = 2048;
     struct batch *b = malloc(sizeof *b);
     assert_non_null(b);
-    batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        const struct tkey *k = &keys[0][i];
-        b->tk[i] = k;
-        b->kp[i] = k->mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], k, bits);
-    }
+    fill_batch(b, 0, 0, 0);
     b->inp[1] = NULL;                         /* unused */
     b->inp[4] = NULL;                         /* unused */
     memcpy(b->in[3], b->tk[3]->nb, bits / 8); /* in == n: BAD_INPUT */
     memset(b->in[7], 0xFF, bits / 8);         /* in = 2^2048 - 1: BAD_INPUT */
-    b->tk[6] = &keys[1][6];                   /* 3072-bit key: BAD_KEY */
-    b->kp[6] = keys[1][6].mk;
-    rand_below(b->in[6], b->tk[6], 3072);
+    set_lane(b, 6, &keys[1][6], 3072, 0);     /* 3072-bit key: BAD_KEY */
     mb8_status_t st = run(b, 0);
     check_ok_lanes(b, st, bits, 0x25); /* lanes 0, 2, 5 */
     uint8_t aa[MAXB], zero[MAXB] = {0};
@@ -386,11 +389,8 @@ static void test_mixed(void **state)
     assert_false(mb8_status_all_ok(st));
 
     /* the batch size is the first used lane's: a 3072-bit lane 0 makes the others BAD_KEY */
-    b->inp[1] = b->in[1];
-    rand_below(b->in[1], b->tk[1], bits);
-    b->tk[0] = &keys[1][0];
-    b->kp[0] = keys[1][0].mk;
-    rand_below(b->in[0], b->tk[0], 3072);
+    set_lane(b, 1, &keys[0][1], bits, 0);
+    set_lane(b, 0, &keys[1][0], 3072, 0);
     b->kp[6] = keys[0][6].mk;
     b->tk[6] = &keys[0][6];
     st = run(b, 0);
@@ -406,12 +406,8 @@ static void test_same_key(void **state)
     struct batch *b = malloc(sizeof *b);
     assert_non_null(b);
     batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][5];
-        b->kp[i] = keys[0][5].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-    }
+    for (unsigned i = 0; i < MB8_LANES; i++)
+        set_lane(b, i, &keys[0][5], bits, 0);
     mb8_status_t st = run(b, 0);
     check_ok_lanes(b, st, bits, 0xFF);
     for (unsigned i = 1; i < MB8_LANES; i++)
@@ -426,14 +422,7 @@ static void test_blinding_errors(void **state)
     struct batch *b = malloc(sizeof *b);
     uint8_t zero[MAXB] = {0};
     assert_non_null(b);
-    batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][i];
-        b->kp[i] = keys[0][i].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-        make_blind(b, i, bits);
-    }
+    fill_batch(b, 0, 0, 1);
     b->ub[2][bits / 8 - 1] ^= 1; /* wrong unblinding value */
     b->blp[5] = NULL;            /* half a pair */
     mb8_status_t st = run(b, 1);
@@ -466,40 +455,12 @@ static void test_mixed_paths(void **state)
     assert_int_equal(EVP_PKEY_CTX_set1_rsa_keygen_pubexp(gctx, e3), 1);
     assert_int_equal(EVP_PKEY_keygen(gctx, &pk), 1);
     memset(&k3, 0, sizeof(k3));
-    {
-        /* as setup_key, for a key outside the global table */
-        struct tkey *k = &k3;
-        size_t hb = bits / 16;
-        k->pk = pk;
-        get_param(pk, OSSL_PKEY_PARAM_RSA_N, k->nb, bits / 8, &k->n);
-        assert_int_equal(EVP_PKEY_get_bn_param(pk, OSSL_PKEY_PARAM_RSA_E, &k->e), 1);
-        k->elen = (size_t)BN_num_bytes(k->e);
-        BN_bn2bin(k->e, k->eb);
-        get_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR1, k->p, hb, NULL);
-        get_param(pk, OSSL_PKEY_PARAM_RSA_FACTOR2, k->q, hb, NULL);
-        get_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT1, k->dp, hb, NULL);
-        get_param(pk, OSSL_PKEY_PARAM_RSA_EXPONENT2, k->dq, hb, NULL);
-        get_param(pk, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, k->qi, hb, NULL);
-        k->mk = aligned_alloc(64, (mb8_rsa_key_size(bits) + 63) / 64 * 64);
-        assert_non_null(k->mk);
-        assert_int_equal(
-            mb8_rsa_key_init(k->mk, bits, k->nb, k->eb, k->elen, k->p, k->q, k->dp, k->dq, k->qi),
-            0);
-        k->dctx = EVP_PKEY_CTX_new(pk, NULL);
-        assert_non_null(k->dctx);
-        assert_int_equal(EVP_PKEY_decrypt_init(k->dctx), 1);
-        assert_int_equal(EVP_PKEY_CTX_set_rsa_padding(k->dctx, RSA_NO_PADDING), 1);
-    }
+    k3.pk = pk;
+    load_tkey(&k3, bits);
     for (int round = 0; round < 3; round++) {
-        batch_init(b);
-        for (unsigned i = 0; i < MB8_LANES; i++) {
-            const struct tkey *k = (round != 1 && i == 3) ? &k3 : &keys[0][i];
-            b->tk[i] = k;
-            b->kp[i] = k->mk;
-            b->inp[i] = b->in[i];
-            rand_below(b->in[i], k, bits);
-            make_blind(b, i, bits);
-        }
+        fill_batch(b, 0, 0, 1);
+        if (round != 1)
+            set_lane(b, 3, &k3, bits, 1);
         if (round >= 1) { /* lanes 1 and 6 unblinded (both pointers NULL) */
             b->blp[1] = b->ubp[1] = NULL;
             b->blp[6] = b->ubp[6] = NULL;
@@ -507,12 +468,7 @@ static void test_mixed_paths(void **state)
         mb8_status_t st = run(b, 1);
         check_ok_lanes(b, st, bits, 0xFF);
     }
-    mb8_rsa_key_dispose(k3.mk);
-    free(k3.mk);
-    EVP_PKEY_CTX_free(k3.dctx);
-    BN_free(k3.n);
-    BN_free(k3.e);
-    EVP_PKEY_free(pk);
+    free_tkey(&k3); /* and pk */
     EVP_PKEY_CTX_free(gctx);
     BN_free(e3);
     free(b);
@@ -538,13 +494,7 @@ static void test_fault(void **state)
     assert_int_equal(
         mb8_rsa_key_init(bad2, bits, k5->nb, k5->eb, k5->elen, k5->p, k5->q, k5->dp, dq, k5->qi),
         0);
-    batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][i];
-        b->kp[i] = keys[0][i].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-    }
+    fill_batch(b, 0, 0, 0);
     b->kp[2] = bad;
     b->kp[5] = bad2;
     mb8_status_t st = run(b, 0);
@@ -611,13 +561,7 @@ static void test_api_errors(void **state)
     /* operation argument errors */
     struct batch *b = malloc(sizeof *b);
     assert_non_null(b);
-    batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][i];
-        b->kp[i] = keys[0][i].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-    }
+    fill_batch(b, 0, 0, 0);
     mb8_status_t st = mb8_rsa_private_crt(b->outp, b->inp, b->kp, NULL, NULL, NULL);
     for (unsigned i = 0; i < MB8_LANES; i++)
         assert_int_equal(mb8_status_lane(st, i), MB8_STATUS_BAD_INPUT);
@@ -633,12 +577,8 @@ static void test_api_errors(void **state)
     assert_int_equal(mb8_status_lane(st, 4), MB8_STATUS_BAD_KEY);
     assert_int_equal(mb8_status_lane(st, 6), MB8_STATUS_BAD_INPUT);
     /* in place: out == in */
-    batch_init(b);
+    fill_batch(b, 0, 0, 0);
     for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][i];
-        b->kp[i] = keys[0][i].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
         ref_op(b->tk[i], bits, b->in[i], b->exp[i]);
         b->outp[i] = b->in[i];
     }
@@ -668,12 +608,8 @@ static void test_ct_poison(void **state)
         ck[i] = aligned_alloc(64, (ksz + 63) / 64 * 64);
         assert_non_null(ck[i]);
         memcpy(ck[i], keys[0][i].mk, ksz);
-        b->tk[i] = &keys[0][i];
+        set_lane(b, i, &keys[0][i], bits, i != 4); /* one lane unblinded: both paths */
         b->kp[i] = ck[i];
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-        if (i != 4) /* one lane unblinded: both paths */
-            make_blind(b, i, bits);
     }
     memcpy(b->in[6], b->tk[6]->nb, bits / 8); /* in == n: the BAD_INPUT mask path */
     for (unsigned i = 0; i < MB8_LANES; i++) {
@@ -710,14 +646,7 @@ static void test_timing(void **state)
     const unsigned bits = 2048;
     struct batch *b = malloc(sizeof *b);
     assert_non_null(b);
-    batch_init(b);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        b->tk[i] = &keys[0][i];
-        b->kp[i] = keys[0][i].mk;
-        b->inp[i] = b->in[i];
-        rand_below(b->in[i], b->tk[i], bits);
-        make_blind(b, i, bits);
-    }
+    fill_batch(b, 0, 0, 1);
     /* best of 3 rounds each, interleaved: the machine may be shared */
     unsigned nb = iters < 4 ? 1 : 4;
     double best_mb8 = 1e9, best_ossl = 1e9;
@@ -742,12 +671,10 @@ static void test_timing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_2048),  cmocka_unit_test(test_random_3072),
-        cmocka_unit_test(test_random_4096),  cmocka_unit_test(test_blinded_2048),
-        cmocka_unit_test(test_blinded_4096), cmocka_unit_test(test_mixed),
-        cmocka_unit_test(test_same_key),     cmocka_unit_test(test_blinding_errors),
-        cmocka_unit_test(test_mixed_paths),  cmocka_unit_test(test_fault),
-        cmocka_unit_test(test_api_errors),   cmocka_unit_test(test_ct_poison),
+        cmocka_unit_test(test_random),      cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_same_key),    cmocka_unit_test(test_blinding_errors),
+        cmocka_unit_test(test_mixed_paths), cmocka_unit_test(test_fault),
+        cmocka_unit_test(test_api_errors),  cmocka_unit_test(test_ct_poison),
         cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -87,16 +87,27 @@ static void ntt_inv(poly *f)
         f->c[j] = mulq(f->c[j], 3303);
 }
 
-/* r += f * g in the NTT domain (Algorithms 11 and 12, MultiplyNTTs and BaseCaseMultiply). */
+/* r += f * g for coefficients j, j + 1: a product mod X^2 - gamma (Algorithm 12,
+ * BaseCaseMultiply). */
+static inline void base_mul_acc(poly *r, const poly *f, const poly *g, unsigned j, uint32_t gamma)
+{
+    uint32_t a0 = f->c[j], a1 = f->c[j + 1];
+    uint32_t b0 = g->c[j], b1 = g->c[j + 1];
+    uint32_t c0 = barrett(a0 * b0 + mulq(a1, b1) * gamma);
+    uint32_t c1 = barrett(a0 * b1 + a1 * b0);
+    r->c[j] = addq(r->c[j], c0);
+    r->c[j + 1] = addq(r->c[j + 1], c1);
+}
+
+/* r += f * g in the NTT domain (Algorithm 11, MultiplyNTTs): pair i of coefficients takes
+ * gamma_i = 17^(2 BitRev7(i) + 1) mod q, which is zetas[64 + i / 2] for even i and q minus
+ * it for odd i (BitRev7(2k + 1) = BitRev7(2k) + 64, and 17^128 = -1 mod q). */
 static void mul_acc(poly *r, const poly *f, const poly *g)
 {
-    for (unsigned i = 0; i < N / 2; i++) {
-        uint32_t a0 = f->c[2 * i], a1 = f->c[2 * i + 1];
-        uint32_t b0 = g->c[2 * i], b1 = g->c[2 * i + 1];
-        uint32_t c0 = barrett(a0 * b0 + mulq(a1, b1) * (uint32_t)mlkem_gammas[i]);
-        uint32_t c1 = barrett(a0 * b1 + a1 * b0);
-        r->c[2 * i] = addq(r->c[2 * i], c0);
-        r->c[2 * i + 1] = addq(r->c[2 * i + 1], c1);
+    for (unsigned k = 0; k < N / 4; k++) {
+        uint32_t zeta = mlkem_zetas[64 + k];
+        base_mul_acc(r, f, g, 4 * k, zeta);
+        base_mul_acc(r, f, g, 4 * k + 2, Q - zeta);
     }
 }
 
@@ -304,38 +315,38 @@ void mb8__mlkem768_encrypt_sampled(uint8_t *ct, const uint8_t *ek, const uint8_t
                                    const mb8__mlkem_poly at[K][K],
                                    const uint8_t prf[2 * K + 1][128])
 {
-    poly y[K], u[K], v, t, a;
+    struct { /* the secrets, wiped together at the end */
+        poly y[K], u[K], v, t;
+    } s;
+    poly a;
 
     for (unsigned i = 0; i < K; i++) {
-        mb8__mlkem_cbd2(&y[i], prf[i]);
-        ntt(&y[i]);
+        mb8__mlkem_cbd2(&s.y[i], prf[i]);
+        ntt(&s.y[i]);
     }
     /* u = NTT^-1(A^T y) + e1: u[i] = sum_j A[j][i] y[j] */
     for (unsigned i = 0; i < K; i++) {
-        memset(&u[i], 0, sizeof u[i]);
+        memset(&s.u[i], 0, sizeof s.u[i]);
         for (unsigned j = 0; j < K; j++)
-            mul_acc(&u[i], &at[i][j], &y[j]);
-        ntt_inv(&u[i]);
-        mb8__mlkem_cbd2(&t, prf[K + i]); /* e1[i] */
-        poly_add(&u[i], &t);
+            mul_acc(&s.u[i], &at[i][j], &s.y[j]);
+        ntt_inv(&s.u[i]);
+        mb8__mlkem_cbd2(&s.t, prf[K + i]); /* e1[i] */
+        poly_add(&s.u[i], &s.t);
     }
     /* v = NTT^-1(t^T y) + e2 + mu */
-    memset(&v, 0, sizeof v);
+    memset(&s.v, 0, sizeof s.v);
     for (unsigned j = 0; j < K; j++) {
         mb8__mlkem_decode12(&a, ek + MB8__MLKEM_POLY_BYTES * j);
-        mul_acc(&v, &a, &y[j]);
+        mul_acc(&s.v, &a, &s.y[j]);
     }
-    ntt_inv(&v);
-    mb8__mlkem_cbd2(&t, prf[2 * K]); /* e2 */
-    poly_add(&v, &t);
-    mb8__mlkem_from_msg(&t, m);
-    poly_add(&v, &t);
-    mb8__mlkem_encode_u(ct, u);
-    mb8__mlkem_encode_v(ct + 960, &v);
-    mb8__wipe(y, sizeof y);
-    mb8__wipe(u, sizeof u);
-    mb8__wipe(&v, sizeof v);
-    mb8__wipe(&t, sizeof t);
+    ntt_inv(&s.v);
+    mb8__mlkem_cbd2(&s.t, prf[2 * K]); /* e2 */
+    poly_add(&s.v, &s.t);
+    mb8__mlkem_from_msg(&s.t, m);
+    poly_add(&s.v, &s.t);
+    mb8__mlkem_encode_u(ct, s.u);
+    mb8__mlkem_encode_v(ct + 960, &s.v);
+    mb8__wipe(&s, sizeof s);
 }
 
 /* Algorithm 14: K-PKE.Encrypt(ek, m, r) into ct (1088). */

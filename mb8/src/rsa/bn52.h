@@ -36,46 +36,15 @@ struct mb8_rsa_key {
 
 #define MB8__RSA_KEY_LIMBS(h) (13u * (size_t)(h))
 
-static inline uint64_t *mb8__rsa_n(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb;
-}
-static inline uint64_t *mb8__rsa_rrn(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 2 * k->h;
-}
-static inline uint64_t *mb8__rsa_e(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 4 * k->h;
-}
-static inline uint64_t *mb8__rsa_p(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 6 * k->h;
-}
-static inline uint64_t *mb8__rsa_q(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 7 * k->h;
-}
-static inline uint64_t *mb8__rsa_rrp(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 8 * k->h;
-}
-static inline uint64_t *mb8__rsa_rrq(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 9 * k->h;
-}
-static inline uint64_t *mb8__rsa_dp(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 10 * k->h;
-}
-static inline uint64_t *mb8__rsa_dq(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 11 * k->h;
-}
-static inline uint64_t *mb8__rsa_qinvr(const mb8_rsa_key_t *k)
-{
-    return (uint64_t *)k->limb + 12 * k->h;
-}
+/* The key's limb arrays: mb8__rsa_<name>(k) points at limb off * h (the layout above). */
+#define MB8__RSA_KEY_ARRAYS(X)                                                                     \
+    X(n, 0) X(rrn, 2) X(e, 4) X(p, 6) X(q, 7) X(rrp, 8) X(rrq, 9) X(dp, 10) X(dq, 11) X(qinvr, 12)
+#define MB8__RSA_KEY_ARRAY(name, off)                                                              \
+    static inline uint64_t *mb8__rsa_##name(const mb8_rsa_key_t *k)                                \
+    {                                                                                              \
+        return (uint64_t *)k->limb + k->h * (off);                                                 \
+    }
+MB8__RSA_KEY_ARRAYS(MB8__RSA_KEY_ARRAY)
 
 /** Half limbs for a supported modulus size, else 0. */
 static inline unsigned mb8__rsa_half_limbs(unsigned bits)
@@ -133,30 +102,27 @@ uint64_t mb8__bn52_k0(uint64_t m0);
 void mb8__bn52_rr(uint64_t *r, const uint64_t *m, size_t n);
 
 /*
- * Almost-Montgomery multiplication: r = a*b*2^(-52n) mod m, r < 2m given a, b < 2m and
- * 4m < 2^(52n). r must not alias a or b (a may equal b). mb8__amm52x20_ref etc. are the
- * limb-count specialisations; mb8__amm52_ref dispatches on n.
+ * The limb counts the kernels have specialised code for (n is public): the CRT halves of
+ * 2048-, 3072- and 4096-bit keys, and with them the full moduli of the mod-n steps (40 is
+ * both). X-macros: X(N, ...) for each count N, the other arguments passed on.
  */
-void mb8__amm52x20_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                       uint64_t k0);
-void mb8__amm52x30_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                       uint64_t k0);
-void mb8__amm52x40_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                       uint64_t k0);
-void mb8__amm52x60_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                       uint64_t k0);
-void mb8__amm52x80_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                       uint64_t k0);
+#define MB8__RSA_HALF_SIZES(X, ...) X(20, __VA_ARGS__) X(30, __VA_ARGS__) X(40, __VA_ARGS__)
+#define MB8__RSA_ALL_SIZES(X, ...)                                                                 \
+    MB8__RSA_HALF_SIZES(X, __VA_ARGS__) X(60, __VA_ARGS__) X(80, __VA_ARGS__)
+
+/*
+ * Almost-Montgomery multiplication: r = a*b*2^(-52n) mod m, r < 2m given a, b < 2m and
+ * 4m < 2^(52n). r must not alias a or b (a may equal b). Dispatches on n to rsa_ref.c's
+ * specialisations (mb8__amm52x20_ref ..., MB8__RSA_ALL_SIZES).
+ */
 void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
                     uint64_t k0, size_t n);
 
 /*
  * Almost-Montgomery squaring: r = a^2 * 2^(-52n) mod m, r < 2m given a < 2m; t is 2n limbs of
- * workspace (left holding secrets: the caller wipes it). r must not alias a or t.
+ * workspace (left holding secrets: the caller wipes it). r must not alias a or t. Dispatches
+ * on n as mb8__amm52_ref (MB8__RSA_HALF_SIZES).
  */
-void mb8__ams52x20_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
-void mb8__ams52x30_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
-void mb8__ams52x40_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t);
 void mb8__ams52_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t,
                     size_t n);
 
@@ -183,27 +149,23 @@ unsigned mb8__rsa_finish(uint8_t *out, const mb8_rsa_key_t *k, uint64_t in_ok, c
 unsigned mb8__rsa_window(const uint64_t *d, size_t n, size_t pos, unsigned w);
 
 /*
- * The portable kernel: computes the lanes set in `lanes` (bit i = lane i; for those
- * in/out/key are valid and of one size) one after another. Returns the status bits of
- * those lanes (OK, BAD_INPUT, VERIFY_FAIL); other lanes' nibbles are 0.
+ * A kernel of mb8_rsa_private_crt: computes the lanes set in `lanes` (bit i = lane i; for
+ * those in/out/key are valid and of one size). Returns the status bits of those lanes (OK,
+ * BAD_INPUT, VERIFY_FAIL); other lanes' nibbles are 0.
  */
-mb8_status_t mb8__rsa_private_crt_ref(uint8_t *const out[MB8_LANES],
-                                      const uint8_t *const in[MB8_LANES],
-                                      const mb8_rsa_key_t *const key[MB8_LANES],
-                                      const uint8_t *const blind[MB8_LANES],
-                                      const uint8_t *const unblind[MB8_LANES], uint64_t *scratch,
-                                      unsigned lanes);
+typedef mb8_status_t
+mb8__rsa_kernel_fn(uint8_t *const out[MB8_LANES], const uint8_t *const in[MB8_LANES],
+                   const mb8_rsa_key_t *const key[MB8_LANES], const uint8_t *const blind[MB8_LANES],
+                   const uint8_t *const unblind[MB8_LANES], uint64_t *scratch, unsigned lanes);
+
+/* The portable kernel: the lanes one after another. */
+mb8__rsa_kernel_fn mb8__rsa_private_crt_ref;
 
 /*
- * The AVX-512 IFMA kernel (rsa_ifma.c): same contract as the portable one; only called when
- * mb8_cpu_has_ifma(). All used lanes' keys have one size. Scratch: the
- * mb8_rsa_scratch_size() bytes (it uses mb8__rsa_ifma_scratch_limbs(h) limbs of them).
+ * The AVX-512 IFMA kernel (rsa_ifma.c): all 8 lanes at once; only called when
+ * mb8_cpu_has_ifma(). Scratch: the mb8_rsa_scratch_size() bytes (it uses
+ * mb8__rsa_ifma_scratch_limbs(h) limbs of them).
  */
-mb8_status_t mb8__rsa_private_crt_ifma(uint8_t *const out[MB8_LANES],
-                                       const uint8_t *const in[MB8_LANES],
-                                       const mb8_rsa_key_t *const key[MB8_LANES],
-                                       const uint8_t *const blind[MB8_LANES],
-                                       const uint8_t *const unblind[MB8_LANES], uint64_t *scratch,
-                                       unsigned lanes);
+mb8__rsa_kernel_fn mb8__rsa_private_crt_ifma;
 size_t mb8__rsa_ifma_scratch_limbs(size_t h);
 #endif

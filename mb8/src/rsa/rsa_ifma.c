@@ -218,97 +218,46 @@ static IFMA void ams8(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, 
     redc8(r, t, m, k0, n);
 }
 
-#define REDC8_SPECIALISE(N)                                                                        \
-    static IFMA_FN __attribute__((noinline)) void redc8x##N(v8 *restrict r, const v8 *t,           \
-                                                            const v8 *restrict m, v8 k0)           \
+/*
+ * The limb-count specialisations of an 8-lane operation op(ARGS..., n) (n public: the key
+ * size): name##xN(PARAMS), a noinline copy of op with n = N (a constant, so its loops are
+ * unrolled) for every N of SMALLER and for LAST, and name##n(PARAMS, n), which calls the one
+ * for n, the one for LAST for any other n. PARAMS and ARGS are parenthesised lists.
+ */
+#define IFMA_SPECIALISED(SMALLER, LAST, name, op, PARAMS, ARGS)                                    \
+    SMALLER(IFMA_SPECIALISATION, name, op, PARAMS, ARGS)                                           \
+    IFMA_SPECIALISATION(LAST, name, op, PARAMS, ARGS)                                              \
+    static IFMA void name##n(IFMA_LIST PARAMS, size_t n)                                           \
     {                                                                                              \
-        redc8(r, t, m, k0, N);                                                                     \
+        switch (n) {                                                                               \
+            SMALLER(IFMA_SPECIALISED_CASE, name, op, PARAMS, ARGS)                                 \
+        default:                                                                                   \
+            name##x##LAST ARGS;                                                                    \
+            break;                                                                                 \
+        }                                                                                          \
     }
-REDC8_SPECIALISE(20)
-REDC8_SPECIALISE(30)
-REDC8_SPECIALISE(40)
-
-static IFMA void redc8n(v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0, size_t n)
-{
-    switch (n) { /* public: the key size */
-    case 20:
-        redc8x20(r, t, m, k0);
-        break;
-    case 30:
-        redc8x30(r, t, m, k0);
-        break;
-    default:
-        redc8x40(r, t, m, k0);
-        break;
-    }
-}
-
-#define AMS8_SPECIALISE(N)                                                                         \
-    static IFMA_FN __attribute__((noinline)) void ams8x##N(v8 *restrict r, const v8 *a,            \
-                                                           const v8 *restrict m, v8 k0)            \
+#define IFMA_LIST(...) __VA_ARGS__
+#define IFMA_SPECIALISATION(N, name, op, PARAMS, ARGS)                                             \
+    static IFMA_FN __attribute__((noinline)) void name##x##N PARAMS                                \
     {                                                                                              \
-        ams8(r, a, m, k0, N);                                                                      \
+        op(IFMA_LIST ARGS, N);                                                                     \
     }
-AMS8_SPECIALISE(20)
-AMS8_SPECIALISE(30)
-AMS8_SPECIALISE(40)
-AMS8_SPECIALISE(60)
-AMS8_SPECIALISE(80)
+#define IFMA_SPECIALISED_CASE(N, name, op, PARAMS, ARGS)                                           \
+    case N:                                                                                        \
+        name##x##N ARGS;                                                                           \
+        break;
 
-static IFMA void ams8n(v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0, size_t n)
-{
-    switch (n) { /* public: the key size */
-    case 20:
-        ams8x20(r, a, m, k0);
-        break;
-    case 30:
-        ams8x30(r, a, m, k0);
-        break;
-    case 40:
-        ams8x40(r, a, m, k0);
-        break;
-    case 60:
-        ams8x60(r, a, m, k0);
-        break;
-    default:
-        ams8x80(r, a, m, k0);
-        break;
-    }
-}
+/* The sizes below 40 and 80 limbs of bn52.h's lists, as X-macros. */
+#define SIZES_BELOW_40(X, ...) X(20, __VA_ARGS__) X(30, __VA_ARGS__)
+#define SIZES_BELOW_80(X, ...) MB8__RSA_HALF_SIZES(X, __VA_ARGS__) X(60, __VA_ARGS__)
 
-#define AMM8_SPECIALISE(N)                                                                         \
-    static IFMA_FN __attribute__((noinline)) void amm8x##N(                                        \
-        v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0)                     \
-    {                                                                                              \
-        amm8(r, a, b, m, k0, N);                                                                   \
-    }
-AMM8_SPECIALISE(20)
-AMM8_SPECIALISE(30)
-AMM8_SPECIALISE(40)
-AMM8_SPECIALISE(60)
-AMM8_SPECIALISE(80)
-
-static IFMA void amm8n(v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0,
-                       size_t n)
-{
-    switch (n) { /* public: the key size */
-    case 20:
-        amm8x20(r, a, b, m, k0);
-        break;
-    case 30:
-        amm8x30(r, a, b, m, k0);
-        break;
-    case 40:
-        amm8x40(r, a, b, m, k0);
-        break;
-    case 60:
-        amm8x60(r, a, b, m, k0);
-        break;
-    default:
-        amm8x80(r, a, b, m, k0);
-        break;
-    }
-}
+IFMA_SPECIALISED(SIZES_BELOW_40, 40, redc8, redc8,
+                 (v8 *restrict r, const v8 *t, const v8 *restrict m, v8 k0), (r, t, m, k0))
+IFMA_SPECIALISED(SIZES_BELOW_80, 80, ams8, ams8,
+                 (v8 *restrict r, const v8 *a, const v8 *restrict m, v8 k0), (r, a, m, k0))
+IFMA_SPECIALISED(SIZES_BELOW_80, 80, amm8, amm8,
+                 (v8 *restrict r, const v8 *a, const v8 *b, const v8 *restrict m, v8 k0),
+                 (r, a, b, m, k0))
 
 /* The selection masks of select8: mk[e] is all-ones in the lanes whose index is e. */
 static IFMA void select8_masks(v8 mk[1u << MB8__RSA_WIN_IFMA], v8 idx)

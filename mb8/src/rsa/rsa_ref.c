@@ -204,71 +204,43 @@ static inline __attribute__((always_inline)) void ams(uint64_t *restrict r, cons
     redc_n(r, t, m, k0, n);
 }
 
-#define AMM_SPECIALISE(N)                                                                          \
-    void mb8__amm52x##N##_ref(uint64_t *r, const uint64_t *a, const uint64_t *b,                   \
-                              const uint64_t *m, uint64_t k0)                                      \
+/*
+ * The limb-count specialisations of an operation op(ARGS..., n) of this file (n public: the
+ * modulus size): mb8__<name>x<N>_ref(PARAMS), op with n = N (a constant, so its loops are
+ * unrolled) for every N of SIZES (MB8__RSA_HALF_SIZES or MB8__RSA_ALL_SIZES, bn52.h), and
+ * mb8__<name>_ref(PARAMS, n), which calls the one for n, or op itself for any other n.
+ * PARAMS and ARGS are parenthesised lists.
+ */
+#define REF_SPECIALISED(SIZES, name, op, PARAMS, ARGS)                                             \
+    SIZES(REF_SPECIALISATION, name, op, PARAMS, ARGS)                                              \
+    void mb8__##name##_ref(REF_LIST PARAMS, size_t n)                                              \
     {                                                                                              \
-        amm(r, a, b, m, k0, N);                                                                    \
+        switch (n) {                                                                               \
+            SIZES(REF_SPECIALISED_CASE, name, op, PARAMS, ARGS)                                    \
+        default:                                                                                   \
+            op(REF_LIST ARGS, n);                                                                  \
+            break;                                                                                 \
+        }                                                                                          \
     }
-#define AMS_SPECIALISE(N)                                                                          \
-    void mb8__ams52x##N##_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0,      \
-                              uint64_t *t)                                                         \
+#define REF_LIST(...) __VA_ARGS__
+#define REF_SPECIALISATION(N, name, op, PARAMS, ARGS)                                              \
+    void mb8__##name##x##N##_ref PARAMS;                                                           \
+    void mb8__##name##x##N##_ref PARAMS                                                            \
     {                                                                                              \
-        ams(r, a, m, k0, t, N);                                                                    \
+        op(REF_LIST ARGS, N);                                                                      \
     }
-AMS_SPECIALISE(20)
-AMS_SPECIALISE(30)
-AMS_SPECIALISE(40)
+#define REF_SPECIALISED_CASE(N, name, op, PARAMS, ARGS)                                            \
+    case N:                                                                                        \
+        mb8__##name##x##N##_ref ARGS;                                                              \
+        break;
 
-void mb8__ams52_ref(uint64_t *r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t,
-                    size_t n)
-{
-    switch (n) { /* n is public: the modulus size */
-    case 20:
-        mb8__ams52x20_ref(r, a, m, k0, t);
-        break;
-    case 30:
-        mb8__ams52x30_ref(r, a, m, k0, t);
-        break;
-    case 40:
-        mb8__ams52x40_ref(r, a, m, k0, t);
-        break;
-    default:
-        ams(r, a, m, k0, t, n);
-        break;
-    }
-}
-
-AMM_SPECIALISE(20)
-AMM_SPECIALISE(30)
-AMM_SPECIALISE(40)
-AMM_SPECIALISE(60)
-AMM_SPECIALISE(80)
-
-void mb8__amm52_ref(uint64_t *r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
-                    uint64_t k0, size_t n)
-{
-    switch (n) { /* n is public: the modulus size */
-    case 20:
-        mb8__amm52x20_ref(r, a, b, m, k0);
-        break;
-    case 30:
-        mb8__amm52x30_ref(r, a, b, m, k0);
-        break;
-    case 40:
-        mb8__amm52x40_ref(r, a, b, m, k0);
-        break;
-    case 60:
-        mb8__amm52x60_ref(r, a, b, m, k0);
-        break;
-    case 80:
-        mb8__amm52x80_ref(r, a, b, m, k0);
-        break;
-    default:
-        amm(r, a, b, m, k0, n);
-        break;
-    }
-}
+REF_SPECIALISED(MB8__RSA_HALF_SIZES, ams52, ams,
+                (uint64_t * r, const uint64_t *a, const uint64_t *m, uint64_t k0, uint64_t *t),
+                (r, a, m, k0, t))
+REF_SPECIALISED(MB8__RSA_ALL_SIZES, amm52, amm,
+                (uint64_t * r, const uint64_t *a, const uint64_t *b, const uint64_t *m,
+                 uint64_t k0),
+                (r, a, b, m, k0))
 
 /* Montgomery reduction of t (2n limbs, t < m 2^(52n); destroyed): r = t 2^(-52n) mod m,
  * r < 2m; one out-of-line instance of redc_n for the once-per-half reduction of the input

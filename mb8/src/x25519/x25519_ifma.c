@@ -231,63 +231,20 @@ static IFMA_FN __attribute__((noinline)) void fe8_mul_noinline(fe8 *r, const fe8
     fe8_mul(r, a, b);
 }
 
+#define FE8_SQR1(r, a) fe8_sqrn(r, a, 1)
+
 /* r = z^(p - 2) = z^(2^255 - 21): the chain of the reference (254 S + 11 M); 0 -> 0. */
 static IFMA_FN void fe8_invert(fe8 *r, const fe8 *z)
 {
-    fe8 z2, z9, z11, z2_5_0, z2_10_0, z2_20_0, z2_50_0, z2_100_0, t;
-    fe8_sqrn(&z2, z, 1);                       /* 2 */
-    fe8_sqrn(&t, &z2, 2);                      /* 8 */
-    fe8_mul_noinline(&z9, &t, z);              /* 9 */
-    fe8_mul_noinline(&z11, &z9, &z2);          /* 11 */
-    fe8_sqrn(&t, &z11, 1);                     /* 22 */
-    fe8_mul_noinline(&z2_5_0, &t, &z9);        /* 2^5 - 1 */
-    fe8_sqrn(&t, &z2_5_0, 5);                  /* 2^10 - 2^5 */
-    fe8_mul_noinline(&z2_10_0, &t, &z2_5_0);   /* 2^10 - 1 */
-    fe8_sqrn(&t, &z2_10_0, 10);                /* 2^20 - 2^10 */
-    fe8_mul_noinline(&z2_20_0, &t, &z2_10_0);  /* 2^20 - 1 */
-    fe8_sqrn(&t, &z2_20_0, 20);                /* 2^40 - 2^20 */
-    fe8_mul_noinline(&t, &t, &z2_20_0);        /* 2^40 - 1 */
-    fe8_sqrn(&t, &t, 10);                      /* 2^50 - 2^10 */
-    fe8_mul_noinline(&z2_50_0, &t, &z2_10_0);  /* 2^50 - 1 */
-    fe8_sqrn(&t, &z2_50_0, 50);                /* 2^100 - 2^50 */
-    fe8_mul_noinline(&z2_100_0, &t, &z2_50_0); /* 2^100 - 1 */
-    fe8_sqrn(&t, &z2_100_0, 100);              /* 2^200 - 2^100 */
-    fe8_mul_noinline(&t, &t, &z2_100_0);       /* 2^200 - 1 */
-    fe8_sqrn(&t, &t, 50);                      /* 2^250 - 2^50 */
-    fe8_mul_noinline(&t, &t, &z2_50_0);        /* 2^250 - 1 */
-    fe8_sqrn(&t, &t, 5);                       /* 2^255 - 2^5 */
-    fe8_mul_noinline(r, &t, &z11);             /* 2^255 - 21 */
-    mb8__wipe(&z2, sizeof z2);
-    mb8__wipe(&z9, sizeof z9);
-    mb8__wipe(&z11, sizeof z11);
-    mb8__wipe(&z2_5_0, sizeof z2_5_0);
-    mb8__wipe(&z2_10_0, sizeof z2_10_0);
-    mb8__wipe(&z2_20_0, sizeof z2_20_0);
-    mb8__wipe(&z2_50_0, sizeof z2_50_0);
-    mb8__wipe(&z2_100_0, sizeof z2_100_0);
-    mb8__wipe(&t, sizeof t);
-}
-
-static uint64_t load64_le(const uint8_t *b)
-{
-    uint64_t r = 0;
-    for (int i = 7; i >= 0; i--)
-        r = (r << 8) | b[i];
-    return r;
-}
-
-static void store64_le(uint8_t *b, uint64_t x)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(x >> (8 * i));
+    MB8__X25519_INVERT(fe8, FE8_SQR1, fe8_sqrn, fe8_mul_noinline, mb8__wipe, r, z);
 }
 
 /* Lane bytes -> 5 limbs of 52 bits, bit 255 dropped (RFC 7748 §5): normalised (l_4 has 47
  * bits). */
 static void limbs_from_bytes(uint64_t l[5], const uint8_t s[32])
 {
-    uint64_t w0 = load64_le(s), w1 = load64_le(s + 8), w2 = load64_le(s + 16),
-             w3 = load64_le(s + 24);
+    uint64_t w0 = mb8__x25519_load64_le(s), w1 = mb8__x25519_load64_le(s + 8),
+             w2 = mb8__x25519_load64_le(s + 16), w3 = mb8__x25519_load64_le(s + 24);
     l[0] = w0 & M52;
     l[1] = ((w0 >> 52) | (w1 << 12)) & M52;
     l[2] = ((w1 >> 40) | (w2 << 24)) & M52;
@@ -321,10 +278,10 @@ static void limbs_to_bytes(uint8_t s[32], const uint64_t in[5])
     q = (h[4] + q) >> 47;
     add19_carry(h, q);
     h[4] &= M47;
-    store64_le(s, h[0] | (h[1] << 52));
-    store64_le(s + 8, (h[1] >> 12) | (h[2] << 40));
-    store64_le(s + 16, (h[2] >> 24) | (h[3] << 28));
-    store64_le(s + 24, (h[3] >> 36) | (h[4] << 16));
+    mb8__x25519_store64_le(s, h[0] | (h[1] << 52));
+    mb8__x25519_store64_le(s + 8, (h[1] >> 12) | (h[2] << 40));
+    mb8__x25519_store64_le(s + 16, (h[2] >> 24) | (h[3] << 28));
+    mb8__x25519_store64_le(s + 24, (h[3] >> 36) | (h[4] << 16));
 }
 
 /*
@@ -422,7 +379,7 @@ static void load_lanes(struct x25519_io8 *io, const uint8_t k[MB8_LANES][MB8_X25
         for (int j = 0; j < 5; j++)
             io->u[j][i] = l[j];
         for (int w = 0; w < 4; w++)
-            io->k[w][i] = load64_le(kc + 8 * w);
+            io->k[w][i] = mb8__x25519_load64_le(kc + 8 * w);
         mb8__wipe(kc, sizeof kc);
         mb8__wipe(l, sizeof l);
     }

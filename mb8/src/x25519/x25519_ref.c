@@ -29,26 +29,12 @@ void mb8__x25519_wipe(void *p, size_t n)
     mb8__wipe(p, n);
 }
 
-static uint64_t load64_le(const uint8_t *b)
-{
-    uint64_t r = 0;
-    for (int i = 7; i >= 0; i--)
-        r = (r << 8) | b[i];
-    return r;
-}
-
-static void store64_le(uint8_t *b, uint64_t x)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(x >> (8 * i));
-}
-
 /* RFC 7748 §5: "implementations of X25519 ... MUST mask the most significant bit in the
  * final byte"; values in [p, 2^255) are kept as they are (reduced by the arithmetic). */
 static void mb8__fe25519_frombytes_ref(fe25519 *h, const uint8_t s[32])
 {
-    uint64_t w0 = load64_le(s), w1 = load64_le(s + 8), w2 = load64_le(s + 16),
-             w3 = load64_le(s + 24);
+    uint64_t w0 = mb8__x25519_load64_le(s), w1 = mb8__x25519_load64_le(s + 8),
+             w2 = mb8__x25519_load64_le(s + 16), w3 = mb8__x25519_load64_le(s + 24);
     h->v[0] = w0 & MASK51;
     h->v[1] = ((w0 >> 51) | (w1 << 13)) & MASK51;
     h->v[2] = ((w1 >> 38) | (w2 << 26)) & MASK51;
@@ -56,25 +42,26 @@ static void mb8__fe25519_frombytes_ref(fe25519 *h, const uint8_t s[32])
     h->v[4] = (w3 >> 12) & MASK51; /* drops bit 255 */
 }
 
-/* One carry pass: limbs 1..4 end below 2^51, limb 0 below 2^51 + 19 * 2^13 (inputs < 2^64). */
-static void fe25519_carry(fe25519 *h)
+/* Carries limbs 0 .. 3 each into the next and masks all five to 51 bits; returns the carry
+ * out of limb 4 (weight 2^255). */
+static uint64_t fe25519_carry_out(fe25519 *h)
 {
-    uint64_t c;
-    c = h->v[0] >> 51;
-    h->v[0] &= MASK51;
-    h->v[1] += c;
-    c = h->v[1] >> 51;
-    h->v[1] &= MASK51;
-    h->v[2] += c;
-    c = h->v[2] >> 51;
-    h->v[2] &= MASK51;
-    h->v[3] += c;
-    c = h->v[3] >> 51;
-    h->v[3] &= MASK51;
-    h->v[4] += c;
-    c = h->v[4] >> 51;
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        h->v[i + 1] += h->v[i] >> 51;
+        h->v[i] &= MASK51;
+    }
+    uint64_t c = h->v[4] >> 51;
     h->v[4] &= MASK51;
-    h->v[0] += 19 * c;
+    return c;
+}
+
+/* One carry pass: limbs 1..4 end below 2^51, limb 0 below 2^51 + 19 * 2^13 (inputs < 2^64).
+ * Not inlined: the callers stay small enough to be inlined into the ladder (the code gcc
+ * made of the unrolled form). */
+static __attribute__((noinline)) void fe25519_carry(fe25519 *h)
+{
+    h->v[0] += 19 * fe25519_carry_out(h); /* 2^255 = 19 mod p */
 }
 
 /* The canonical 32 bytes of h (value < p). */
@@ -91,24 +78,11 @@ static void mb8__fe25519_tobytes_ref(uint8_t s[32], const fe25519 *in)
     q = (h.v[4] + q) >> 51;
     /* h - q p = h + 19 q - q 2^255: add 19 q, carry, and drop bit 255. */
     h.v[0] += 19 * q;
-    uint64_t c;
-    c = h.v[0] >> 51;
-    h.v[0] &= MASK51;
-    h.v[1] += c;
-    c = h.v[1] >> 51;
-    h.v[1] &= MASK51;
-    h.v[2] += c;
-    c = h.v[2] >> 51;
-    h.v[2] &= MASK51;
-    h.v[3] += c;
-    c = h.v[3] >> 51;
-    h.v[3] &= MASK51;
-    h.v[4] += c;
-    h.v[4] &= MASK51;
-    store64_le(s, h.v[0] | (h.v[1] << 51));
-    store64_le(s + 8, (h.v[1] >> 13) | (h.v[2] << 38));
-    store64_le(s + 16, (h.v[2] >> 26) | (h.v[3] << 25));
-    store64_le(s + 24, (h.v[3] >> 39) | (h.v[4] << 12));
+    (void)fe25519_carry_out(&h);
+    mb8__x25519_store64_le(s, h.v[0] | (h.v[1] << 51));
+    mb8__x25519_store64_le(s + 8, (h.v[1] >> 13) | (h.v[2] << 38));
+    mb8__x25519_store64_le(s + 16, (h.v[2] >> 26) | (h.v[3] << 25));
+    mb8__x25519_store64_le(s + 24, (h.v[3] >> 39) | (h.v[4] << 12));
     mb8__x25519_wipe(&h, sizeof h);
 }
 
@@ -197,38 +171,8 @@ static void mb8__fe25519_mul_a24_ref(fe25519 *h, const fe25519 *f)
  * and 11 multiplications (the one of curve25519-donna / ref10). */
 static void mb8__fe25519_invert_ref(fe25519 *h, const fe25519 *z)
 {
-    fe25519 z2, z9, z11, z2_5_0, z2_10_0, z2_20_0, z2_50_0, z2_100_0, t;
-    mb8__fe25519_sqr_ref(&z2, z);                  /* 2 */
-    mb8__fe25519_sqrn_ref(&t, &z2, 2);             /* 8 */
-    mb8__fe25519_mul_ref(&z9, &t, z);              /* 9 */
-    mb8__fe25519_mul_ref(&z11, &z9, &z2);          /* 11 */
-    mb8__fe25519_sqr_ref(&t, &z11);                /* 22 */
-    mb8__fe25519_mul_ref(&z2_5_0, &t, &z9);        /* 2^5 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &z2_5_0, 5);         /* 2^10 - 2^5 */
-    mb8__fe25519_mul_ref(&z2_10_0, &t, &z2_5_0);   /* 2^10 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &z2_10_0, 10);       /* 2^20 - 2^10 */
-    mb8__fe25519_mul_ref(&z2_20_0, &t, &z2_10_0);  /* 2^20 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &z2_20_0, 20);       /* 2^40 - 2^20 */
-    mb8__fe25519_mul_ref(&t, &t, &z2_20_0);        /* 2^40 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &t, 10);             /* 2^50 - 2^10 */
-    mb8__fe25519_mul_ref(&z2_50_0, &t, &z2_10_0);  /* 2^50 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &z2_50_0, 50);       /* 2^100 - 2^50 */
-    mb8__fe25519_mul_ref(&z2_100_0, &t, &z2_50_0); /* 2^100 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &z2_100_0, 100);     /* 2^200 - 2^100 */
-    mb8__fe25519_mul_ref(&t, &t, &z2_100_0);       /* 2^200 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &t, 50);             /* 2^250 - 2^50 */
-    mb8__fe25519_mul_ref(&t, &t, &z2_50_0);        /* 2^250 - 1 */
-    mb8__fe25519_sqrn_ref(&t, &t, 5);              /* 2^255 - 2^5 */
-    mb8__fe25519_mul_ref(h, &t, &z11);             /* 2^255 - 21 */
-    mb8__x25519_wipe(&z2, sizeof z2);
-    mb8__x25519_wipe(&z9, sizeof z9);
-    mb8__x25519_wipe(&z11, sizeof z11);
-    mb8__x25519_wipe(&z2_5_0, sizeof z2_5_0);
-    mb8__x25519_wipe(&z2_10_0, sizeof z2_10_0);
-    mb8__x25519_wipe(&z2_20_0, sizeof z2_20_0);
-    mb8__x25519_wipe(&z2_50_0, sizeof z2_50_0);
-    mb8__x25519_wipe(&z2_100_0, sizeof z2_100_0);
-    mb8__x25519_wipe(&t, sizeof t);
+    MB8__X25519_INVERT(fe25519, mb8__fe25519_sqr_ref, mb8__fe25519_sqrn_ref, mb8__fe25519_mul_ref,
+                       mb8__x25519_wipe, h, z);
 }
 
 /* Swaps f and g when swap == 1, leaves them when swap == 0, without a branch (RFC 7748 §5
@@ -246,74 +190,62 @@ static void mb8__fe25519_cswap_ref(fe25519 *f, fe25519 *g, uint64_t swap)
 /* out = X25519(k, u) for one lane: RFC 7748 §5, step for step. */
 static void x25519_one(uint8_t out[32], const uint8_t k_raw[32], const uint8_t u[32])
 {
-    uint8_t k[32];
-    fe25519 x1, x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb;
-    uint64_t swap = 0;
+    struct { /* the secrets, wiped together at the end */
+        uint8_t k[32];
+        fe25519 x1, x2, z2, x3, z3, a, aa, b, bb, e, c, d, da, cb;
+        uint64_t swap;
+    } s;
 
+    s.swap = 0;
     /* decodeScalar25519 */
-    memcpy(k, k_raw, 32);
-    k[0] &= 248;
-    k[31] &= 127;
-    k[31] |= 64;
+    memcpy(s.k, k_raw, 32);
+    s.k[0] &= 248;
+    s.k[31] &= 127;
+    s.k[31] |= 64;
 
-    mb8__fe25519_frombytes_ref(&x1, u);
-    memset(&x2, 0, sizeof x2);
-    x2.v[0] = 1;
-    memset(&z2, 0, sizeof z2);
-    x3 = x1;
-    z3 = x2;
+    mb8__fe25519_frombytes_ref(&s.x1, u);
+    memset(&s.x2, 0, sizeof s.x2);
+    s.x2.v[0] = 1;
+    memset(&s.z2, 0, sizeof s.z2);
+    s.x3 = s.x1;
+    s.z3 = s.x2;
 
     for (int t = 254; t >= 0; t--) {
         /* t is public: the byte index and shift depend only on the loop counter. */
-        uint64_t k_t = (uint64_t)(k[t >> 3] >> (t & 7)) & 1;
-        swap ^= k_t;
-        mb8__fe25519_cswap_ref(&x2, &x3, swap);
-        mb8__fe25519_cswap_ref(&z2, &z3, swap);
-        swap = k_t;
+        uint64_t k_t = (uint64_t)(s.k[t >> 3] >> (t & 7)) & 1;
+        s.swap ^= k_t;
+        mb8__fe25519_cswap_ref(&s.x2, &s.x3, s.swap);
+        mb8__fe25519_cswap_ref(&s.z2, &s.z3, s.swap);
+        s.swap = k_t;
 
-        mb8__fe25519_add_ref(&a, &x2, &z2);  /* A = x_2 + z_2 */
-        mb8__fe25519_sqr_ref(&aa, &a);       /* AA = A^2 */
-        mb8__fe25519_sub_ref(&b, &x2, &z2);  /* B = x_2 - z_2 */
-        mb8__fe25519_sqr_ref(&bb, &b);       /* BB = B^2 */
-        mb8__fe25519_sub_ref(&e, &aa, &bb);  /* E = AA - BB */
-        mb8__fe25519_add_ref(&c, &x3, &z3);  /* C = x_3 + z_3 */
-        mb8__fe25519_sub_ref(&d, &x3, &z3);  /* D = x_3 - z_3 */
-        mb8__fe25519_mul_ref(&da, &d, &a);   /* DA = D * A */
-        mb8__fe25519_mul_ref(&cb, &c, &b);   /* CB = C * B */
-        mb8__fe25519_add_ref(&x3, &da, &cb); /* x_3 = (DA + CB)^2 */
-        mb8__fe25519_sqr_ref(&x3, &x3);
-        mb8__fe25519_sub_ref(&z3, &da, &cb); /* z_3 = x_1 * (DA - CB)^2 */
-        mb8__fe25519_sqr_ref(&z3, &z3);
-        mb8__fe25519_mul_ref(&z3, &z3, &x1);
-        mb8__fe25519_mul_ref(&x2, &aa, &bb); /* x_2 = AA * BB */
-        mb8__fe25519_mul_a24_ref(&z2, &e);   /* z_2 = E * (AA + a24 * E) */
-        mb8__fe25519_add_ref(&z2, &z2, &aa);
-        mb8__fe25519_mul_ref(&z2, &z2, &e);
+        mb8__fe25519_add_ref(&s.a, &s.x2, &s.z2);  /* A = x_2 + z_2 */
+        mb8__fe25519_sqr_ref(&s.aa, &s.a);         /* AA = A^2 */
+        mb8__fe25519_sub_ref(&s.b, &s.x2, &s.z2);  /* B = x_2 - z_2 */
+        mb8__fe25519_sqr_ref(&s.bb, &s.b);         /* BB = B^2 */
+        mb8__fe25519_sub_ref(&s.e, &s.aa, &s.bb);  /* E = AA - BB */
+        mb8__fe25519_add_ref(&s.c, &s.x3, &s.z3);  /* C = x_3 + z_3 */
+        mb8__fe25519_sub_ref(&s.d, &s.x3, &s.z3);  /* D = x_3 - z_3 */
+        mb8__fe25519_mul_ref(&s.da, &s.d, &s.a);   /* DA = D * A */
+        mb8__fe25519_mul_ref(&s.cb, &s.c, &s.b);   /* CB = C * B */
+        mb8__fe25519_add_ref(&s.x3, &s.da, &s.cb); /* x_3 = (DA + CB)^2 */
+        mb8__fe25519_sqr_ref(&s.x3, &s.x3);
+        mb8__fe25519_sub_ref(&s.z3, &s.da, &s.cb); /* z_3 = x_1 * (DA - CB)^2 */
+        mb8__fe25519_sqr_ref(&s.z3, &s.z3);
+        mb8__fe25519_mul_ref(&s.z3, &s.z3, &s.x1);
+        mb8__fe25519_mul_ref(&s.x2, &s.aa, &s.bb); /* x_2 = AA * BB */
+        mb8__fe25519_mul_a24_ref(&s.z2, &s.e);     /* z_2 = E * (AA + a24 * E) */
+        mb8__fe25519_add_ref(&s.z2, &s.z2, &s.aa);
+        mb8__fe25519_mul_ref(&s.z2, &s.z2, &s.e);
     }
-    mb8__fe25519_cswap_ref(&x2, &x3, swap);
-    mb8__fe25519_cswap_ref(&z2, &z3, swap);
+    mb8__fe25519_cswap_ref(&s.x2, &s.x3, s.swap);
+    mb8__fe25519_cswap_ref(&s.z2, &s.z3, s.swap);
 
     /* Return x_2 * (z_2^(p - 2)); z_2 = 0 (small-order input) gives 0. */
-    mb8__fe25519_invert_ref(&z2, &z2);
-    mb8__fe25519_mul_ref(&x2, &x2, &z2);
-    mb8__fe25519_tobytes_ref(out, &x2);
+    mb8__fe25519_invert_ref(&s.z2, &s.z2);
+    mb8__fe25519_mul_ref(&s.x2, &s.x2, &s.z2);
+    mb8__fe25519_tobytes_ref(out, &s.x2);
 
-    mb8__x25519_wipe(k, sizeof k);
-    mb8__x25519_wipe(&x1, sizeof x1);
-    mb8__x25519_wipe(&x2, sizeof x2);
-    mb8__x25519_wipe(&z2, sizeof z2);
-    mb8__x25519_wipe(&x3, sizeof x3);
-    mb8__x25519_wipe(&z3, sizeof z3);
-    mb8__x25519_wipe(&a, sizeof a);
-    mb8__x25519_wipe(&aa, sizeof aa);
-    mb8__x25519_wipe(&b, sizeof b);
-    mb8__x25519_wipe(&bb, sizeof bb);
-    mb8__x25519_wipe(&e, sizeof e);
-    mb8__x25519_wipe(&c, sizeof c);
-    mb8__x25519_wipe(&d, sizeof d);
-    mb8__x25519_wipe(&da, sizeof da);
-    mb8__x25519_wipe(&cb, sizeof cb);
-    mb8__x25519_wipe(&swap, sizeof swap);
+    mb8__x25519_wipe(&s, sizeof s);
 }
 
 void mb8__x25519_ladder51_ref(uint8_t out[MB8_LANES][MB8_X25519_BYTES],
