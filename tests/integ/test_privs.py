@@ -375,6 +375,9 @@ def test_core_dump_has_no_key(env):
     dumped = srv.log_text().count("core dumped")
     srv = env.start(p, port=port, preexec=_core_unlimited)
     w = srv.wait_workers(1)[0]
+    # the worker has dropped its dumpable flag once it serves: a signal before that (the
+    # worker just forked, a loaded machine) would find it still dumpable
+    assert get_who(env, port) == (200, b"a")
     os.kill(w, signal.SIGSEGV)
     h.wait_until(lambda: "process %d exited on signal 11" % w in srv.log_text(), 10,
                  what="the crash")
