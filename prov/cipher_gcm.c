@@ -43,6 +43,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "glue.h"
 #include "prov.h"
 
 #ifdef TLSGATE_HAVE_IPSEC_MB
@@ -865,22 +866,18 @@ static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
 #define GCM_FUNCTIONS(bits)                                                                        \
     const OSSL_DISPATCH tg_aes##bits##gcm_functions[] = {                                          \
-        {OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))gcm##bits##_newctx},                             \
-        {OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))gcm_freectx},                                   \
-        {OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))gcm_dupctx},                                     \
-        {OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))gcm_einit},                                \
-        {OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))gcm_dinit},                                \
-        {OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))gcm_update},                                     \
-        {OSSL_FUNC_CIPHER_FINAL, (void (*)(void))gcm_final},                                       \
-        {OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))gcm_cipher},                                     \
-        {OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))gcm##bits##_get_params},                     \
-        {OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))gcm_get_ctx_params},                     \
-        {OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))gcm_set_ctx_params},                     \
-        {OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))gcm_gettable_params},                   \
-        {OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS, (void (*)(void))gcm_gettable_ctx_params},           \
-        {OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS, (void (*)(void))gcm_settable_ctx_params},           \
-        {0, NULL},                                                                                 \
-    }
+        TG_FN(OSSL_FUNC_CIPHER_NEWCTX, gcm##bits##_newctx),                                        \
+        TG_FNS_FREE_DUP(CIPHER, gcm),                                                              \
+        TG_FN(OSSL_FUNC_CIPHER_ENCRYPT_INIT, gcm_einit),                                           \
+        TG_FN(OSSL_FUNC_CIPHER_DECRYPT_INIT, gcm_dinit),                                           \
+        TG_FN(OSSL_FUNC_CIPHER_UPDATE, gcm_update),                                                \
+        TG_FN(OSSL_FUNC_CIPHER_FINAL, gcm_final),                                                  \
+        TG_FN(OSSL_FUNC_CIPHER_CIPHER, gcm_cipher),                                                \
+        TG_FN(OSSL_FUNC_CIPHER_GET_PARAMS, gcm##bits##_get_params),                                \
+        TG_FN(OSSL_FUNC_CIPHER_GETTABLE_PARAMS, gcm_gettable_params),                              \
+        TG_FNS_GET_SET(CIPHER, CTX_PARAMS, gcm_get_ctx_params, gcm_gettable_ctx_params,            \
+                       gcm_set_ctx_params, gcm_settable_ctx_params),                               \
+        {0, NULL}}
 
 GCM_FUNCTIONS(128);
 GCM_FUNCTIONS(256);

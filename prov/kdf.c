@@ -50,6 +50,7 @@
 #include <openssl/params.h>
 #include <openssl/sha.h>
 
+#include "glue.h"
 #include "prov.h"
 
 enum tg_md { TG_MD_NONE, TG_MD_SHA256, TG_MD_SHA384, TG_MD_OTHER };
@@ -767,18 +768,7 @@ static const OSSL_PARAM *kdf_gettable_ctx_params(void *ctx, void *provctx)
     return gettable;
 }
 
-const OSSL_DISPATCH tg_tls13_kdf_functions[] = {
-    {OSSL_FUNC_KDF_NEWCTX, (void (*)(void))kdf_newctx},
-    {OSSL_FUNC_KDF_DUPCTX, (void (*)(void))kdf_dupctx},
-    {OSSL_FUNC_KDF_FREECTX, (void (*)(void))kdf_freectx},
-    {OSSL_FUNC_KDF_RESET, (void (*)(void))kdf_reset},
-    {OSSL_FUNC_KDF_DERIVE, (void (*)(void))kdf_derive},
-    {OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, (void (*)(void))kdf_settable_ctx_params},
-    {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))kdf_set_ctx_params},
-    {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
-    {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))kdf_get_ctx_params},
-    {0, NULL},
-};
+const OSSL_DISPATCH tg_tls13_kdf_functions[] = TG_KDF_FUNCTIONS(kdf, kdf_gettable_ctx_params);
 
 /* ---- TLS1-PRF (RFC 5246 §5) ---- */
 
@@ -966,15 +956,4 @@ static int prf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
     return 1;
 }
 
-const OSSL_DISPATCH tg_tls1_prf_functions[] = {
-    {OSSL_FUNC_KDF_NEWCTX, (void (*)(void))prf_newctx},
-    {OSSL_FUNC_KDF_DUPCTX, (void (*)(void))prf_dupctx},
-    {OSSL_FUNC_KDF_FREECTX, (void (*)(void))prf_freectx},
-    {OSSL_FUNC_KDF_RESET, (void (*)(void))prf_reset},
-    {OSSL_FUNC_KDF_DERIVE, (void (*)(void))prf_derive},
-    {OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, (void (*)(void))prf_settable_ctx_params},
-    {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))prf_set_ctx_params},
-    {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
-    {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))prf_get_ctx_params},
-    {0, NULL},
-};
+const OSSL_DISPATCH tg_tls1_prf_functions[] = TG_KDF_FUNCTIONS(prf, kdf_gettable_ctx_params);

@@ -31,6 +31,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "glue.h"
 #include "prov.h"
 
 #define EKB MB8_MLKEM768_EK_BYTES
@@ -613,19 +614,14 @@ const OSSL_DISPATCH tg_hybrid_kem_functions[] = {
         return hyb_gen_init(provctx, &ALG, selection, params);                                     \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_keymgmt_functions[] = {                                        \
-        {OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))name##_new},                                       \
-        {OSSL_FUNC_KEYMGMT_FREE, (void (*)(void))hyb_free},                                        \
-        {OSSL_FUNC_KEYMGMT_HAS, (void (*)(void))hyb_has},                                          \
-        {OSSL_FUNC_KEYMGMT_GEN_INIT, (void (*)(void))name##_gen_init},                             \
-        {OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS, (void (*)(void))hyb_gen_set_params},                    \
-        {OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS, (void (*)(void))hyb_gen_settable},                 \
-        {OSSL_FUNC_KEYMGMT_GEN, (void (*)(void))hyb_gen},                                          \
-        {OSSL_FUNC_KEYMGMT_GEN_CLEANUP, (void (*)(void))hyb_gen_cleanup},                          \
-        {OSSL_FUNC_KEYMGMT_GET_PARAMS, (void (*)(void))hyb_get_params},                            \
-        {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, (void (*)(void))hyb_gettable},                         \
-        {OSSL_FUNC_KEYMGMT_SET_PARAMS, (void (*)(void))hyb_set_params},                            \
-        {OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS, (void (*)(void))hyb_settable},                         \
-        {OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, (void (*)(void))hyb_query_name},                  \
+        TG_FN(OSSL_FUNC_KEYMGMT_NEW, name##_new),                                                  \
+        TG_FN(OSSL_FUNC_KEYMGMT_FREE, hyb_free),                                                   \
+        TG_FN(OSSL_FUNC_KEYMGMT_HAS, hyb_has),                                                     \
+        TG_FNS_KEYMGMT_GEN(name##_gen_init, hyb_gen_set_params, hyb_gen_settable, hyb_gen,         \
+                           hyb_gen_cleanup),                                                       \
+        TG_FNS_GET_SET(KEYMGMT, PARAMS, hyb_get_params, hyb_gettable, hyb_set_params,              \
+                       hyb_settable),                                                              \
+        TG_FN(OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, hyb_query_name),                             \
         {0, NULL}}
 
 TG_HYB_KEYMGMT(x25519mlkem768, hyb_x25519);

@@ -138,22 +138,4 @@ static const OSSL_PARAM *fa_ciph_settable_ctx_params(void *ctx, void *provctx)
     return ciph_params(ctx, provctx, 1);
 }
 
-#define FA_FN(id, fn)                                                                              \
-    {                                                                                              \
-        id, (void (*)(void))(fn)                                                                   \
-    }
-
-const OSSL_DISPATCH fa_rsa_asym_cipher_functions[] = {
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_NEWCTX, fa_ciph_newctx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_FREECTX, fa_ciph_freectx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DUPCTX, fa_ciph_dupctx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT, fa_ciph_encrypt_init),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_ENCRYPT, fa_ciph_encrypt),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT, fa_ciph_decrypt_init),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DECRYPT, fa_ciph_decrypt),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS, fa_ciph_get_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS, fa_ciph_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS, fa_ciph_set_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS, fa_ciph_settable_ctx_params),
-    {0, NULL},
-};
+const OSSL_DISPATCH fa_rsa_asym_cipher_functions[] = TG_ASYM_CIPHER_FUNCTIONS(fa_ciph);

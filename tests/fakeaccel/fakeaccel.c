@@ -151,19 +151,11 @@ static int fa_set_counter(OSSL_PARAM params[], const char *name, _Atomic uint64_
 static int fa_get_params(void *provctx, OSSL_PARAM params[])
 {
     FA_PROV *prov = provctx;
+    static const struct tg_param_val std[] = {
+        TG_PROV_STD_PARAMS(FA_PROV_NAME, FA_PROV_VERSION, "test-only fake accelerator")};
     OSSL_PARAM *p;
 
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_NAME))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_VERSION))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, "test-only fake accelerator"))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS);
-    if (p != NULL && !OSSL_PARAM_set_int(p, 1))
+    if (!tg_params_answer(params, std, sizeof(std) / sizeof(std[0])))
         return 0;
     p = OSSL_PARAM_locate(params, FA_PARAM_POLL);
     if (p != NULL && !OSSL_PARAM_set_int(p, (int)fa_accel_poll(prov)))
@@ -292,15 +284,7 @@ static int fa_read_config(FA_PROV *prov)
     return 1;
 }
 
-static const OSSL_DISPATCH fa_provider_functions[] = {
-    {OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))fa_teardown},
-    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))fa_gettable_params},
-    {OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))fa_get_params},
-    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))fa_query_operation},
-    {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))fa_get_reason_strings},
-    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, (void (*)(void))fa_get_capabilities},
-    {0, NULL},
-};
+static const OSSL_DISPATCH fa_provider_functions[] = TG_PROVIDER_FUNCTIONS(fa);
 
 __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle,
                                                               const OSSL_DISPATCH *in,

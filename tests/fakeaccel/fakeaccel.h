@@ -15,6 +15,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 
+#include "glue.h"    /* dispatch tables, parameter answers (prov/glue.h) */
 #include "upcalls.h" /* struct tg_core (prov/upcalls.h) */
 
 #define FA_PROV_NAME "fakeaccel"

@@ -298,40 +298,29 @@ static const OSSL_PARAM *fa_ecdsa_sig_settable_ctx_params(void *ctx, void *provc
     return fa_sig_settable(ctx, provctx, 1);
 }
 
-#define FA_FN(id, fn)                                                                              \
-    {                                                                                              \
-        id, (void (*)(void))(fn)                                                                   \
-    }
 #define FA_SIG_COMMON                                                                              \
-    FA_FN(OSSL_FUNC_SIGNATURE_FREECTX, fa_sig_freectx),                                            \
-        FA_FN(OSSL_FUNC_SIGNATURE_DUPCTX, fa_sig_dupctx),                                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, fa_sig_sign_init),                                    \
-        FA_FN(OSSL_FUNC_SIGNATURE_SIGN, fa_sig_sign),                                              \
-        FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, fa_sig_verify_init),                                \
-        FA_FN(OSSL_FUNC_SIGNATURE_VERIFY, fa_sig_verify),                                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT, fa_sig_digest_sign_init),                      \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE, fa_sig_digest_update),                       \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL, fa_sig_digest_sign_final),                    \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT, fa_sig_digest_verify_init),                  \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE, fa_sig_digest_update),                     \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL, fa_sig_digest_verify_final),                \
-        FA_FN(OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, fa_sig_get_ctx_params),                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, fa_sig_set_ctx_params)
+    TG_FNS_FREE_DUP(SIGNATURE, fa_sig), TG_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, fa_sig_sign_init),    \
+        TG_FN(OSSL_FUNC_SIGNATURE_SIGN, fa_sig_sign),                                              \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, fa_sig_verify_init),                                \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY, fa_sig_verify),                                          \
+        TG_FNS_DIGEST_SIGN_VERIFY(fa_sig_digest_sign_init, fa_sig_digest_update,                   \
+                                  fa_sig_digest_sign_final, fa_sig_digest_verify_init,             \
+                                  fa_sig_digest_update, fa_sig_digest_verify_final)
 
 const OSSL_DISPATCH fa_rsa_signature_functions[] = {
-    FA_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_rsa_sig_newctx),
+    TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_rsa_sig_newctx),
     FA_SIG_COMMON,
-    FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, fa_sig_verify_recover_init),
-    FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, fa_sig_verify_recover),
-    FA_FN(OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, fa_rsa_sig_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, fa_rsa_sig_settable_ctx_params),
+    TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, fa_sig_verify_recover_init),
+    TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, fa_sig_verify_recover),
+    TG_FNS_GET_SET(SIGNATURE, CTX_PARAMS, fa_sig_get_ctx_params, fa_rsa_sig_gettable_ctx_params,
+                   fa_sig_set_ctx_params, fa_rsa_sig_settable_ctx_params),
     {0, NULL},
 };
 
 const OSSL_DISPATCH fa_ecdsa_signature_functions[] = {
-    FA_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_ecdsa_sig_newctx),
+    TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_ecdsa_sig_newctx),
     FA_SIG_COMMON,
-    FA_FN(OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, fa_ecdsa_sig_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, fa_ecdsa_sig_settable_ctx_params),
+    TG_FNS_GET_SET(SIGNATURE, CTX_PARAMS, fa_sig_get_ctx_params, fa_ecdsa_sig_gettable_ctx_params,
+                   fa_sig_set_ctx_params, fa_ecdsa_sig_settable_ctx_params),
     {0, NULL},
 };
