@@ -266,16 +266,16 @@ static const OSSL_PARAM *ci_gettable_ctx_params(void *ctx, void *provctx)
 {
     TG_CIPHER *c = ctx;
 
-    return CIF(GETTABLE_CTX_PARAMS, gettable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                         ((TG_PROV *)provctx)->dflt_provctx);
+    return tg_dflt_ctx_params_list(&tg_dflt_cipher_rsa, OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS,
+                                   c != NULL ? c->inner : NULL, provctx);
 }
 
 static const OSSL_PARAM *ci_settable_ctx_params(void *ctx, void *provctx)
 {
     TG_CIPHER *c = ctx;
 
-    return CIF(SETTABLE_CTX_PARAMS, settable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                         ((TG_PROV *)provctx)->dflt_provctx);
+    return tg_dflt_ctx_params_list(&tg_dflt_cipher_rsa, OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS,
+                                   c != NULL ? c->inner : NULL, provctx);
 }
 
 const OSSL_DISPATCH tg_rsa_asym_cipher_functions[] = TG_ASYM_CIPHER_FUNCTIONS(ci);

@@ -38,6 +38,14 @@
     TG_FN(OSSL_FUNC_##OP##_GET_##WHAT, get), TG_FN(OSSL_FUNC_##OP##_GETTABLE_##WHAT, gettable),    \
         TG_FN(OSSL_FUNC_##OP##_SET_##WHAT, set), TG_FN(OSSL_FUNC_##OP##_SETTABLE_##WHAT, settable)
 
+/* A signature's one-shot sign and verify: OSSL_FUNC_SIGNATURE_{SIGN,VERIFY}[_INIT], named
+ * pfx_sign_init, pfx_sign, pfx_verify_init, pfx_verify. */
+#define TG_FNS_SIGN_VERIFY(pfx)                                                                    \
+    TG_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, pfx##_sign_init),                                         \
+        TG_FN(OSSL_FUNC_SIGNATURE_SIGN, pfx##_sign),                                               \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, pfx##_verify_init),                                 \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY, pfx##_verify)
+
 /* A signature's digest-and-sign and digest-and-verify functions:
  * OSSL_FUNC_SIGNATURE_DIGEST_{SIGN,VERIFY}_{INIT,UPDATE,FINAL}. */
 #define TG_FNS_DIGEST_SIGN_VERIFY(sign_init, sign_update, sign_final, verify_init, verify_update,  \

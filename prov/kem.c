@@ -272,14 +272,15 @@ static const OSSL_PARAM *hyb_gen_settable(void *genctx, void *provctx)
     return t;
 }
 
+_Static_assert(offsetof(struct tg_hyb_gen, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *hyb_gen_init(TG_PROV *prov, const struct tg_hyb_alg *a, int selection,
                           const OSSL_PARAM params[])
 {
-    struct tg_hyb_gen *g = OPENSSL_zalloc(sizeof(*g));
+    struct tg_hyb_gen *g = tg_ctx_new(prov, sizeof(*g));
 
     if (g == NULL)
         return NULL;
-    g->prov = prov;
     g->alg = a;
     g->selection = selection;
     if (!hyb_gen_set_params(g, params)) {

@@ -211,16 +211,13 @@ static int kex_get_ctx_params(void *ctx, OSSL_PARAM params[])
     return f != NULL ? f(x->inner, params) : 1;
 }
 
-/* The default provider's settable or gettable list (id: its OSSL_FUNC_KEYEXCH_* id, both
- * functions have the same type) for ctx, of impl; NULL when it has none. */
+/* The default provider's list (tg_dflt_ctx_params_list) for ctx, of impl. */
 static const OSSL_PARAM *kex_param_list(const struct tg_impl *impl, int id, void *ctx,
                                         void *provctx)
 {
     TG_KEX *x = ctx;
-    OSSL_FUNC_keyexch_settable_ctx_params_fn *f =
-        TG_DFLT(*impl, id, OSSL_FUNC_keyexch_settable_ctx_params_fn *);
 
-    return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx) : NULL;
+    return tg_dflt_ctx_params_list(impl, id, x != NULL ? x->inner : NULL, provctx);
 }
 
 #define TG_KEX_TYPE(name, IMPL)                                                                    \

@@ -626,13 +626,14 @@ static void gen_scan(struct tg_gen *g, const OSSL_PARAM params[])
     }
 }
 
+_Static_assert(offsetof(struct tg_gen, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *gen_init(TG_PROV *prov, enum tg_kt kt, int selection, const OSSL_PARAM params[])
 {
-    struct tg_gen *g = OPENSSL_zalloc(sizeof(*g));
+    struct tg_gen *g = tg_ctx_new(prov, sizeof(*g));
 
     if (g == NULL)
         return NULL;
-    g->prov = prov;
     g->kt = kt;
     g->selection = selection;
     g->inner = KM(kt, GEN_INIT, gen_init)(prov->dflt_provctx, selection, params);

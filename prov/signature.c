@@ -560,25 +560,18 @@ static const OSSL_PARAM *sig_settable_ctx_md_params(void *ctx)
 #define TG_SIG_TYPE(name, IMPL)                                                                    \
     static const OSSL_PARAM *name##_gettable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_SIG *s = ctx;                                                                           \
-        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,                              \
-                       OSSL_FUNC_signature_gettable_ctx_params_fn *)(                              \
-            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+        return tg_dflt_ctx_params_list(&(IMPL), OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,           \
+                                       ctx != NULL ? ((TG_SIG *)ctx)->inner : NULL, provctx);      \
     }                                                                                              \
     static const OSSL_PARAM *name##_settable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_SIG *s = ctx;                                                                           \
-        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,                              \
-                       OSSL_FUNC_signature_settable_ctx_params_fn *)(                              \
-            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+        return tg_dflt_ctx_params_list(&(IMPL), OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,           \
+                                       ctx != NULL ? ((TG_SIG *)ctx)->inner : NULL, provctx);      \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_signature_functions[] = {                                      \
         TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, name##_newctx),                                          \
         TG_FNS_FREE_DUP(SIGNATURE, sig),                                                           \
-        TG_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, sig_sign_init),                                       \
-        TG_FN(OSSL_FUNC_SIGNATURE_SIGN, sig_sign),                                                 \
-        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, sig_verify_init),                                   \
-        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY, sig_verify),                                             \
+        TG_FNS_SIGN_VERIFY(sig),                                                                   \
         TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, sig_verify_recover_init),                   \
         TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, sig_verify_recover),                             \
         TG_FNS_DIGEST_SIGN_VERIFY(sig_digest_sign_init, sig_digest_sign_update,                    \

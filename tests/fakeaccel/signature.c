@@ -299,10 +299,7 @@ static const OSSL_PARAM *fa_ecdsa_sig_settable_ctx_params(void *ctx, void *provc
 }
 
 #define FA_SIG_COMMON                                                                              \
-    TG_FNS_FREE_DUP(SIGNATURE, fa_sig), TG_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, fa_sig_sign_init),    \
-        TG_FN(OSSL_FUNC_SIGNATURE_SIGN, fa_sig_sign),                                              \
-        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, fa_sig_verify_init),                                \
-        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY, fa_sig_verify),                                          \
+    TG_FNS_FREE_DUP(SIGNATURE, fa_sig), TG_FNS_SIGN_VERIFY(fa_sig),                                \
         TG_FNS_DIGEST_SIGN_VERIFY(fa_sig_digest_sign_init, fa_sig_digest_update,                   \
                                   fa_sig_digest_sign_final, fa_sig_digest_verify_init,             \
                                   fa_sig_digest_update, fa_sig_digest_verify_final)
