@@ -609,34 +609,19 @@ static int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsi
 
 static int gcm_get_params_keylen(OSSL_PARAM params[], size_t keylen)
 {
-    OSSL_PARAM *p;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL &&
-        !OSSL_PARAM_set_uint(p, EVP_CIPH_GCM_MODE))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, keylen))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, 12))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL &&
-        !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL &&
-        !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL &&
-        !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL &&
-        !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    return 1;
+    const struct tg_param_val v[] = {
+        {OSSL_CIPHER_PARAM_MODE, TG_PV_UINT, NULL, EVP_CIPH_GCM_MODE},
+        {OSSL_CIPHER_PARAM_KEYLEN, TG_PV_SIZE_T, NULL, keylen},
+        {OSSL_CIPHER_PARAM_IVLEN, TG_PV_SIZE_T, NULL, 12},
+        {OSSL_CIPHER_PARAM_BLOCK_SIZE, TG_PV_SIZE_T, NULL, 1},
+        {OSSL_CIPHER_PARAM_AEAD, TG_PV_INT, NULL, 1},
+        {OSSL_CIPHER_PARAM_CUSTOM_IV, TG_PV_INT, NULL, 1},
+        {OSSL_CIPHER_PARAM_CTS, TG_PV_INT, NULL, 0},
+        {OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, TG_PV_INT, NULL, 0},
+        {OSSL_CIPHER_PARAM_HAS_RAND_KEY, TG_PV_INT, NULL, 0},
+    };
+
+    return tg_params_answer(params, v, sizeof(v) / sizeof(v[0]));
 }
 
 static int gcm128_get_params(OSSL_PARAM params[])
@@ -649,59 +634,32 @@ static int gcm256_get_params(OSSL_PARAM params[])
     return gcm_get_params_keylen(params, 32);
 }
 
-static const OSSL_PARAM gcm_gettable[] = {
-    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
-    OSSL_PARAM_END,
-};
+TG_CONST_PARAMS(gcm_gettable_params, OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL), OSSL_PARAM_END)
 
-static const OSSL_PARAM *gcm_gettable_params(void *provctx)
-{
-    (void)provctx;
-    return gcm_gettable;
-}
+TG_CONST_CTX_PARAMS(gcm_gettable_ctx_params, OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
+                    OSSL_PARAM_END)
 
-static const OSSL_PARAM gcm_gettable_ctx[] = {
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *gcm_gettable_ctx_params(void *cctx, void *provctx)
-{
-    (void)cctx;
-    (void)provctx;
-    return gcm_gettable_ctx;
-}
-
-static const OSSL_PARAM gcm_settable_ctx[] = {
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *gcm_settable_ctx_params(void *cctx, void *provctx)
-{
-    (void)cctx;
-    (void)provctx;
-    return gcm_settable_ctx;
-}
+TG_CONST_CTX_PARAMS(gcm_settable_ctx_params, OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
+                    OSSL_PARAM_END)
 
 /* The IV asked for before any update: an encryption generates it now (OpenSSL's rule). */
 static int iv_for_get(TG_GCM_CTX *c)

@@ -107,6 +107,28 @@
             {0, NULL},                                                                             \
     }
 
+/* Defines fn, the gettable function (provctx) of a provider or an algorithm that answers
+ * one constant list: the OSSL_PARAM descriptors given, the last OSSL_PARAM_END. */
+#define TG_CONST_PARAMS(fn, ...)                                                                   \
+    static const OSSL_PARAM *fn(void *provctx)                                                     \
+    {                                                                                              \
+        static const OSSL_PARAM list[] = {__VA_ARGS__};                                            \
+                                                                                                   \
+        (void)provctx;                                                                             \
+        return list;                                                                               \
+    }
+
+/* The same for an operation context's gettable or settable function (ctx, provctx). */
+#define TG_CONST_CTX_PARAMS(fn, ...)                                                               \
+    static const OSSL_PARAM *fn(void *ctx, void *provctx)                                          \
+    {                                                                                              \
+        static const OSSL_PARAM list[] = {__VA_ARGS__};                                            \
+                                                                                                   \
+        (void)ctx;                                                                                 \
+        (void)provctx;                                                                             \
+        return list;                                                                               \
+    }
+
 /* A get_params answer known in advance: the parameter key and its value, of type type. */
 enum tg_pv_type { TG_PV_UTF8_PTR, TG_PV_INT, TG_PV_UINT, TG_PV_SIZE_T, TG_PV_ULONG };
 struct tg_param_val {

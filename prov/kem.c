@@ -574,22 +574,14 @@ static int kem_set_ctx_params(void *ctx, const OSSL_PARAM params[])
     return 1;
 }
 
-static const OSSL_PARAM *kem_settable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM t[] = {OSSL_PARAM_END};
-    return t;
-}
+TG_CONST_CTX_PARAMS(kem_settable_ctx_params, OSSL_PARAM_END)
 
 static int kem_get_ctx_params(void *ctx, OSSL_PARAM params[])
 {
     return 1;
 }
 
-static const OSSL_PARAM *kem_gettable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM t[] = {OSSL_PARAM_END};
-    return t;
-}
+TG_CONST_CTX_PARAMS(kem_gettable_ctx_params, OSSL_PARAM_END)
 
 const OSSL_DISPATCH tg_hybrid_kem_functions[] = {
     {OSSL_FUNC_KEM_NEWCTX, (void (*)(void))kem_newctx},

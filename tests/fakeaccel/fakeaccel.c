@@ -122,24 +122,13 @@ static const OSSL_ALGORITHM *fa_query_operation(void *provctx, int operation_id,
 #define FA_PARAM_INFLIGHT "inflight"
 #define FA_PARAM_POLL "poll" /* reading it delivers completed operations (notify poll) */
 
-static const OSSL_PARAM fa_gettable_params_list[] = {
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
-    OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_OPS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
-    OSSL_PARAM_int(FA_PARAM_POLL, NULL),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *fa_gettable_params(void *provctx)
-{
-    (void)provctx;
-    return fa_gettable_params_list;
-}
+TG_CONST_PARAMS(fa_gettable_params, OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
+                OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
+                OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
+                OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL), OSSL_PARAM_uint64(FA_PARAM_OPS, NULL),
+                OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
+                OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL), OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
+                OSSL_PARAM_int(FA_PARAM_POLL, NULL), OSSL_PARAM_END)
 
 static int fa_set_counter(OSSL_PARAM params[], const char *name, _Atomic uint64_t *counter)
 {
