@@ -45,6 +45,7 @@
 
 #include "glue.h"
 #include "prov.h"
+#include "tcache.h"
 
 #ifdef TLSGATE_HAVE_IPSEC_MB
 #include <intel-ipsec-mb.h>
@@ -155,46 +156,16 @@ struct kcache {
 };
 
 static _Atomic uint64_t next_kid = 1;
-static pthread_key_t kcache_key;
-static pthread_once_t kcache_once = PTHREAD_ONCE_INIT;
-static int kcache_ok;
-
-static void kcache_free(void *p)
-{
-    OPENSSL_cleanse(p, sizeof(struct kcache));
-    free(p);
-}
-
-static void kcache_init(void)
-{
-    kcache_ok = pthread_key_create(&kcache_key, kcache_free) == 0;
-}
+static struct tg_tcache kcache_tc = TG_TCACHE_INIT(sizeof(struct kcache), _Alignof(struct kcache));
 
 static struct kcache *kcache_get(int create)
 {
-    pthread_once(&kcache_once, kcache_init);
-    if (!kcache_ok)
-        return NULL;
-    struct kcache *k = pthread_getspecific(kcache_key);
-    if (k == NULL && create) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, sizeof(*k)) != 0)
-            return NULL;
-        memset(p, 0, sizeof(*k));
-        if (pthread_setspecific(kcache_key, p) != 0) {
-            free(p);
-            return NULL;
-        }
-        k = p;
-    }
-    return k;
+    return tg_tcache_get(&kcache_tc, create);
 }
 
 void tg_gcm_cache_wipe(void)
 {
-    struct kcache *k = kcache_get(0);
-    if (k != NULL)
-        OPENSSL_cleanse(k, sizeof(*k));
+    tg_tcache_wipe(&kcache_tc);
 }
 
 /* The context's expanded key on this thread, or NULL (no memory for the cache). */

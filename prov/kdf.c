@@ -52,6 +52,7 @@
 
 #include "glue.h"
 #include "prov.h"
+#include "tcache.h"
 
 enum tg_md { TG_MD_NONE, TG_MD_SHA256, TG_MD_SHA384, TG_MD_OTHER };
 
@@ -233,43 +234,12 @@ struct key_cache {
     struct key_ent e[KEY_CACHE];
 };
 
-static pthread_key_t cache_tkey;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_ok;
-
-static void cache_free(void *p)
-{
-    OPENSSL_cleanse(p, sizeof(struct key_cache));
-    free(p);
-}
-
-static void cache_init(void)
-{
-    cache_ok = pthread_key_create(&cache_tkey, cache_free) == 0;
-}
-
-static struct key_cache *cache_get(void)
-{
-    struct key_cache *c;
-
-    pthread_once(&cache_once, cache_init);
-    if (!cache_ok)
-        return NULL;
-    if ((c = pthread_getspecific(cache_tkey)) == NULL && (c = calloc(1, sizeof(*c))) != NULL &&
-        pthread_setspecific(cache_tkey, c) != 0) {
-        free(c);
-        c = NULL;
-    }
-    return c;
-}
+static struct tg_tcache key_cache_tc =
+    TG_TCACHE_INIT(sizeof(struct key_cache), _Alignof(struct key_cache));
 
 void tg_kdf_cache_wipe(void)
 {
-    struct key_cache *c;
-
-    pthread_once(&cache_once, cache_init);
-    if (cache_ok && (c = pthread_getspecific(cache_tkey)) != NULL)
-        OPENSSL_cleanse(c, sizeof(*c));
+    tg_tcache_wipe(&key_cache_tc);
 }
 
 /* 1 if a and b (len <= MD_MAX bytes) are equal; reads every byte, no early exit. */
@@ -296,7 +266,7 @@ static const struct hmac_key *hmac_key(struct hmac_key *tmp, enum tg_md md,
     struct key_ent *hit = NULL, *lru;
     size_t i;
 
-    if (len > MD_MAX || (c = cache_get()) == NULL) {
+    if (len > MD_MAX || (c = tg_tcache_get(&key_cache_tc, 1)) == NULL) {
         hmac_setkey(tmp, md, key, len);
         return tmp;
     }

@@ -22,6 +22,9 @@
  *   metrics.c      counters and histograms, the metrics snapshot
  *   upcalls.c      the core's functions kept at init: errors, settings (shared with
  *                  tests/fakeaccel, as waitfd.c is)
+ *   glue.h         dispatch-table entries, constant parameter lists, get_params answers
+ *                  from a table: provider glue (shared with tests/fakeaccel)
+ *   tcache.c       per-thread caches of secrets (cipher_gcm.c's keys, kdf.c's HMAC keys)
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
