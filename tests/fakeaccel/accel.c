@@ -130,20 +130,15 @@ static void fa_sleep_us(unsigned long us)
 /* The real work, by the default provider of the private libctx. */
 static void fa_compute(struct fa_req *r, int capture_errors)
 {
-    size_t len = r->outlen;
     int ok;
 
     if (r->inject) {
         r->result = 0;
         return;
     }
-    if (r->op == FA_OP_SIGN)
-        ok = EVP_PKEY_sign(r->pctx, r->out, &len, r->in, r->inlen) > 0;
-    else
-        ok = EVP_PKEY_decrypt(r->pctx, r->out, &len, r->in, r->inlen) > 0;
+    ok = fa_pctx_out(r->op == FA_OP_SIGN ? EVP_PKEY_sign : EVP_PKEY_decrypt, r->pctx, r->out,
+                     &r->outlen, r->outlen, r->in, r->inlen);
     r->result = ok;
-    if (ok)
-        r->outlen = len;
     if (!ok && capture_errors) {
         /* The error queue is per thread: carry the first error back to the caller. */
         const char *data = NULL;

@@ -85,12 +85,8 @@ static int fa_ciph_encrypt(void *ctx, unsigned char *out, size_t *outlen, size_t
                            const unsigned char *in, size_t inlen)
 {
     FA_CIPH_CTX *c = ctx;
-    size_t len = outsize;
 
-    if (c->pctx == NULL || EVP_PKEY_encrypt(c->pctx, out, &len, in, inlen) <= 0)
-        return 0;
-    *outlen = len;
-    return 1;
+    return fa_pctx_out(EVP_PKEY_encrypt, c->pctx, out, outlen, outsize, in, inlen);
 }
 
 static int fa_ciph_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outsize,

@@ -67,6 +67,17 @@ int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[])
     return pctx != NULL && EVP_PKEY_CTX_set_params(pctx, params) > 0;
 }
 
+int fa_pctx_out(fa_pkey_out_fn *f, EVP_PKEY_CTX *pctx, unsigned char *out, size_t *outlen,
+                size_t outsize, const unsigned char *in, size_t inlen)
+{
+    size_t len = outsize;
+
+    if (pctx == NULL || f(pctx, out, &len, in, inlen) <= 0)
+        return 0;
+    *outlen = len;
+    return 1;
+}
+
 static const OSSL_ITEM fa_reason_strings[] = {
     {FA_R_INJECTED_FAILURE, "fakeaccel injected failure (fail_every)"},
     {FA_R_OPERATION_FAILED, "fakeaccel accelerated operation failed"},

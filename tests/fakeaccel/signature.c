@@ -199,12 +199,8 @@ static int fa_sig_verify_recover(void *ctx, unsigned char *rout, size_t *routlen
                                  const unsigned char *sig, size_t siglen)
 {
     FA_SIG_CTX *c = ctx;
-    size_t len = routsize;
 
-    if (c->pctx == NULL || EVP_PKEY_verify_recover(c->pctx, rout, &len, sig, siglen) <= 0)
-        return 0;
-    *routlen = len;
-    return 1;
+    return fa_pctx_out(EVP_PKEY_verify_recover, c->pctx, rout, routlen, routsize, sig, siglen);
 }
 
 static int fa_sig_digest_update(void *ctx, const unsigned char *data, size_t datalen)
