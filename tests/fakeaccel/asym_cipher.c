@@ -94,10 +94,6 @@ static int fa_ciph_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t
 {
     FA_CIPH_CTX *c = ctx;
 
-    if (c->pctx == NULL)
-        return 0;
-    if (out == NULL) /* size query: synchronous */
-        return EVP_PKEY_decrypt(c->pctx, NULL, outlen, in, inlen) > 0;
     return fa_accel_run(c->prov, FA_OP_DECRYPT, c->pctx, out, outlen, outsize, in, inlen);
 }
 

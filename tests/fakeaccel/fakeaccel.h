@@ -111,7 +111,8 @@ void fa_accel_cleanup(FA_PROV *prov);
 /*
  * Runs one private-key operation on |pctx| (a context of the private library context):
  * synchronously outside an ASYNC job, through the accelerator thread (pausing the job)
- * inside one. Returns 1 with *outlen set, or 0 with an error raised.
+ * inside one; a size query (out NULL) at once. Returns 1 with *outlen set, or 0 with an
+ * error raised (none when pctx is NULL: no init).
  */
 int fa_accel_run(FA_PROV *prov, enum fa_op op, EVP_PKEY_CTX *pctx, unsigned char *out,
                  size_t *outlen, size_t outsize, const unsigned char *in, size_t inlen);

@@ -180,10 +180,6 @@ static int fa_sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sig
 {
     FA_SIG_CTX *c = ctx;
 
-    if (c->pctx == NULL)
-        return 0;
-    if (sig == NULL) /* size query: synchronous */
-        return EVP_PKEY_sign(c->pctx, NULL, siglen, tbs, tbslen) > 0;
     return fa_accel_run(c->prov, FA_OP_SIGN, c->pctx, sig, siglen, sigsize, tbs, tbslen);
 }
 
