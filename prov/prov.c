@@ -181,19 +181,7 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     OSSL_PARAM *p;
     size_t i;
 
-    /* the values at hand; "poll", "idle" and the counters below act or read when asked */
-    const struct tg_param_val answers[] = {
-        TG_PROV_STD_PARAMS(TG_PROV_NAME, TLSGATE_PROV_VERSION,
-                           mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
-                                              : "mb8 portable kernels"),
-        {"poll_mode", TG_PV_UTF8_PTR, prov->poll_app ? "app" : "timer", 0},
-        {"adaptive", TG_PV_UTF8_PTR, prov->adaptive ? "on" : "off", 0},
-        {"enable", TG_PV_UTF8_PTR, prov->enable_str, 0},
-        {"flush_us", TG_PV_ULONG, NULL, prov->flush_us},
-        {"pool_size", TG_PV_UINT, NULL, prov->pool_size},
-    };
-
-    if (!tg_params_answer(params, answers, sizeof(answers) / sizeof(answers[0])))
+    if (!tg_params_answer(params, prov->answers, sizeof(prov->answers) / sizeof(prov->answers[0])))
         return 0;
     /* the poll: flushes this thread's partial batches (the application's loop hook) */
     if ((p = OSSL_PARAM_locate(params, "poll")) != NULL) {
@@ -429,6 +417,22 @@ static int read_config(TG_PROV *prov)
         prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
     else
         snprintf(prov->enable_str, sizeof(prov->enable_str), "none");
+    {
+        /* the answers of tg_get_params that cannot change after this */
+        const struct tg_param_val answers[] = {
+            TG_PROV_STD_PARAMS(TG_PROV_NAME, TLSGATE_PROV_VERSION,
+                               mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
+                                                  : "mb8 portable kernels"),
+            {"poll_mode", TG_PV_UTF8_PTR, prov->poll_app ? "app" : "timer", 0},
+            {"adaptive", TG_PV_UTF8_PTR, prov->adaptive ? "on" : "off", 0},
+            {"enable", TG_PV_UTF8_PTR, prov->enable_str, 0},
+            {"flush_us", TG_PV_ULONG, NULL, prov->flush_us},
+            {"pool_size", TG_PV_UINT, NULL, prov->pool_size},
+        };
+        _Static_assert(sizeof(answers) == sizeof(prov->answers), "TG_PROV.answers: its size");
+
+        memcpy(prov->answers, answers, sizeof(answers));
+    }
     return 1;
 }
 

@@ -44,6 +44,7 @@
 #include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
+#include "glue.h"
 #include "upcalls.h"
 
 #define TG_PROV_NAME "tlsgate"
@@ -97,6 +98,9 @@ typedef struct tg_prov {
     int adaptive;           /* adaptive=on: single operations when batches stay small */
     unsigned pool_size;     /* idle-time pools: entries per kind; 0 = no pools */
     char enable_str[64];
+    /* get_params' answers known at init (prov.c read_config): name, version, build,
+     * status and the configuration; the poll path answers from it without building it */
+    struct tg_param_val answers[9];
 } TG_PROV;
 
 /* The default provider's implementations (dflt.c); process-wide, filled at init. */
