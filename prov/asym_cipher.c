@@ -26,6 +26,7 @@
 #include <openssl/params.h>
 #include <openssl/rsa.h>
 
+#include "glue.h"
 #include "prov.h"
 
 typedef struct tg_cipher {
@@ -265,29 +266,16 @@ static const OSSL_PARAM *ci_gettable_ctx_params(void *ctx, void *provctx)
 {
     TG_CIPHER *c = ctx;
 
-    return CIF(GETTABLE_CTX_PARAMS, gettable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                         ((TG_PROV *)provctx)->dflt_provctx);
+    return tg_dflt_ctx_params_list(&tg_dflt_cipher_rsa, OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS,
+                                   c != NULL ? c->inner : NULL, provctx);
 }
 
 static const OSSL_PARAM *ci_settable_ctx_params(void *ctx, void *provctx)
 {
     TG_CIPHER *c = ctx;
 
-    return CIF(SETTABLE_CTX_PARAMS, settable_ctx_params)(c != NULL ? c->inner : NULL,
-                                                         ((TG_PROV *)provctx)->dflt_provctx);
+    return tg_dflt_ctx_params_list(&tg_dflt_cipher_rsa, OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS,
+                                   c != NULL ? c->inner : NULL, provctx);
 }
 
-const OSSL_DISPATCH tg_rsa_asym_cipher_functions[] = {
-    {OSSL_FUNC_ASYM_CIPHER_NEWCTX, (void (*)(void))ci_newctx},
-    {OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT, (void (*)(void))ci_encrypt_init},
-    {OSSL_FUNC_ASYM_CIPHER_ENCRYPT, (void (*)(void))ci_encrypt},
-    {OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT, (void (*)(void))ci_decrypt_init},
-    {OSSL_FUNC_ASYM_CIPHER_DECRYPT, (void (*)(void))ci_decrypt},
-    {OSSL_FUNC_ASYM_CIPHER_FREECTX, (void (*)(void))ci_freectx},
-    {OSSL_FUNC_ASYM_CIPHER_DUPCTX, (void (*)(void))ci_dupctx},
-    {OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS, (void (*)(void))ci_get_ctx_params},
-    {OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS, (void (*)(void))ci_gettable_ctx_params},
-    {OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS, (void (*)(void))ci_set_ctx_params},
-    {OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS, (void (*)(void))ci_settable_ctx_params},
-    {0, NULL},
-};
+const OSSL_DISPATCH tg_rsa_asym_cipher_functions[] = TG_ASYM_CIPHER_FUNCTIONS(ci);

@@ -43,7 +43,9 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "glue.h"
 #include "prov.h"
+#include "tcache.h"
 
 #ifdef TLSGATE_HAVE_IPSEC_MB
 #include <intel-ipsec-mb.h>
@@ -154,46 +156,16 @@ struct kcache {
 };
 
 static _Atomic uint64_t next_kid = 1;
-static pthread_key_t kcache_key;
-static pthread_once_t kcache_once = PTHREAD_ONCE_INIT;
-static int kcache_ok;
-
-static void kcache_free(void *p)
-{
-    OPENSSL_cleanse(p, sizeof(struct kcache));
-    free(p);
-}
-
-static void kcache_init(void)
-{
-    kcache_ok = pthread_key_create(&kcache_key, kcache_free) == 0;
-}
+static struct tg_tcache kcache_tc = TG_TCACHE_INIT(sizeof(struct kcache), _Alignof(struct kcache));
 
 static struct kcache *kcache_get(int create)
 {
-    pthread_once(&kcache_once, kcache_init);
-    if (!kcache_ok)
-        return NULL;
-    struct kcache *k = pthread_getspecific(kcache_key);
-    if (k == NULL && create) {
-        void *p = NULL;
-        if (posix_memalign(&p, 64, sizeof(*k)) != 0)
-            return NULL;
-        memset(p, 0, sizeof(*k));
-        if (pthread_setspecific(kcache_key, p) != 0) {
-            free(p);
-            return NULL;
-        }
-        k = p;
-    }
-    return k;
+    return tg_tcache_get(&kcache_tc, create);
 }
 
 void tg_gcm_cache_wipe(void)
 {
-    struct kcache *k = kcache_get(0);
-    if (k != NULL)
-        OPENSSL_cleanse(k, sizeof(*k));
+    tg_tcache_wipe(&kcache_tc);
 }
 
 /* The context's expanded key on this thread, or NULL (no memory for the cache). */
@@ -608,34 +580,19 @@ static int gcm_cipher(void *vctx, unsigned char *out, size_t *outl, size_t outsi
 
 static int gcm_get_params_keylen(OSSL_PARAM params[], size_t keylen)
 {
-    OSSL_PARAM *p;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE)) != NULL &&
-        !OSSL_PARAM_set_uint(p, EVP_CIPH_GCM_MODE))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, keylen))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, 12))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_BLOCK_SIZE)) != NULL &&
-        !OSSL_PARAM_set_size_t(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD)) != NULL &&
-        !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CUSTOM_IV)) != NULL &&
-        !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_CTS)) != NULL && !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK)) != NULL &&
-        !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_HAS_RAND_KEY)) != NULL &&
-        !OSSL_PARAM_set_int(p, 0))
-        return 0;
-    return 1;
+    const struct tg_param_val v[] = {
+        {OSSL_CIPHER_PARAM_MODE, TG_PV_UINT, NULL, EVP_CIPH_GCM_MODE},
+        {OSSL_CIPHER_PARAM_KEYLEN, TG_PV_SIZE_T, NULL, keylen},
+        {OSSL_CIPHER_PARAM_IVLEN, TG_PV_SIZE_T, NULL, 12},
+        {OSSL_CIPHER_PARAM_BLOCK_SIZE, TG_PV_SIZE_T, NULL, 1},
+        {OSSL_CIPHER_PARAM_AEAD, TG_PV_INT, NULL, 1},
+        {OSSL_CIPHER_PARAM_CUSTOM_IV, TG_PV_INT, NULL, 1},
+        {OSSL_CIPHER_PARAM_CTS, TG_PV_INT, NULL, 0},
+        {OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, TG_PV_INT, NULL, 0},
+        {OSSL_CIPHER_PARAM_HAS_RAND_KEY, TG_PV_INT, NULL, 0},
+    };
+
+    return tg_params_answer(params, v, sizeof(v) / sizeof(v[0]));
 }
 
 static int gcm128_get_params(OSSL_PARAM params[])
@@ -648,59 +605,32 @@ static int gcm256_get_params(OSSL_PARAM params[])
     return gcm_get_params_keylen(params, 32);
 }
 
-static const OSSL_PARAM gcm_gettable[] = {
-    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
-    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL),
-    OSSL_PARAM_END,
-};
+TG_CONST_PARAMS(gcm_gettable_params, OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+                OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, NULL),
+                OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, NULL), OSSL_PARAM_END)
 
-static const OSSL_PARAM *gcm_gettable_params(void *provctx)
-{
-    (void)provctx;
-    return gcm_gettable;
-}
+TG_CONST_CTX_PARAMS(gcm_gettable_ctx_params, OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+                    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
+                    OSSL_PARAM_END)
 
-static const OSSL_PARAM gcm_gettable_ctx[] = {
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, NULL),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, NULL, 0),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *gcm_gettable_ctx_params(void *cctx, void *provctx)
-{
-    (void)cctx;
-    (void)provctx;
-    return gcm_gettable_ctx;
-}
-
-static const OSSL_PARAM gcm_settable_ctx[] = {
-    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, NULL),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *gcm_settable_ctx_params(void *cctx, void *provctx)
-{
-    (void)cctx;
-    (void)provctx;
-    return gcm_settable_ctx;
-}
+TG_CONST_CTX_PARAMS(gcm_settable_ctx_params, OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, NULL),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, NULL, 0),
+                    OSSL_PARAM_END)
 
 /* The IV asked for before any update: an encryption generates it now (OpenSSL's rule). */
 static int iv_for_get(TG_GCM_CTX *c)
@@ -865,22 +795,18 @@ static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
 #define GCM_FUNCTIONS(bits)                                                                        \
     const OSSL_DISPATCH tg_aes##bits##gcm_functions[] = {                                          \
-        {OSSL_FUNC_CIPHER_NEWCTX, (void (*)(void))gcm##bits##_newctx},                             \
-        {OSSL_FUNC_CIPHER_FREECTX, (void (*)(void))gcm_freectx},                                   \
-        {OSSL_FUNC_CIPHER_DUPCTX, (void (*)(void))gcm_dupctx},                                     \
-        {OSSL_FUNC_CIPHER_ENCRYPT_INIT, (void (*)(void))gcm_einit},                                \
-        {OSSL_FUNC_CIPHER_DECRYPT_INIT, (void (*)(void))gcm_dinit},                                \
-        {OSSL_FUNC_CIPHER_UPDATE, (void (*)(void))gcm_update},                                     \
-        {OSSL_FUNC_CIPHER_FINAL, (void (*)(void))gcm_final},                                       \
-        {OSSL_FUNC_CIPHER_CIPHER, (void (*)(void))gcm_cipher},                                     \
-        {OSSL_FUNC_CIPHER_GET_PARAMS, (void (*)(void))gcm##bits##_get_params},                     \
-        {OSSL_FUNC_CIPHER_GET_CTX_PARAMS, (void (*)(void))gcm_get_ctx_params},                     \
-        {OSSL_FUNC_CIPHER_SET_CTX_PARAMS, (void (*)(void))gcm_set_ctx_params},                     \
-        {OSSL_FUNC_CIPHER_GETTABLE_PARAMS, (void (*)(void))gcm_gettable_params},                   \
-        {OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS, (void (*)(void))gcm_gettable_ctx_params},           \
-        {OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS, (void (*)(void))gcm_settable_ctx_params},           \
-        {0, NULL},                                                                                 \
-    }
+        TG_FN(OSSL_FUNC_CIPHER_NEWCTX, gcm##bits##_newctx),                                        \
+        TG_FNS_FREE_DUP(CIPHER, gcm),                                                              \
+        TG_FN(OSSL_FUNC_CIPHER_ENCRYPT_INIT, gcm_einit),                                           \
+        TG_FN(OSSL_FUNC_CIPHER_DECRYPT_INIT, gcm_dinit),                                           \
+        TG_FN(OSSL_FUNC_CIPHER_UPDATE, gcm_update),                                                \
+        TG_FN(OSSL_FUNC_CIPHER_FINAL, gcm_final),                                                  \
+        TG_FN(OSSL_FUNC_CIPHER_CIPHER, gcm_cipher),                                                \
+        TG_FN(OSSL_FUNC_CIPHER_GET_PARAMS, gcm##bits##_get_params),                                \
+        TG_FN(OSSL_FUNC_CIPHER_GETTABLE_PARAMS, gcm_gettable_params),                              \
+        TG_FNS_GET_SET(CIPHER, CTX_PARAMS, gcm_get_ctx_params, gcm_gettable_ctx_params,            \
+                       gcm_set_ctx_params, gcm_settable_ctx_params),                               \
+        {0, NULL}}
 
 GCM_FUNCTIONS(128);
 GCM_FUNCTIONS(256);

@@ -70,3 +70,12 @@ int tg_dflt_bind(TG_PROV *prov)
     pthread_mutex_unlock(&lock);
     return ok;
 }
+
+const OSSL_PARAM *tg_dflt_ctx_params_list(const struct tg_impl *impl, int id, void *inner,
+                                          TG_PROV *prov)
+{
+    OSSL_FUNC_signature_gettable_ctx_params_fn *f =
+        TG_DFLT(*impl, id, OSSL_FUNC_signature_gettable_ctx_params_fn *);
+
+    return f != NULL ? f(inner, prov->dflt_provctx) : NULL;
+}

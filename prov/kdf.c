@@ -50,7 +50,9 @@
 #include <openssl/params.h>
 #include <openssl/sha.h>
 
+#include "glue.h"
 #include "prov.h"
+#include "tcache.h"
 
 enum tg_md { TG_MD_NONE, TG_MD_SHA256, TG_MD_SHA384, TG_MD_OTHER };
 
@@ -79,6 +81,21 @@ typedef struct tg_kdf {
     struct kdf_digest dg;
     struct kdf_buf key, salt, prefix, label, data;
 } TG_KDF;
+
+/* TLS13-KDF's octet-string parameters and their buffers: set_ctx_params takes the first
+ * four in any call, "data" (last) its own way; reset and dup treat all alike. */
+static const struct {
+    const char *key;
+    size_t off; /* of the struct kdf_buf in TG_KDF */
+} kdf_bufs[] = {
+    {OSSL_KDF_PARAM_KEY, offsetof(TG_KDF, key)},
+    {OSSL_KDF_PARAM_SALT, offsetof(TG_KDF, salt)},
+    {OSSL_KDF_PARAM_PREFIX, offsetof(TG_KDF, prefix)},
+    {OSSL_KDF_PARAM_LABEL, offsetof(TG_KDF, label)},
+    {OSSL_KDF_PARAM_DATA, offsetof(TG_KDF, data)},
+};
+#define KDF_N_BUFS (sizeof(kdf_bufs) / sizeof(kdf_bufs[0]))
+#define KDF_BUF(x, i) ((struct kdf_buf *)((char *)(x) + kdf_bufs[i].off))
 
 typedef union {
     SHA256_CTX s256;
@@ -217,43 +234,12 @@ struct key_cache {
     struct key_ent e[KEY_CACHE];
 };
 
-static pthread_key_t cache_tkey;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_ok;
-
-static void cache_free(void *p)
-{
-    OPENSSL_cleanse(p, sizeof(struct key_cache));
-    free(p);
-}
-
-static void cache_init(void)
-{
-    cache_ok = pthread_key_create(&cache_tkey, cache_free) == 0;
-}
-
-static struct key_cache *cache_get(void)
-{
-    struct key_cache *c;
-
-    pthread_once(&cache_once, cache_init);
-    if (!cache_ok)
-        return NULL;
-    if ((c = pthread_getspecific(cache_tkey)) == NULL && (c = calloc(1, sizeof(*c))) != NULL &&
-        pthread_setspecific(cache_tkey, c) != 0) {
-        free(c);
-        c = NULL;
-    }
-    return c;
-}
+static struct tg_tcache key_cache_tc =
+    TG_TCACHE_INIT(sizeof(struct key_cache), _Alignof(struct key_cache));
 
 void tg_kdf_cache_wipe(void)
 {
-    struct key_cache *c;
-
-    pthread_once(&cache_once, cache_init);
-    if (cache_ok && (c = pthread_getspecific(cache_tkey)) != NULL)
-        OPENSSL_cleanse(c, sizeof(*c));
+    tg_tcache_wipe(&key_cache_tc);
 }
 
 /* 1 if a and b (len <= MD_MAX bytes) are equal; reads every byte, no early exit. */
@@ -280,7 +266,7 @@ static const struct hmac_key *hmac_key(struct hmac_key *tmp, enum tg_md md,
     struct key_ent *hit = NULL, *lru;
     size_t i;
 
-    if (len > MD_MAX || (c = cache_get()) == NULL) {
+    if (len > MD_MAX || (c = tg_tcache_get(&key_cache_tc, 1)) == NULL) {
         hmac_setkey(tmp, md, key, len);
         return tmp;
     }
@@ -518,6 +504,59 @@ static int digest_dup(struct kdf_digest *to, const struct kdf_digest *from)
     return from->props == NULL || (to->props = OPENSSL_strdup(from->props)) != NULL;
 }
 
+/*
+ * A KDF's set_ctx_params: "digest" and "properties" into dg (digest_param), every other
+ * key of params to set(x, p) (1: taken or not ours, 0: refused, error raised). Returns 1,
+ * or 0 at the first refusal. alg names the KDF in errors.
+ */
+static int kdf_params_walk(TG_PROV *prov, const char *alg, struct kdf_digest *dg,
+                           const OSSL_PARAM params[], int (*set)(void *x, const OSSL_PARAM *p),
+                           void *x)
+{
+    for (const OSSL_PARAM *p = params; p != NULL && p->key != NULL; p++) {
+        int r = digest_param(prov, alg, dg, p);
+
+        if (r == 0 || (r < 0 && !set(x, p)))
+            return 0;
+    }
+    return 1;
+}
+
+/* One TLS13-KDF parameter other than the digest's (kdf_params_walk). */
+static int kdf_set_one(void *vctx, const OSSL_PARAM *p)
+{
+    TG_KDF *x = vctx;
+    const char *k = p->key;
+
+    if (strcmp(k, OSSL_KDF_PARAM_MODE) == 0) {
+        int n;
+
+        if (p->data_type == OSSL_PARAM_UTF8_STRING && p->data != NULL) {
+            if (ascii_caseeq(p->data, "EXTRACT_AND_EXPAND"))
+                n = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
+            else if (ascii_caseeq(p->data, "EXTRACT_ONLY"))
+                n = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
+            else if (ascii_caseeq(p->data, "EXPAND_ONLY"))
+                n = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+            else
+                n = -1;
+        } else if (!OSSL_PARAM_get_int(p, &n)) {
+            n = -1;
+        }
+        if (n != EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND && n != EVP_KDF_HKDF_MODE_EXTRACT_ONLY &&
+            n != EVP_KDF_HKDF_MODE_EXPAND_ONLY) {
+            TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: invalid mode");
+            return 0;
+        }
+        x->mode = n;
+        return 1;
+    }
+    for (size_t i = 0; i < KDF_N_BUFS - 1; i++) /* all but "data" */
+        if (strcmp(k, kdf_bufs[i].key) == 0)
+            return param_octets(x->prov, "TLS13-KDF", p, KDF_BUF(x, i));
+    return 1;
+}
+
 static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     TG_KDF *x = vctx;
@@ -525,49 +564,8 @@ static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 
     if (params == NULL)
         return 1;
-    for (p = params; p->key != NULL; p++) {
-        const char *k = p->key;
-        int r = digest_param(x->prov, "TLS13-KDF", &x->dg, p);
-
-        if (r == 0)
-            return 0;
-        if (r == 1)
-            continue;
-        if (strcmp(k, OSSL_KDF_PARAM_MODE) == 0) {
-            int n;
-
-            if (p->data_type == OSSL_PARAM_UTF8_STRING && p->data != NULL) {
-                if (ascii_caseeq(p->data, "EXTRACT_AND_EXPAND"))
-                    n = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
-                else if (ascii_caseeq(p->data, "EXTRACT_ONLY"))
-                    n = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
-                else if (ascii_caseeq(p->data, "EXPAND_ONLY"))
-                    n = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
-                else
-                    n = -1;
-            } else if (!OSSL_PARAM_get_int(p, &n)) {
-                n = -1;
-            }
-            if (n != EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND && n != EVP_KDF_HKDF_MODE_EXTRACT_ONLY &&
-                n != EVP_KDF_HKDF_MODE_EXPAND_ONLY) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS13-KDF: invalid mode");
-                return 0;
-            }
-            x->mode = n;
-        } else if (strcmp(k, OSSL_KDF_PARAM_KEY) == 0) {
-            if (!param_octets(x->prov, "TLS13-KDF", p, &x->key))
-                return 0;
-        } else if (strcmp(k, OSSL_KDF_PARAM_SALT) == 0) {
-            if (!param_octets(x->prov, "TLS13-KDF", p, &x->salt))
-                return 0;
-        } else if (strcmp(k, OSSL_KDF_PARAM_PREFIX) == 0) {
-            if (!param_octets(x->prov, "TLS13-KDF", p, &x->prefix))
-                return 0;
-        } else if (strcmp(k, OSSL_KDF_PARAM_LABEL) == 0) {
-            if (!param_octets(x->prov, "TLS13-KDF", p, &x->label))
-                return 0;
-        }
-    }
+    if (!kdf_params_walk(x->prov, "TLS13-KDF", &x->dg, params, kdf_set_one, x))
+        return 0;
     if (x->mode == EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND) {
         TG_RAISE(x->prov, TG_R_BAD_ARGUMENT,
                  "TLS13-KDF: mode must be EXTRACT_ONLY or EXPAND_ONLY (RFC 8446 §7.1)");
@@ -581,25 +579,15 @@ static int kdf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
     return 1;
 }
 
-static const OSSL_PARAM *kdf_settable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM settable[] = {
-        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_MODE, NULL, 0),
-        OSSL_PARAM_int(OSSL_KDF_PARAM_MODE, NULL),
-        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_PROPERTIES, NULL, 0),
-        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_KEY, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SALT, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_PREFIX, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_LABEL, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_DATA, NULL, 0),
-        OSSL_PARAM_END,
-    };
-
-    (void)ctx;
-    (void)provctx;
-    return settable;
-}
+TG_CONST_CTX_PARAMS(kdf_settable_ctx_params, OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_MODE, NULL, 0),
+                    OSSL_PARAM_int(OSSL_KDF_PARAM_MODE, NULL),
+                    OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_PROPERTIES, NULL, 0),
+                    OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_KEY, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SALT, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_PREFIX, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_LABEL, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_DATA, NULL, 0), OSSL_PARAM_END)
 
 /* ---- delegation (digests other than SHA-256 / SHA-384) ---- */
 
@@ -639,13 +627,6 @@ static void *dflt_ctx(TG_KDF *x)
 
 /* ---- dispatch ---- */
 
-_Static_assert(offsetof(TG_KDF, prov) == 0, "tg_ctx_new sets the first member");
-
-static void *kdf_newctx(void *provctx)
-{
-    return tg_ctx_new(provctx, sizeof(TG_KDF));
-}
-
 /* Frees a TG_KDF or TG_PRF context, wiped by its reset. */
 static void ctx_free(void *vctx, void (*reset)(void *))
 {
@@ -655,45 +636,67 @@ static void ctx_free(void *vctx, void (*reset)(void *))
     OPENSSL_free(vctx);
 }
 
+/* A copy of src, a TG_KDF or TG_PRF context of size bytes: a new one for its provider,
+ * filled by copy (1, or 0 out of memory; then the copy is wiped by reset and freed). */
+static void *ctx_dup(const void *src, size_t size, int (*copy)(void *to, const void *from),
+                     void (*reset)(void *))
+{
+    void *x = tg_ctx_new(*(TG_PROV *const *)src, size);
+
+    if (x != NULL && !copy(x, src)) {
+        ctx_free(x, reset);
+        x = NULL;
+    }
+    return x;
+}
+
+/* newctx, freectx and dupctx of a KDF whose context type T starts with its TG_PROV *, from
+ * its pfx_reset (wipes the context) and pfx_copy (for ctx_dup). */
+#define KDF_CTX_FUNCTIONS(pfx, T)                                                                  \
+    _Static_assert(offsetof(T, prov) == 0, "tg_ctx_new sets the first member");                    \
+    static void *pfx##_newctx(void *provctx)                                                       \
+    {                                                                                              \
+        return tg_ctx_new(provctx, sizeof(T));                                                     \
+    }                                                                                              \
+    static void pfx##_freectx(void *vctx)                                                          \
+    {                                                                                              \
+        ctx_free(vctx, pfx##_reset);                                                               \
+    }                                                                                              \
+    static void *pfx##_dupctx(void *vctx)                                                          \
+    {                                                                                              \
+        return ctx_dup(vctx, sizeof(T), pfx##_copy, pfx##_reset);                                  \
+    }
+
 static void kdf_reset(void *vctx)
 {
     TG_KDF *x = vctx;
     TG_PROV *prov = x->prov;
 
-    buf_clear(&x->key);
-    buf_clear(&x->salt);
-    buf_clear(&x->prefix);
-    buf_clear(&x->label);
-    buf_clear(&x->data);
+    for (size_t i = 0; i < KDF_N_BUFS; i++)
+        buf_clear(KDF_BUF(x, i));
     OPENSSL_free(x->dg.props);
     OPENSSL_cleanse(x, sizeof(*x));
     x->prov = prov;
 }
 
-static void kdf_freectx(void *vctx)
+static int kdf_copy(void *to, const void *from)
 {
-    ctx_free(vctx, kdf_reset);
-}
+    TG_KDF *x = to;
+    const TG_KDF *src = from;
 
-static void *kdf_dupctx(void *vctx)
-{
-    const TG_KDF *src = vctx;
-    TG_KDF *x = kdf_newctx(src->prov);
-
-    if (x == NULL)
-        return NULL;
     x->mode = src->mode;
-    if (!digest_dup(&x->dg, &src->dg) ||
-        (src->key.p != NULL && !buf_set(x->prov, &x->key, src->key.p, src->key.len)) ||
-        (src->salt.p != NULL && !buf_set(x->prov, &x->salt, src->salt.p, src->salt.len)) ||
-        (src->prefix.p != NULL && !buf_set(x->prov, &x->prefix, src->prefix.p, src->prefix.len)) ||
-        (src->label.p != NULL && !buf_set(x->prov, &x->label, src->label.p, src->label.len)) ||
-        (src->data.p != NULL && !buf_set(x->prov, &x->data, src->data.p, src->data.len))) {
-        kdf_freectx(x);
-        return NULL;
+    if (!digest_dup(&x->dg, &src->dg))
+        return 0;
+    for (size_t i = 0; i < KDF_N_BUFS; i++) {
+        const struct kdf_buf *b = KDF_BUF(src, i);
+
+        if (b->p != NULL && !buf_set(x->prov, KDF_BUF(x, i), b->p, b->len))
+            return 0;
     }
-    return x;
+    return 1;
 }
+
+KDF_CTX_FUNCTIONS(kdf, TG_KDF)
 
 static int kdf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_PARAM params[])
 {
@@ -755,30 +758,10 @@ static int kdf_get_ctx_params(void *vctx, OSSL_PARAM params[])
     return OSSL_PARAM_set_size_t(p, sz);
 }
 
-static const OSSL_PARAM *kdf_gettable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM gettable[] = {
-        OSSL_PARAM_size_t(OSSL_KDF_PARAM_SIZE, NULL),
-        OSSL_PARAM_END,
-    };
+TG_CONST_CTX_PARAMS(kdf_gettable_ctx_params, OSSL_PARAM_size_t(OSSL_KDF_PARAM_SIZE, NULL),
+                    OSSL_PARAM_END)
 
-    (void)ctx;
-    (void)provctx;
-    return gettable;
-}
-
-const OSSL_DISPATCH tg_tls13_kdf_functions[] = {
-    {OSSL_FUNC_KDF_NEWCTX, (void (*)(void))kdf_newctx},
-    {OSSL_FUNC_KDF_DUPCTX, (void (*)(void))kdf_dupctx},
-    {OSSL_FUNC_KDF_FREECTX, (void (*)(void))kdf_freectx},
-    {OSSL_FUNC_KDF_RESET, (void (*)(void))kdf_reset},
-    {OSSL_FUNC_KDF_DERIVE, (void (*)(void))kdf_derive},
-    {OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, (void (*)(void))kdf_settable_ctx_params},
-    {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))kdf_set_ctx_params},
-    {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
-    {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))kdf_get_ctx_params},
-    {0, NULL},
-};
+const OSSL_DISPATCH tg_tls13_kdf_functions[] = TG_KDF_FUNCTIONS(kdf, kdf_gettable_ctx_params);
 
 /* ---- TLS1-PRF (RFC 5246 §5) ---- */
 
@@ -795,13 +778,6 @@ typedef struct tg_prf {
 #define PRFF(id, type)                                                                             \
     TG_DFLT(tg_dflt_kdf_tls1_prf, OSSL_FUNC_KDF_##id, OSSL_FUNC_kdf_##type##_fn *)
 
-_Static_assert(offsetof(TG_PRF, prov) == 0, "tg_ctx_new sets the first member");
-
-static void *prf_newctx(void *provctx)
-{
-    return tg_ctx_new(provctx, sizeof(TG_PRF));
-}
-
 static void prf_reset(void *vctx)
 {
     TG_PRF *x = vctx;
@@ -814,79 +790,60 @@ static void prf_reset(void *vctx)
     x->prov = prov;
 }
 
-static void prf_freectx(void *vctx)
+static int prf_copy(void *to, const void *from)
 {
-    ctx_free(vctx, prf_reset);
-}
+    TG_PRF *x = to;
+    const TG_PRF *src = from;
 
-static void *prf_dupctx(void *vctx)
-{
-    const TG_PRF *src = vctx;
-    TG_PRF *x = prf_newctx(src->prov);
-
-    if (x == NULL)
-        return NULL;
     if (!digest_dup(&x->dg, &src->dg) ||
-        (src->secret.p != NULL && !buf_set(x->prov, &x->secret, src->secret.p, src->secret.len))) {
-        prf_freectx(x);
-        return NULL;
-    }
+        (src->secret.p != NULL && !buf_set(x->prov, &x->secret, src->secret.p, src->secret.len)))
+        return 0;
     memcpy(x->seed, src->seed, src->seedlen);
     x->seedlen = src->seedlen;
-    return x;
+    return 1;
+}
+
+KDF_CTX_FUNCTIONS(prf, TG_PRF)
+
+/* One TLS1-PRF parameter other than the digest's (kdf_params_walk). */
+static int prf_set_one(void *vctx, const OSSL_PARAM *p)
+{
+    TG_PRF *x = vctx;
+    const char *k = p->key;
+
+    if (strcmp(k, OSSL_KDF_PARAM_SECRET) == 0) {
+        if (!param_octets(x->prov, "TLS1-PRF", p, &x->secret))
+            return 0;
+    } else if (strcmp(k, OSSL_KDF_PARAM_SEED) == 0) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+            TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"seed\" must be an octet string");
+            return 0;
+        }
+        if (p->data == NULL || p->data_size == 0)
+            return 1;
+        if (p->data_size > PRF_SEED_MAX - x->seedlen) {
+            TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: seeds longer than %d bytes in all",
+                     PRF_SEED_MAX);
+            return 0;
+        }
+        memcpy(x->seed + x->seedlen, p->data, p->data_size);
+        x->seedlen += p->data_size;
+    }
+    return 1;
 }
 
 static int prf_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
     TG_PRF *x = vctx;
-    const OSSL_PARAM *p;
 
-    if (params == NULL)
-        return 1;
-    for (p = params; p->key != NULL; p++) {
-        const char *k = p->key;
-        int r = digest_param(x->prov, "TLS1-PRF", &x->dg, p);
-
-        if (r == 0)
-            return 0;
-        if (r == 1)
-            continue;
-        if (strcmp(k, OSSL_KDF_PARAM_SECRET) == 0) {
-            if (!param_octets(x->prov, "TLS1-PRF", p, &x->secret))
-                return 0;
-        } else if (strcmp(k, OSSL_KDF_PARAM_SEED) == 0) {
-            if (p->data_type != OSSL_PARAM_OCTET_STRING) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: \"seed\" must be an octet string");
-                return 0;
-            }
-            if (p->data == NULL || p->data_size == 0)
-                continue;
-            if (p->data_size > PRF_SEED_MAX - x->seedlen) {
-                TG_RAISE(x->prov, TG_R_BAD_ARGUMENT, "TLS1-PRF: seeds longer than %d bytes in all",
-                         PRF_SEED_MAX);
-                return 0;
-            }
-            memcpy(x->seed + x->seedlen, p->data, p->data_size);
-            x->seedlen += p->data_size;
-        }
-    }
-    return 1;
+    return kdf_params_walk(x->prov, "TLS1-PRF", &x->dg, params, prf_set_one, x);
 }
 
-static const OSSL_PARAM *prf_settable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM settable[] = {
-        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_PROPERTIES, NULL, 0),
-        OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SECRET, NULL, 0),
-        OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SEED, NULL, 0),
-        OSSL_PARAM_END,
-    };
-
-    (void)ctx;
-    (void)provctx;
-    return settable;
-}
+TG_CONST_CTX_PARAMS(prf_settable_ctx_params,
+                    OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_PROPERTIES, NULL, 0),
+                    OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SECRET, NULL, 0),
+                    OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SEED, NULL, 0), OSSL_PARAM_END)
 
 static int prf_get_ctx_params(void *vctx, OSSL_PARAM params[])
 {
@@ -966,15 +923,4 @@ static int prf_derive(void *vctx, unsigned char *out, size_t outlen, const OSSL_
     return 1;
 }
 
-const OSSL_DISPATCH tg_tls1_prf_functions[] = {
-    {OSSL_FUNC_KDF_NEWCTX, (void (*)(void))prf_newctx},
-    {OSSL_FUNC_KDF_DUPCTX, (void (*)(void))prf_dupctx},
-    {OSSL_FUNC_KDF_FREECTX, (void (*)(void))prf_freectx},
-    {OSSL_FUNC_KDF_RESET, (void (*)(void))prf_reset},
-    {OSSL_FUNC_KDF_DERIVE, (void (*)(void))prf_derive},
-    {OSSL_FUNC_KDF_SETTABLE_CTX_PARAMS, (void (*)(void))prf_settable_ctx_params},
-    {OSSL_FUNC_KDF_SET_CTX_PARAMS, (void (*)(void))prf_set_ctx_params},
-    {OSSL_FUNC_KDF_GETTABLE_CTX_PARAMS, (void (*)(void))kdf_gettable_ctx_params},
-    {OSSL_FUNC_KDF_GET_CTX_PARAMS, (void (*)(void))prf_get_ctx_params},
-    {0, NULL},
-};
+const OSSL_DISPATCH tg_tls1_prf_functions[] = TG_KDF_FUNCTIONS(prf, kdf_gettable_ctx_params);

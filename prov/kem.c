@@ -31,6 +31,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "glue.h"
 #include "prov.h"
 
 #define EKB MB8_MLKEM768_EK_BYTES
@@ -271,14 +272,15 @@ static const OSSL_PARAM *hyb_gen_settable(void *genctx, void *provctx)
     return t;
 }
 
+_Static_assert(offsetof(struct tg_hyb_gen, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *hyb_gen_init(TG_PROV *prov, const struct tg_hyb_alg *a, int selection,
                           const OSSL_PARAM params[])
 {
-    struct tg_hyb_gen *g = OPENSSL_zalloc(sizeof(*g));
+    struct tg_hyb_gen *g = tg_ctx_new(prov, sizeof(*g));
 
     if (g == NULL)
         return NULL;
-    g->prov = prov;
     g->alg = a;
     g->selection = selection;
     if (!hyb_gen_set_params(g, params)) {
@@ -572,22 +574,14 @@ static int kem_set_ctx_params(void *ctx, const OSSL_PARAM params[])
     return 1;
 }
 
-static const OSSL_PARAM *kem_settable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM t[] = {OSSL_PARAM_END};
-    return t;
-}
+TG_CONST_CTX_PARAMS(kem_settable_ctx_params, OSSL_PARAM_END)
 
 static int kem_get_ctx_params(void *ctx, OSSL_PARAM params[])
 {
     return 1;
 }
 
-static const OSSL_PARAM *kem_gettable_ctx_params(void *ctx, void *provctx)
-{
-    static const OSSL_PARAM t[] = {OSSL_PARAM_END};
-    return t;
-}
+TG_CONST_CTX_PARAMS(kem_gettable_ctx_params, OSSL_PARAM_END)
 
 const OSSL_DISPATCH tg_hybrid_kem_functions[] = {
     {OSSL_FUNC_KEM_NEWCTX, (void (*)(void))kem_newctx},
@@ -613,19 +607,14 @@ const OSSL_DISPATCH tg_hybrid_kem_functions[] = {
         return hyb_gen_init(provctx, &ALG, selection, params);                                     \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_keymgmt_functions[] = {                                        \
-        {OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))name##_new},                                       \
-        {OSSL_FUNC_KEYMGMT_FREE, (void (*)(void))hyb_free},                                        \
-        {OSSL_FUNC_KEYMGMT_HAS, (void (*)(void))hyb_has},                                          \
-        {OSSL_FUNC_KEYMGMT_GEN_INIT, (void (*)(void))name##_gen_init},                             \
-        {OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS, (void (*)(void))hyb_gen_set_params},                    \
-        {OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS, (void (*)(void))hyb_gen_settable},                 \
-        {OSSL_FUNC_KEYMGMT_GEN, (void (*)(void))hyb_gen},                                          \
-        {OSSL_FUNC_KEYMGMT_GEN_CLEANUP, (void (*)(void))hyb_gen_cleanup},                          \
-        {OSSL_FUNC_KEYMGMT_GET_PARAMS, (void (*)(void))hyb_get_params},                            \
-        {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, (void (*)(void))hyb_gettable},                         \
-        {OSSL_FUNC_KEYMGMT_SET_PARAMS, (void (*)(void))hyb_set_params},                            \
-        {OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS, (void (*)(void))hyb_settable},                         \
-        {OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, (void (*)(void))hyb_query_name},                  \
+        TG_FN(OSSL_FUNC_KEYMGMT_NEW, name##_new),                                                  \
+        TG_FN(OSSL_FUNC_KEYMGMT_FREE, hyb_free),                                                   \
+        TG_FN(OSSL_FUNC_KEYMGMT_HAS, hyb_has),                                                     \
+        TG_FNS_KEYMGMT_GEN(name##_gen_init, hyb_gen_set_params, hyb_gen_settable, hyb_gen,         \
+                           hyb_gen_cleanup),                                                       \
+        TG_FNS_GET_SET(KEYMGMT, PARAMS, hyb_get_params, hyb_gettable, hyb_set_params,              \
+                       hyb_settable),                                                              \
+        TG_FN(OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, hyb_query_name),                             \
         {0, NULL}}
 
 TG_HYB_KEYMGMT(x25519mlkem768, hyb_x25519);

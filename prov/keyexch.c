@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/params.h>
 
+#include "glue.h"
 #include "prov.h"
 
 typedef struct tg_kex {
@@ -210,16 +211,13 @@ static int kex_get_ctx_params(void *ctx, OSSL_PARAM params[])
     return f != NULL ? f(x->inner, params) : 1;
 }
 
-/* The default provider's settable or gettable list (id: its OSSL_FUNC_KEYEXCH_* id, both
- * functions have the same type) for ctx, of impl; NULL when it has none. */
+/* The default provider's list (tg_dflt_ctx_params_list) for ctx, of impl. */
 static const OSSL_PARAM *kex_param_list(const struct tg_impl *impl, int id, void *ctx,
                                         void *provctx)
 {
     TG_KEX *x = ctx;
-    OSSL_FUNC_keyexch_settable_ctx_params_fn *f =
-        TG_DFLT(*impl, id, OSSL_FUNC_keyexch_settable_ctx_params_fn *);
 
-    return f != NULL ? f(x != NULL ? x->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx) : NULL;
+    return tg_dflt_ctx_params_list(impl, id, x != NULL ? x->inner : NULL, provctx);
 }
 
 #define TG_KEX_TYPE(name, IMPL)                                                                    \
@@ -232,16 +230,13 @@ static const OSSL_PARAM *kex_param_list(const struct tg_impl *impl, int id, void
         return kex_param_list(&(IMPL), OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS, ctx, provctx);       \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_keyexch_functions[] = {                                        \
-        {OSSL_FUNC_KEYEXCH_NEWCTX, (void (*)(void))name##_newctx},                                 \
-        {OSSL_FUNC_KEYEXCH_INIT, (void (*)(void))kex_init},                                        \
-        {OSSL_FUNC_KEYEXCH_SET_PEER, (void (*)(void))kex_set_peer},                                \
-        {OSSL_FUNC_KEYEXCH_DERIVE, (void (*)(void))kex_derive},                                    \
-        {OSSL_FUNC_KEYEXCH_FREECTX, (void (*)(void))kex_freectx},                                  \
-        {OSSL_FUNC_KEYEXCH_DUPCTX, (void (*)(void))kex_dupctx},                                    \
-        {OSSL_FUNC_KEYEXCH_SET_CTX_PARAMS, (void (*)(void))kex_set_ctx_params},                    \
-        {OSSL_FUNC_KEYEXCH_SETTABLE_CTX_PARAMS, (void (*)(void))name##_settable_ctx_params},       \
-        {OSSL_FUNC_KEYEXCH_GET_CTX_PARAMS, (void (*)(void))kex_get_ctx_params},                    \
-        {OSSL_FUNC_KEYEXCH_GETTABLE_CTX_PARAMS, (void (*)(void))name##_gettable_ctx_params},       \
+        TG_FN(OSSL_FUNC_KEYEXCH_NEWCTX, name##_newctx),                                            \
+        TG_FN(OSSL_FUNC_KEYEXCH_INIT, kex_init),                                                   \
+        TG_FN(OSSL_FUNC_KEYEXCH_SET_PEER, kex_set_peer),                                           \
+        TG_FN(OSSL_FUNC_KEYEXCH_DERIVE, kex_derive),                                               \
+        TG_FNS_FREE_DUP(KEYEXCH, kex),                                                             \
+        TG_FNS_GET_SET(KEYEXCH, CTX_PARAMS, kex_get_ctx_params, name##_gettable_ctx_params,        \
+                       kex_set_ctx_params, name##_settable_ctx_params),                            \
         {0, NULL}}
 
 TG_KEX_TYPE(ecdh, tg_dflt_kex_ecdh);

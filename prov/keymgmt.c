@@ -25,6 +25,7 @@
 
 #include <gmp.h>
 
+#include "glue.h"
 #include "prov.h"
 
 #define TG_BLIND_REFRESH 32
@@ -625,13 +626,14 @@ static void gen_scan(struct tg_gen *g, const OSSL_PARAM params[])
     }
 }
 
+_Static_assert(offsetof(struct tg_gen, prov) == 0, "tg_ctx_new sets the first member");
+
 static void *gen_init(TG_PROV *prov, enum tg_kt kt, int selection, const OSSL_PARAM params[])
 {
-    struct tg_gen *g = OPENSSL_zalloc(sizeof(*g));
+    struct tg_gen *g = tg_ctx_new(prov, sizeof(*g));
 
     if (g == NULL)
         return NULL;
-    g->prov = prov;
     g->kt = kt;
     g->selection = selection;
     g->inner = KM(kt, GEN_INIT, gen_init)(prov->dflt_provctx, selection, params);
@@ -932,28 +934,21 @@ static void *key_load(enum tg_kt kt, const void *reference, size_t reference_sz)
         return f == NULL ? NULL : f(operation_id);                                                 \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_keymgmt_functions[] = {                                        \
-        {OSSL_FUNC_KEYMGMT_NEW, (void (*)(void))name##_new},                                       \
-        {OSSL_FUNC_KEYMGMT_GEN_INIT, (void (*)(void))name##_gen_init},                             \
-        {OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE, (void (*)(void))gen_set_template},                    \
-        {OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS, (void (*)(void))gen_set_params},                        \
-        {OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS, (void (*)(void))name##_gen_settable},              \
-        {OSSL_FUNC_KEYMGMT_GEN, (void (*)(void))gen},                                              \
-        {OSSL_FUNC_KEYMGMT_GEN_CLEANUP, (void (*)(void))gen_cleanup},                              \
-        {OSSL_FUNC_KEYMGMT_LOAD, (void (*)(void))name##_load},                                     \
-        {OSSL_FUNC_KEYMGMT_FREE, (void (*)(void))key_free},                                        \
-        {OSSL_FUNC_KEYMGMT_GET_PARAMS, (void (*)(void))key_get_params},                            \
-        {OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, (void (*)(void))name##_gettable},                      \
-        {OSSL_FUNC_KEYMGMT_SET_PARAMS, (void (*)(void))key_set_params},                            \
-        {OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS, (void (*)(void))name##_settable},                      \
-        {OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, (void (*)(void))name##_query_operation_name},     \
-        {OSSL_FUNC_KEYMGMT_HAS, (void (*)(void))key_has},                                          \
-        {OSSL_FUNC_KEYMGMT_MATCH, (void (*)(void))key_match},                                      \
-        {OSSL_FUNC_KEYMGMT_VALIDATE, (void (*)(void))key_validate},                                \
-        {OSSL_FUNC_KEYMGMT_IMPORT, (void (*)(void))key_import},                                    \
-        {OSSL_FUNC_KEYMGMT_IMPORT_TYPES, (void (*)(void))name##_import_types},                     \
-        {OSSL_FUNC_KEYMGMT_EXPORT, (void (*)(void))key_export},                                    \
-        {OSSL_FUNC_KEYMGMT_EXPORT_TYPES, (void (*)(void))name##_export_types},                     \
-        {OSSL_FUNC_KEYMGMT_DUP, (void (*)(void))key_dup},                                          \
+        TG_FN(OSSL_FUNC_KEYMGMT_NEW, name##_new),                                                  \
+        TG_FN(OSSL_FUNC_KEYMGMT_FREE, key_free),                                                   \
+        TG_FN(OSSL_FUNC_KEYMGMT_DUP, key_dup),                                                     \
+        TG_FN(OSSL_FUNC_KEYMGMT_LOAD, name##_load),                                                \
+        TG_FNS_KEYMGMT_GEN(name##_gen_init, gen_set_params, name##_gen_settable, gen,              \
+                           gen_cleanup),                                                           \
+        TG_FN(OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE, gen_set_template),                               \
+        TG_FNS_GET_SET(KEYMGMT, PARAMS, key_get_params, name##_gettable, key_set_params,           \
+                       name##_settable),                                                           \
+        TG_FN(OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, name##_query_operation_name),                \
+        TG_FN(OSSL_FUNC_KEYMGMT_HAS, key_has),                                                     \
+        TG_FN(OSSL_FUNC_KEYMGMT_MATCH, key_match),                                                 \
+        TG_FN(OSSL_FUNC_KEYMGMT_VALIDATE, key_validate),                                           \
+        TG_FNS_KEYMGMT_IMPORT_EXPORT(key_import, name##_import_types, key_export,                  \
+                                     name##_export_types),                                         \
         {0, NULL}}
 
 TG_KEYMGMT_TYPE(rsa, TG_KT_RSA);

@@ -3,6 +3,7 @@
  * parameter "metrics", tlsgate/prov.h). Process-wide, relaxed atomics: every thread and
  * the timer count without a lock.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +60,37 @@ static void hist_copy(tlsgate_hist_t *d, enum tg_op op, enum tg_hist h)
         d->bucket[b] = atomic_load_explicit(&tg_hists[op][h].bucket[b], memory_order_relaxed);
 }
 
+/* Where each per-algorithm counter goes in the snapshot (fill[] is filled by a loop). */
+static const struct {
+    size_t off; /* offsetof(tlsgate_alg_metrics_t, field), a uint64_t */
+    enum tg_counter c;
+} tg_alg_fields[] = {
+/* (the array's size fails to compile unless field is 8 bytes, as the copy below assumes) */
+#define F(field, c)                                                                                \
+    {                                                                                              \
+        offsetof(tlsgate_alg_metrics_t, field) +                                                   \
+            0 * sizeof(char[sizeof(((tlsgate_alg_metrics_t *)0)->field) == 8 ? 1 : -1]),           \
+            c                                                                                      \
+    }
+    F(requests, TG_C_REQUESTS),
+    F(requests_async, TG_C_REQUESTS_ASYNC),
+    F(single, TG_C_SYNC),
+    F(fallbacks, TG_C_FALLBACKS),
+    F(pool_hits, TG_C_POOL_HITS),
+    F(pool_misses, TG_C_POOL_MISSES),
+    F(batches, TG_C_BATCHES),
+    F(flush_full, TG_C_FLUSH_FULL),
+    F(flush_poll, TG_C_FLUSH_POLL),
+    F(flush_age, TG_C_FLUSH_AGE),
+    F(flush_timer, TG_C_FLUSH_TIMER),
+    F(flush_resume, TG_C_FLUSH_RESUME),
+    F(mode_single, TG_C_MODE_SINGLE),
+    F(mode_batch, TG_C_MODE_BATCH),
+    F(probes, TG_C_PROBES),
+    F(probes_joined, TG_C_PROBES_JOINED),
+#undef F
+};
+
 void tg_metrics_snapshot(struct tlsgate_metrics *m)
 {
     memset(m, 0, sizeof(*m));
@@ -68,24 +100,13 @@ void tg_metrics_snapshot(struct tlsgate_metrics *m)
         tlsgate_alg_metrics_t *a = &m->alg[op];
 #define C(c) atomic_load_explicit(&tg_op_counters[op][c], memory_order_relaxed)
         snprintf(a->name, sizeof(a->name), "%s", tg_op_names[op]);
-        a->requests = C(TG_C_REQUESTS);
-        a->requests_async = C(TG_C_REQUESTS_ASYNC);
-        a->single = C(TG_C_SYNC);
-        a->fallbacks = C(TG_C_FALLBACKS);
-        a->pool_hits = C(TG_C_POOL_HITS);
-        a->pool_misses = C(TG_C_POOL_MISSES);
-        a->batches = C(TG_C_BATCHES);
+        for (size_t i = 0; i < sizeof(tg_alg_fields) / sizeof(tg_alg_fields[0]); i++) {
+            uint64_t v = C(tg_alg_fields[i].c);
+
+            memcpy((char *)a + tg_alg_fields[i].off, &v, sizeof(v));
+        }
         for (int k = 0; k < MB8_LANES; k++)
             a->fill[k] = C(TG_C_FILL1 + k);
-        a->flush_full = C(TG_C_FLUSH_FULL);
-        a->flush_poll = C(TG_C_FLUSH_POLL);
-        a->flush_age = C(TG_C_FLUSH_AGE);
-        a->flush_timer = C(TG_C_FLUSH_TIMER);
-        a->flush_resume = C(TG_C_FLUSH_RESUME);
-        a->mode_single = C(TG_C_MODE_SINGLE);
-        a->mode_batch = C(TG_C_MODE_BATCH);
-        a->probes = C(TG_C_PROBES);
-        a->probes_joined = C(TG_C_PROBES_JOINED);
 #undef C
         hist_copy(&a->queue_wait_us, (enum tg_op)op, TG_H_QUEUE_WAIT);
         hist_copy(&a->batch_us, (enum tg_op)op, TG_H_BATCH);

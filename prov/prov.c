@@ -17,6 +17,7 @@
 #include <openssl/provider.h>
 
 #include "mb8/cpu.h"
+#include "glue.h"
 #include "policy.h"
 #include "prov.h"
 #include "tlsgate/prov.h"
@@ -180,30 +181,7 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     OSSL_PARAM *p;
     size_t i;
 
-    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME)) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, TG_PROV_NAME))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION)) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, TLSGATE_PROV_VERSION))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO)) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
-                                                       : "mb8 portable kernels"))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS)) != NULL &&
-        !OSSL_PARAM_set_int(p, 1))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, "poll_mode")) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, prov->poll_app ? "app" : "timer"))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, "adaptive")) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, prov->adaptive ? "on" : "off"))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, "enable")) != NULL &&
-        !OSSL_PARAM_set_utf8_ptr(p, prov->enable_str))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, "flush_us")) != NULL &&
-        !OSSL_PARAM_set_ulong(p, prov->flush_us))
+    if (!tg_params_answer(params, prov->answers, sizeof(prov->answers) / sizeof(prov->answers[0])))
         return 0;
     /* the poll: flushes this thread's partial batches (the application's loop hook) */
     if ((p = OSSL_PARAM_locate(params, "poll")) != NULL) {
@@ -221,9 +199,6 @@ static int tg_get_params(void *provctx, OSSL_PARAM params[])
     /* after the poll when both are asked: what is still waiting in this thread's queues */
     if ((p = OSSL_PARAM_locate(params, "queued")) != NULL &&
         !OSSL_PARAM_set_uint(p, tg_batch_queued()))
-        return 0;
-    if ((p = OSSL_PARAM_locate(params, "pool_size")) != NULL &&
-        !OSSL_PARAM_set_uint(p, prov->pool_size))
         return 0;
     /* the application is idle: one batch for the pools; what they still lack */
     if ((p = OSSL_PARAM_locate(params, "idle")) != NULL &&
@@ -440,18 +415,26 @@ static int read_config(TG_PROV *prov)
         prov->enable_str[strlen(prov->enable_str) - 1] = '\0';
     else
         snprintf(prov->enable_str, sizeof(prov->enable_str), "none");
+    {
+        /* the answers of tg_get_params that cannot change after this */
+        const struct tg_param_val answers[] = {
+            TG_PROV_STD_PARAMS(TG_PROV_NAME, TLSGATE_PROV_VERSION,
+                               mb8_cpu_has_ifma() ? "mb8 AVX-512 IFMA capable CPU"
+                                                  : "mb8 portable kernels"),
+            {"poll_mode", TG_PV_UTF8_PTR, prov->poll_app ? "app" : "timer", 0},
+            {"adaptive", TG_PV_UTF8_PTR, prov->adaptive ? "on" : "off", 0},
+            {"enable", TG_PV_UTF8_PTR, prov->enable_str, 0},
+            {"flush_us", TG_PV_ULONG, NULL, prov->flush_us},
+            {"pool_size", TG_PV_UINT, NULL, prov->pool_size},
+        };
+        _Static_assert(sizeof(answers) == sizeof(prov->answers), "TG_PROV.answers: its size");
+
+        memcpy(prov->answers, answers, sizeof(answers));
+    }
     return 1;
 }
 
-static const OSSL_DISPATCH tg_provider_functions[] = {
-    {OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))tg_teardown},
-    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))tg_gettable_params},
-    {OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))tg_get_params},
-    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))tg_query_operation},
-    {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))tg_get_reason_strings},
-    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, (void (*)(void))tg_get_capabilities},
-    {0, NULL},
-};
+static const OSSL_DISPATCH tg_provider_functions[] = TG_PROVIDER_FUNCTIONS(tg);
 
 int tlsgate_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
                           const OSSL_DISPATCH **out, void **provctx)

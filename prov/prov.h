@@ -22,6 +22,9 @@
  *   metrics.c      counters and histograms, the metrics snapshot
  *   upcalls.c      the core's functions kept at init: errors, settings (shared with
  *                  tests/fakeaccel, as waitfd.c is)
+ *   glue.h         dispatch-table entries, constant parameter lists, get_params answers
+ *                  from a table: provider glue (shared with tests/fakeaccel)
+ *   tcache.c       per-thread caches of secrets (cipher_gcm.c's keys, kdf.c's HMAC keys)
  */
 #ifndef TG_PROV_H
 #define TG_PROV_H
@@ -41,6 +44,7 @@
 #include "mb8/p384.h"
 #include "mb8/rsa.h"
 #include "mb8/x25519.h"
+#include "glue.h"
 #include "upcalls.h"
 
 #define TG_PROV_NAME "tlsgate"
@@ -94,6 +98,9 @@ typedef struct tg_prov {
     int adaptive;           /* adaptive=on: single operations when batches stay small */
     unsigned pool_size;     /* idle-time pools: entries per kind; 0 = no pools */
     char enable_str[64];
+    /* get_params' answers known at init (prov.c read_config): name, version, build,
+     * status and the configuration; the poll path answers from it without building it */
+    struct tg_param_val answers[9];
 } TG_PROV;
 
 /* The default provider's implementations (dflt.c); process-wide, filled at init. */
@@ -103,6 +110,15 @@ extern struct tg_impl tg_dflt_sig_rsa, tg_dflt_sig_ecdsa, tg_dflt_cipher_rsa, tg
 /* Looks them up in prov->deflt. Returns 1, or 0 when one is missing. */
 int tg_dflt_bind(TG_PROV *prov);
 #define TG_DFLT(impl, id, type) ((type)(impl).fn[(id)])
+/*
+ * The gettable or settable context parameters of an operation that delegates to impl:
+ * impl's function id (an OSSL_FUNC_<OP>_GETTABLE_CTX_PARAMS or _SETTABLE_CTX_PARAMS id of an
+ * asymmetric cipher, key exchange or signature, all of one type) called with the default
+ * provider's context inner (NULL when there is no context yet) and the default provider's
+ * provctx of prov. NULL when impl has no such function.
+ */
+const OSSL_PARAM *tg_dflt_ctx_params_list(const struct tg_impl *impl, int id, void *inner,
+                                          TG_PROV *prov);
 
 /* ---- keys (keymgmt.c) ---- */
 
@@ -399,8 +415,8 @@ int tg_pad_tls_premaster(TG_PROV *prov, uint8_t out[48], const uint8_t *em, size
 
 /*
  * A new zeroed operation context of `size` bytes for provider instance provctx, its first
- * member (a TG_PROV *) set to it: the contexts that need nothing else at creation (kdf.c,
- * kem.c). NULL when out of memory.
+ * member (a TG_PROV *) set to it: the contexts (and key generation contexts) that start
+ * with their TG_PROV * (kdf.c, kem.c, keymgmt.c). NULL when out of memory.
  */
 void *tg_ctx_new(void *provctx, size_t size);
 

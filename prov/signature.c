@@ -31,6 +31,7 @@
 #include <openssl/params.h>
 #include <openssl/rsa.h>
 
+#include "glue.h"
 #include "prov.h"
 
 typedef struct tg_sig {
@@ -559,42 +560,28 @@ static const OSSL_PARAM *sig_settable_ctx_md_params(void *ctx)
 #define TG_SIG_TYPE(name, IMPL)                                                                    \
     static const OSSL_PARAM *name##_gettable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_SIG *s = ctx;                                                                           \
-        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,                              \
-                       OSSL_FUNC_signature_gettable_ctx_params_fn *)(                              \
-            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+        return tg_dflt_ctx_params_list(&(IMPL), OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,           \
+                                       ctx != NULL ? ((TG_SIG *)ctx)->inner : NULL, provctx);      \
     }                                                                                              \
     static const OSSL_PARAM *name##_settable_ctx_params(void *ctx, void *provctx)                  \
     {                                                                                              \
-        TG_SIG *s = ctx;                                                                           \
-        return TG_DFLT(IMPL, OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,                              \
-                       OSSL_FUNC_signature_settable_ctx_params_fn *)(                              \
-            s != NULL ? s->inner : NULL, ((TG_PROV *)provctx)->dflt_provctx);                      \
+        return tg_dflt_ctx_params_list(&(IMPL), OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,           \
+                                       ctx != NULL ? ((TG_SIG *)ctx)->inner : NULL, provctx);      \
     }                                                                                              \
     const OSSL_DISPATCH tg_##name##_signature_functions[] = {                                      \
-        {OSSL_FUNC_SIGNATURE_NEWCTX, (void (*)(void))name##_newctx},                               \
-        {OSSL_FUNC_SIGNATURE_SIGN_INIT, (void (*)(void))sig_sign_init},                            \
-        {OSSL_FUNC_SIGNATURE_SIGN, (void (*)(void))sig_sign},                                      \
-        {OSSL_FUNC_SIGNATURE_VERIFY_INIT, (void (*)(void))sig_verify_init},                        \
-        {OSSL_FUNC_SIGNATURE_VERIFY, (void (*)(void))sig_verify},                                  \
-        {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, (void (*)(void))sig_verify_recover_init},        \
-        {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, (void (*)(void))sig_verify_recover},                  \
-        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT, (void (*)(void))sig_digest_sign_init},              \
-        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE, (void (*)(void))sig_digest_sign_update},          \
-        {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL, (void (*)(void))sig_digest_sign_final},            \
-        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT, (void (*)(void))sig_digest_verify_init},          \
-        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE, (void (*)(void))sig_digest_verify_update},      \
-        {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL, (void (*)(void))sig_digest_verify_final},        \
-        {OSSL_FUNC_SIGNATURE_FREECTX, (void (*)(void))sig_freectx},                                \
-        {OSSL_FUNC_SIGNATURE_DUPCTX, (void (*)(void))sig_dupctx},                                  \
-        {OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, (void (*)(void))sig_get_ctx_params},                  \
-        {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, (void (*)(void))name##_gettable_ctx_params},     \
-        {OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, (void (*)(void))sig_set_ctx_params},                  \
-        {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, (void (*)(void))name##_settable_ctx_params},     \
-        {OSSL_FUNC_SIGNATURE_GET_CTX_MD_PARAMS, (void (*)(void))sig_get_ctx_md_params},            \
-        {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_MD_PARAMS, (void (*)(void))sig_gettable_ctx_md_params},  \
-        {OSSL_FUNC_SIGNATURE_SET_CTX_MD_PARAMS, (void (*)(void))sig_set_ctx_md_params},            \
-        {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_MD_PARAMS, (void (*)(void))sig_settable_ctx_md_params},  \
+        TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, name##_newctx),                                          \
+        TG_FNS_FREE_DUP(SIGNATURE, sig),                                                           \
+        TG_FNS_SIGN_VERIFY(sig),                                                                   \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, sig_verify_recover_init),                   \
+        TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, sig_verify_recover),                             \
+        TG_FNS_DIGEST_SIGN_VERIFY(sig_digest_sign_init, sig_digest_sign_update,                    \
+                                  sig_digest_sign_final, sig_digest_verify_init,                   \
+                                  sig_digest_verify_update, sig_digest_verify_final),              \
+        TG_FNS_GET_SET(SIGNATURE, CTX_PARAMS, sig_get_ctx_params, name##_gettable_ctx_params,      \
+                       sig_set_ctx_params, name##_settable_ctx_params),                            \
+        TG_FNS_GET_SET(SIGNATURE, CTX_MD_PARAMS, sig_get_ctx_md_params,                            \
+                       sig_gettable_ctx_md_params, sig_set_ctx_md_params,                          \
+                       sig_settable_ctx_md_params),                                                \
         {0, NULL}}
 
 TG_SIG_TYPE(rsa, tg_dflt_sig_rsa);

@@ -127,23 +127,23 @@ static void fa_sleep_us(unsigned long us)
 
 /* ---- computing ---- */
 
+/* What op runs on its EVP_PKEY_CTX. */
+static fa_pkey_out_fn *fa_op_fn(enum fa_op op)
+{
+    return op == FA_OP_SIGN ? EVP_PKEY_sign : EVP_PKEY_decrypt;
+}
+
 /* The real work, by the default provider of the private libctx. */
 static void fa_compute(struct fa_req *r, int capture_errors)
 {
-    size_t len = r->outlen;
     int ok;
 
     if (r->inject) {
         r->result = 0;
         return;
     }
-    if (r->op == FA_OP_SIGN)
-        ok = EVP_PKEY_sign(r->pctx, r->out, &len, r->in, r->inlen) > 0;
-    else
-        ok = EVP_PKEY_decrypt(r->pctx, r->out, &len, r->in, r->inlen) > 0;
+    ok = fa_pctx_out(fa_op_fn(r->op), r->pctx, r->out, &r->outlen, r->outlen, r->in, r->inlen);
     r->result = ok;
-    if (ok)
-        r->outlen = len;
     if (!ok && capture_errors) {
         /* The error queue is per thread: carry the first error back to the caller. */
         const char *data = NULL;
@@ -542,6 +542,10 @@ int fa_accel_run(FA_PROV *p, enum fa_op op, EVP_PKEY_CTX *pctx, unsigned char *o
     ASYNC_WAIT_CTX *wctx = NULL;
     int queued = 0;
 
+    if (pctx == NULL)
+        return 0;
+    if (out == NULL) /* size query: synchronous */
+        return fa_op_fn(op)(pctx, NULL, outlen, in, inlen) > 0;
     memset(&req, 0, sizeof(req));
     req.op = op;
     req.pctx = pctx;

@@ -85,12 +85,8 @@ static int fa_ciph_encrypt(void *ctx, unsigned char *out, size_t *outlen, size_t
                            const unsigned char *in, size_t inlen)
 {
     FA_CIPH_CTX *c = ctx;
-    size_t len = outsize;
 
-    if (c->pctx == NULL || EVP_PKEY_encrypt(c->pctx, out, &len, in, inlen) <= 0)
-        return 0;
-    *outlen = len;
-    return 1;
+    return fa_pctx_out(EVP_PKEY_encrypt, c->pctx, out, outlen, outsize, in, inlen);
 }
 
 static int fa_ciph_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t outsize,
@@ -98,10 +94,6 @@ static int fa_ciph_decrypt(void *ctx, unsigned char *out, size_t *outlen, size_t
 {
     FA_CIPH_CTX *c = ctx;
 
-    if (c->pctx == NULL)
-        return 0;
-    if (out == NULL) /* size query: synchronous */
-        return EVP_PKEY_decrypt(c->pctx, NULL, outlen, in, inlen) > 0;
     return fa_accel_run(c->prov, FA_OP_DECRYPT, c->pctx, out, outlen, outsize, in, inlen);
 }
 
@@ -138,22 +130,4 @@ static const OSSL_PARAM *fa_ciph_settable_ctx_params(void *ctx, void *provctx)
     return ciph_params(ctx, provctx, 1);
 }
 
-#define FA_FN(id, fn)                                                                              \
-    {                                                                                              \
-        id, (void (*)(void))(fn)                                                                   \
-    }
-
-const OSSL_DISPATCH fa_rsa_asym_cipher_functions[] = {
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_NEWCTX, fa_ciph_newctx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_FREECTX, fa_ciph_freectx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DUPCTX, fa_ciph_dupctx),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_ENCRYPT_INIT, fa_ciph_encrypt_init),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_ENCRYPT, fa_ciph_encrypt),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DECRYPT_INIT, fa_ciph_decrypt_init),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_DECRYPT, fa_ciph_decrypt),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_GET_CTX_PARAMS, fa_ciph_get_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_GETTABLE_CTX_PARAMS, fa_ciph_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_SET_CTX_PARAMS, fa_ciph_set_ctx_params),
-    FA_FN(OSSL_FUNC_ASYM_CIPHER_SETTABLE_CTX_PARAMS, fa_ciph_settable_ctx_params),
-    {0, NULL},
-};
+const OSSL_DISPATCH fa_rsa_asym_cipher_functions[] = TG_ASYM_CIPHER_FUNCTIONS(fa_ciph);

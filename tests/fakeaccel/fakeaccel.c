@@ -67,6 +67,17 @@ int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[])
     return pctx != NULL && EVP_PKEY_CTX_set_params(pctx, params) > 0;
 }
 
+int fa_pctx_out(fa_pkey_out_fn *f, EVP_PKEY_CTX *pctx, unsigned char *out, size_t *outlen,
+                size_t outsize, const unsigned char *in, size_t inlen)
+{
+    size_t len = outsize;
+
+    if (pctx == NULL || f(pctx, out, &len, in, inlen) <= 0)
+        return 0;
+    *outlen = len;
+    return 1;
+}
+
 static const OSSL_ITEM fa_reason_strings[] = {
     {FA_R_INJECTED_FAILURE, "fakeaccel injected failure (fail_every)"},
     {FA_R_OPERATION_FAILED, "fakeaccel accelerated operation failed"},
@@ -122,24 +133,13 @@ static const OSSL_ALGORITHM *fa_query_operation(void *provctx, int operation_id,
 #define FA_PARAM_INFLIGHT "inflight"
 #define FA_PARAM_POLL "poll" /* reading it delivers completed operations (notify poll) */
 
-static const OSSL_PARAM fa_gettable_params_list[] = {
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
-    OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
-    OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_OPS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL),
-    OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
-    OSSL_PARAM_int(FA_PARAM_POLL, NULL),
-    OSSL_PARAM_END,
-};
-
-static const OSSL_PARAM *fa_gettable_params(void *provctx)
-{
-    (void)provctx;
-    return fa_gettable_params_list;
-}
+TG_CONST_PARAMS(fa_gettable_params, OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, NULL, 0),
+                OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, NULL, 0),
+                OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_BUILDINFO, NULL, 0),
+                OSSL_PARAM_int(OSSL_PROV_PARAM_STATUS, NULL), OSSL_PARAM_uint64(FA_PARAM_OPS, NULL),
+                OSSL_PARAM_uint64(FA_PARAM_OPS_ASYNC, NULL),
+                OSSL_PARAM_uint64(FA_PARAM_FAILS, NULL), OSSL_PARAM_uint64(FA_PARAM_INFLIGHT, NULL),
+                OSSL_PARAM_int(FA_PARAM_POLL, NULL), OSSL_PARAM_END)
 
 static int fa_set_counter(OSSL_PARAM params[], const char *name, _Atomic uint64_t *counter)
 {
@@ -151,19 +151,11 @@ static int fa_set_counter(OSSL_PARAM params[], const char *name, _Atomic uint64_
 static int fa_get_params(void *provctx, OSSL_PARAM params[])
 {
     FA_PROV *prov = provctx;
+    static const struct tg_param_val std[] = {
+        TG_PROV_STD_PARAMS(FA_PROV_NAME, FA_PROV_VERSION, "test-only fake accelerator")};
     OSSL_PARAM *p;
 
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_NAME))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, FA_PROV_VERSION))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_BUILDINFO);
-    if (p != NULL && !OSSL_PARAM_set_utf8_ptr(p, "test-only fake accelerator"))
-        return 0;
-    p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_STATUS);
-    if (p != NULL && !OSSL_PARAM_set_int(p, 1))
+    if (!tg_params_answer(params, std, sizeof(std) / sizeof(std[0])))
         return 0;
     p = OSSL_PARAM_locate(params, FA_PARAM_POLL);
     if (p != NULL && !OSSL_PARAM_set_int(p, (int)fa_accel_poll(prov)))
@@ -292,15 +284,7 @@ static int fa_read_config(FA_PROV *prov)
     return 1;
 }
 
-static const OSSL_DISPATCH fa_provider_functions[] = {
-    {OSSL_FUNC_PROVIDER_TEARDOWN, (void (*)(void))fa_teardown},
-    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, (void (*)(void))fa_gettable_params},
-    {OSSL_FUNC_PROVIDER_GET_PARAMS, (void (*)(void))fa_get_params},
-    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, (void (*)(void))fa_query_operation},
-    {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS, (void (*)(void))fa_get_reason_strings},
-    {OSSL_FUNC_PROVIDER_GET_CAPABILITIES, (void (*)(void))fa_get_capabilities},
-    {0, NULL},
-};
+static const OSSL_DISPATCH fa_provider_functions[] = TG_PROVIDER_FUNCTIONS(fa);
 
 __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle,
                                                               const OSSL_DISPATCH *in,

@@ -15,6 +15,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 
+#include "glue.h"    /* dispatch tables, parameter answers (prov/glue.h) */
 #include "upcalls.h" /* struct tg_core (prov/upcalls.h) */
 
 #define FA_PROV_NAME "fakeaccel"
@@ -98,13 +99,21 @@ void fa_raise(const FA_PROV *prov, const char *file, int line, const char *func,
  * refused when pctx is NULL (before init); an empty set is accepted as it is. */
 int fa_pctx_get_params(EVP_PKEY_CTX *pctx, OSSL_PARAM params[]);
 int fa_pctx_set_params(EVP_PKEY_CTX *pctx, const OSSL_PARAM params[]);
+/* EVP_PKEY_sign, _decrypt, _encrypt, _verify_recover: one input, one output. */
+typedef int fa_pkey_out_fn(EVP_PKEY_CTX *pctx, unsigned char *out, size_t *outlen,
+                           const unsigned char *in, size_t inlen);
+/* f on pctx (NULL: fails) with in, into out of outsize bytes; their number into *outlen
+ * (untouched on failure). 1, or 0 (f's error on the queue). */
+int fa_pctx_out(fa_pkey_out_fn *f, EVP_PKEY_CTX *pctx, unsigned char *out, size_t *outlen,
+                size_t outsize, const unsigned char *in, size_t inlen);
 
 int fa_accel_init(FA_PROV *prov);
 void fa_accel_cleanup(FA_PROV *prov);
 /*
  * Runs one private-key operation on |pctx| (a context of the private library context):
  * synchronously outside an ASYNC job, through the accelerator thread (pausing the job)
- * inside one. Returns 1 with *outlen set, or 0 with an error raised.
+ * inside one; a size query (out NULL) at once. Returns 1 with *outlen set, or 0 with an
+ * error raised (none when pctx is NULL: no init).
  */
 int fa_accel_run(FA_PROV *prov, enum fa_op op, EVP_PKEY_CTX *pctx, unsigned char *out,
                  size_t *outlen, size_t outsize, const unsigned char *in, size_t inlen);

@@ -425,31 +425,19 @@ static const char *fa_ec_query_operation_name(int operation_id)
     }
 }
 
-#define FA_FN(id, fn)                                                                              \
-    {                                                                                              \
-        id, (void (*)(void))(fn)                                                                   \
-    }
 /* All but the terminator: each table below ends with {0, NULL}. */
 #define FA_KEYMGMT_DISPATCH(prefix, query_name)                                                    \
-    FA_FN(OSSL_FUNC_KEYMGMT_NEW, prefix##_new), FA_FN(OSSL_FUNC_KEYMGMT_FREE, fa_key_free),        \
-        FA_FN(OSSL_FUNC_KEYMGMT_HAS, fa_has), FA_FN(OSSL_FUNC_KEYMGMT_MATCH, fa_match),            \
-        FA_FN(OSSL_FUNC_KEYMGMT_VALIDATE, fa_validate),                                            \
-        FA_FN(OSSL_FUNC_KEYMGMT_IMPORT, fa_import),                                                \
-        FA_FN(OSSL_FUNC_KEYMGMT_IMPORT_TYPES, prefix##_import_types),                              \
-        FA_FN(OSSL_FUNC_KEYMGMT_EXPORT, fa_export),                                                \
-        FA_FN(OSSL_FUNC_KEYMGMT_EXPORT_TYPES, prefix##_export_types),                              \
-        FA_FN(OSSL_FUNC_KEYMGMT_GET_PARAMS, fa_get_params),                                        \
-        FA_FN(OSSL_FUNC_KEYMGMT_GETTABLE_PARAMS, prefix##_gettable_params),                        \
-        FA_FN(OSSL_FUNC_KEYMGMT_SET_PARAMS, fa_set_params),                                        \
-        FA_FN(OSSL_FUNC_KEYMGMT_SETTABLE_PARAMS, prefix##_settable_params),                        \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN_INIT, prefix##_gen_init),                                      \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS, fa_gen_set_params),                                \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN_SETTABLE_PARAMS, prefix##_gen_settable_params),                \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE, fa_gen_set_template),                            \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN, fa_gen),                                                      \
-        FA_FN(OSSL_FUNC_KEYMGMT_GEN_CLEANUP, fa_gen_cleanup),                                      \
-        FA_FN(OSSL_FUNC_KEYMGMT_DUP, fa_dup),                                                      \
-        FA_FN(OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, query_name)
+    TG_FN(OSSL_FUNC_KEYMGMT_NEW, prefix##_new), TG_FN(OSSL_FUNC_KEYMGMT_FREE, fa_key_free),        \
+        TG_FN(OSSL_FUNC_KEYMGMT_DUP, fa_dup), TG_FN(OSSL_FUNC_KEYMGMT_HAS, fa_has),                \
+        TG_FN(OSSL_FUNC_KEYMGMT_MATCH, fa_match), TG_FN(OSSL_FUNC_KEYMGMT_VALIDATE, fa_validate),  \
+        TG_FNS_KEYMGMT_IMPORT_EXPORT(fa_import, prefix##_import_types, fa_export,                  \
+                                     prefix##_export_types),                                       \
+        TG_FNS_GET_SET(KEYMGMT, PARAMS, fa_get_params, prefix##_gettable_params, fa_set_params,    \
+                       prefix##_settable_params),                                                  \
+        TG_FNS_KEYMGMT_GEN(prefix##_gen_init, fa_gen_set_params, prefix##_gen_settable_params,     \
+                           fa_gen, fa_gen_cleanup),                                                \
+        TG_FN(OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE, fa_gen_set_template),                            \
+        TG_FN(OSSL_FUNC_KEYMGMT_QUERY_OPERATION_NAME, query_name)
 
 const OSSL_DISPATCH fa_rsa_keymgmt_functions[] = {
     FA_KEYMGMT_DISPATCH(fa_rsa, fa_rsa_query_operation_name),

@@ -180,10 +180,6 @@ static int fa_sig_sign(void *ctx, unsigned char *sig, size_t *siglen, size_t sig
 {
     FA_SIG_CTX *c = ctx;
 
-    if (c->pctx == NULL)
-        return 0;
-    if (sig == NULL) /* size query: synchronous */
-        return EVP_PKEY_sign(c->pctx, NULL, siglen, tbs, tbslen) > 0;
     return fa_accel_run(c->prov, FA_OP_SIGN, c->pctx, sig, siglen, sigsize, tbs, tbslen);
 }
 
@@ -199,12 +195,8 @@ static int fa_sig_verify_recover(void *ctx, unsigned char *rout, size_t *routlen
                                  const unsigned char *sig, size_t siglen)
 {
     FA_SIG_CTX *c = ctx;
-    size_t len = routsize;
 
-    if (c->pctx == NULL || EVP_PKEY_verify_recover(c->pctx, rout, &len, sig, siglen) <= 0)
-        return 0;
-    *routlen = len;
-    return 1;
+    return fa_pctx_out(EVP_PKEY_verify_recover, c->pctx, rout, routlen, routsize, sig, siglen);
 }
 
 static int fa_sig_digest_update(void *ctx, const unsigned char *data, size_t datalen)
@@ -298,40 +290,26 @@ static const OSSL_PARAM *fa_ecdsa_sig_settable_ctx_params(void *ctx, void *provc
     return fa_sig_settable(ctx, provctx, 1);
 }
 
-#define FA_FN(id, fn)                                                                              \
-    {                                                                                              \
-        id, (void (*)(void))(fn)                                                                   \
-    }
 #define FA_SIG_COMMON                                                                              \
-    FA_FN(OSSL_FUNC_SIGNATURE_FREECTX, fa_sig_freectx),                                            \
-        FA_FN(OSSL_FUNC_SIGNATURE_DUPCTX, fa_sig_dupctx),                                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_SIGN_INIT, fa_sig_sign_init),                                    \
-        FA_FN(OSSL_FUNC_SIGNATURE_SIGN, fa_sig_sign),                                              \
-        FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_INIT, fa_sig_verify_init),                                \
-        FA_FN(OSSL_FUNC_SIGNATURE_VERIFY, fa_sig_verify),                                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT, fa_sig_digest_sign_init),                      \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE, fa_sig_digest_update),                       \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL, fa_sig_digest_sign_final),                    \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT, fa_sig_digest_verify_init),                  \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE, fa_sig_digest_update),                     \
-        FA_FN(OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL, fa_sig_digest_verify_final),                \
-        FA_FN(OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, fa_sig_get_ctx_params),                          \
-        FA_FN(OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, fa_sig_set_ctx_params)
+    TG_FNS_FREE_DUP(SIGNATURE, fa_sig), TG_FNS_SIGN_VERIFY(fa_sig),                                \
+        TG_FNS_DIGEST_SIGN_VERIFY(fa_sig_digest_sign_init, fa_sig_digest_update,                   \
+                                  fa_sig_digest_sign_final, fa_sig_digest_verify_init,             \
+                                  fa_sig_digest_update, fa_sig_digest_verify_final)
 
 const OSSL_DISPATCH fa_rsa_signature_functions[] = {
-    FA_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_rsa_sig_newctx),
+    TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_rsa_sig_newctx),
     FA_SIG_COMMON,
-    FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, fa_sig_verify_recover_init),
-    FA_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, fa_sig_verify_recover),
-    FA_FN(OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, fa_rsa_sig_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, fa_rsa_sig_settable_ctx_params),
+    TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT, fa_sig_verify_recover_init),
+    TG_FN(OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, fa_sig_verify_recover),
+    TG_FNS_GET_SET(SIGNATURE, CTX_PARAMS, fa_sig_get_ctx_params, fa_rsa_sig_gettable_ctx_params,
+                   fa_sig_set_ctx_params, fa_rsa_sig_settable_ctx_params),
     {0, NULL},
 };
 
 const OSSL_DISPATCH fa_ecdsa_signature_functions[] = {
-    FA_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_ecdsa_sig_newctx),
+    TG_FN(OSSL_FUNC_SIGNATURE_NEWCTX, fa_ecdsa_sig_newctx),
     FA_SIG_COMMON,
-    FA_FN(OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS, fa_ecdsa_sig_gettable_ctx_params),
-    FA_FN(OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS, fa_ecdsa_sig_settable_ctx_params),
+    TG_FNS_GET_SET(SIGNATURE, CTX_PARAMS, fa_sig_get_ctx_params, fa_ecdsa_sig_gettable_ctx_params,
+                   fa_sig_set_ctx_params, fa_ecdsa_sig_settable_ctx_params),
     {0, NULL},
 };

@@ -200,51 +200,73 @@ static const char *const md_names[] = {"SHA2-256", "SHA2-384", "SHA256",
                                        "sha384",   "SHA-256",  "2.16.840.1.101.3.4.2.2"};
 #define N_MD (sizeof(md_names) / sizeof(md_names[0]))
 
+/* The buffers a random TLS13-KDF case's input points into. */
+struct rand_bufs {
+    unsigned char key[200], salt[200], label[64], data[255];
+};
+
+/*
+ * n random cases in mode, each with a random digest name: make fills the rest of the
+ * input (in b's buffers) for the digest's length hl and returns the output length to
+ * ask for; both implementations must agree on each.
+ */
+static void random_agree(int n, int mode,
+                         size_t (*make)(struct in *in, size_t hl, struct rand_bufs *b))
+{
+    struct rand_bufs b;
+
+    for (int i = 0; i < n; i++) {
+        const char *md = md_names[rnd(N_MD)];
+        struct in in = tls13_in(md, mode, b.key, 0, b.label, 0);
+        size_t outlen = make(&in, md_len(md), &b);
+
+        assert_true(agree(&in, outlen));
+    }
+}
+
+/* Expand: any key length now and then, any label, data of the digest's length or any. */
+static size_t expand_case(struct in *in, size_t hl, struct rand_bufs *b)
+{
+    size_t outs[] = {hl, 12, 16, 32, 1, hl - 1, hl + 1, 2 * hl, 3 * hl + 7};
+
+    in->data = b->data;
+    in->has_data = rnd(4) != 0;
+    in->key_len = rnd(8) == 0 ? rnd(sizeof(b->key) + 1) : hl;
+    in->label_len = rnd(sizeof(b->label) + 1);
+    in->data_len = in->has_data ? (rnd(2) ? hl : rnd(sizeof(b->data) + 1)) : 0;
+    fill(b->key, in->key_len);
+    fill(b->label, in->label_len);
+    fill(b->data, in->data_len);
+    return outs[rnd(sizeof(outs) / sizeof(outs[0]))];
+}
+
+/* Extract ("derived"): key and salt each absent, of the digest's length or any. */
+static size_t extract_case(struct in *in, size_t hl, struct rand_bufs *b)
+{
+    static const unsigned char label[] = "derived";
+
+    in->label = label;
+    in->label_len = 7;
+    in->salt = b->salt;
+    in->has_key = rnd(4) != 0;
+    in->has_salt = rnd(4) != 0;
+    in->key_len = in->has_key ? (rnd(4) ? hl : rnd(sizeof(b->key) + 1)) : 0;
+    in->salt_len = in->has_salt ? (rnd(4) ? hl : rnd(sizeof(b->salt) + 1)) : 0;
+    fill(b->key, in->key_len);
+    fill(b->salt, in->salt_len);
+    return hl;
+}
+
 static void test_random_expand(void **state)
 {
-    unsigned char key[200], label[64], data[255];
-    int i;
-
     (void)state;
-    for (i = 0; i < 3000; i++) {
-        const char *md = md_names[rnd(N_MD)];
-        size_t hl = md_len(md);
-        struct in in = tls13_in(md, EVP_KDF_HKDF_MODE_EXPAND_ONLY, key, 0, label, 0);
-        size_t outs[] = {hl, 12, 16, 32, 1, hl - 1, hl + 1, 2 * hl, 3 * hl + 7};
-
-        in.data = data;
-        in.has_data = rnd(4) != 0;
-        in.key_len = rnd(8) == 0 ? rnd(sizeof(key) + 1) : hl;
-        in.label_len = rnd(sizeof(label) + 1);
-        in.data_len = in.has_data ? (rnd(2) ? hl : rnd(sizeof(data) + 1)) : 0;
-        fill(key, in.key_len);
-        fill(label, in.label_len);
-        fill(data, in.data_len);
-        assert_true(agree(&in, outs[rnd(sizeof(outs) / sizeof(outs[0]))]));
-    }
+    random_agree(3000, EVP_KDF_HKDF_MODE_EXPAND_ONLY, expand_case);
 }
 
 static void test_random_extract(void **state)
 {
-    unsigned char key[200], salt[200];
-    static const unsigned char label[] = "derived";
-    int i;
-
     (void)state;
-    for (i = 0; i < 2000; i++) {
-        const char *md = md_names[rnd(N_MD)];
-        size_t hl = md_len(md);
-        struct in in = tls13_in(md, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, key, 0, label, 7);
-
-        in.salt = salt;
-        in.has_key = rnd(4) != 0;
-        in.has_salt = rnd(4) != 0;
-        in.key_len = in.has_key ? (rnd(4) ? hl : rnd(sizeof(key) + 1)) : 0;
-        in.salt_len = in.has_salt ? (rnd(4) ? hl : rnd(sizeof(salt) + 1)) : 0;
-        fill(key, in.key_len);
-        fill(salt, in.salt_len);
-        assert_true(agree(&in, hl));
-    }
+    random_agree(2000, EVP_KDF_HKDF_MODE_EXTRACT_ONLY, extract_case);
 }
 
 /* The cache must never answer for a different key, digest or length. */
@@ -295,8 +317,31 @@ static void test_cache_threads(void **state)
         assert_int_equal(pthread_join(t[i], NULL), 0);
 }
 
+/* The input with *len at max succeeds, with *len at max + 1 is refused, by both. */
+static void at_limit_(struct in *x, size_t *len, size_t max, size_t outlen, int line)
+{
+    *len = max;
+    assert_true(agree_(x, outlen, line));
+    *len = max + 1;
+    assert_false(agree_(x, outlen, line));
+}
+#define at_limit(x, len, max, outlen) at_limit_((x), (len), (max), (outlen), __LINE__)
+
 static void test_edges(void **state)
 {
+    static const struct {
+        int mode;
+        const char *name; /* NULL: the mode is passed as a number */
+        int ok;
+    } modes[] = {
+        {EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, NULL, 0},
+        {-1, NULL, 0},
+        {7, NULL, 0},
+        {7, "EXPAND_ONLY", 1},
+        {7, "extract_only", 1},
+        {7, "EXTRACT_AND_EXPAND", 0},
+        {7, "SIDEWAYS", 0},
+    };
     unsigned char key[48], long_label[300], data[300];
     size_t m;
 
@@ -319,16 +364,10 @@ static void test_edges(void **state)
         assert_false(agree(&in, 255 * hl + 1));
         assert_false(agree(&in, 65536));
         /* prefix + label and context limits (one length byte each) */
-        x.label_len = 249;
-        assert_true(agree(&x, hl));
-        x.label_len = 250;
-        assert_false(agree(&x, hl));
+        at_limit(&x, &x.label_len, 249, hl);
         x = in;
         x.has_data = 1;
-        x.data_len = 255;
-        assert_true(agree(&x, hl));
-        x.data_len = 256;
-        assert_false(agree(&x, hl));
+        at_limit(&x, &x.data_len, 255, hl);
         /* empty key, no prefix, empty label */
         x = in;
         x.key_len = 0;
@@ -346,22 +385,13 @@ static void test_edges(void **state)
         x.salt = key;
         x.salt_len = 0;
         assert_true(agree(&x, hl));
-        /* modes */
-        x = in;
-        x.mode = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
-        assert_false(agree(&x, hl));
-        x.mode = -1;
-        assert_false(agree(&x, hl));
-        x.mode = 7;
-        assert_false(agree(&x, hl));
-        x.mode_str = "EXPAND_ONLY";
-        assert_true(agree(&x, hl));
-        x.mode_str = "extract_only";
-        assert_true(agree(&x, hl));
-        x.mode_str = "EXTRACT_AND_EXPAND";
-        assert_false(agree(&x, hl));
-        x.mode_str = "SIDEWAYS";
-        assert_false(agree(&x, hl));
+        /* modes: a number, or a name (which wins over the number) */
+        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+            x = in;
+            x.mode = modes[i].mode;
+            x.mode_str = modes[i].name;
+            assert_int_equal(agree(&x, hl) != 0, modes[i].ok);
+        }
         /* no digest */
         x = in;
         x.md = NULL;
@@ -553,6 +583,21 @@ static void test_prf_random(void **state)
     }
 }
 
+/* A TLS1-PRF input: digest md, a 48-byte secret (a TLS master secret's length), one seed. */
+static struct prf_in prf_in_1seed(const char *md, const unsigned char *secret,
+                                  const unsigned char *seed, size_t seed_len)
+{
+    struct prf_in in = {.md = md,
+                        .secret = secret,
+                        .secret_len = 48,
+                        .has_secret = 1,
+                        .seed = {seed},
+                        .seed_len = {seed_len},
+                        .nseed = 1};
+
+    return in;
+}
+
 static void test_prf_edges(void **state)
 {
     unsigned char secret[48], seed[1025];
@@ -564,13 +609,7 @@ static void test_prf_edges(void **state)
     fill(secret, sizeof(secret));
     fill(seed, sizeof(seed));
     {
-        struct prf_in in = {.md = "SHA2-384",
-                            .secret = secret,
-                            .secret_len = 48,
-                            .has_secret = 1,
-                            .seed = {seed},
-                            .seed_len = {77},
-                            .nseed = 1};
+        struct prf_in in = prf_in_1seed("SHA2-384", secret, seed, 77);
         struct prf_in x = in;
 
         assert_true(prf_agree(&in, 48));
@@ -639,13 +678,7 @@ static void test_prf_edges(void **state)
     assert_memory_equal(res[0][0], res[1][0], 64);
     assert_memory_equal(res[0][1], res[1][1], 64);
     {
-        struct prf_in in = {.md = "SHA2-256",
-                            .secret = secret,
-                            .secret_len = 48,
-                            .has_secret = 1,
-                            .seed = {seed},
-                            .seed_len = {50},
-                            .nseed = 1};
+        struct prf_in in = prf_in_1seed("SHA2-256", secret, seed, 50);
         unsigned char b[64];
 
         assert_true(prf_derive(g_prf_df, &in, b, 64));
