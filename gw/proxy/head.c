@@ -177,7 +177,8 @@ static int listed(const char *const *v, size_t nv, const char *n, size_t nl)
 }
 
 /* Is the upstream's response field n hidden from the client? nginx's default list
- * (ngx_http_proxy_module's hide headers), then proxy_hide_header, less proxy_pass_header. */
+ * (ngx_http_proxy_module's hide headers), then proxy_hide_header, less proxy_pass_header.
+ * The default names begin with D, S or X: most fields are told apart by that letter. */
 static int hidden(const gw_loc_settings_t *l, const char *n, size_t nl)
 {
     static const char *const dflt[] = {"Date",
@@ -188,8 +189,12 @@ static int hidden(const gw_loc_settings_t *l, const char *n, size_t nl)
                                        "X-Accel-Limit-Rate",
                                        "X-Accel-Buffering",
                                        "X-Accel-Charset"};
-    if (listed((const char *const *)l->proxy_hide_headers.v, l->proxy_hide_headers.n, n, nl))
+    if (l->proxy_hide_headers.n &&
+        listed((const char *const *)l->proxy_hide_headers.v, l->proxy_hide_headers.n, n, nl))
         return 1;
+    int c = nl ? n[0] | 0x20 : 0;
+    if (c != 'd' && c != 's' && c != 'x')
+        return 0;
     return listed(dflt, sizeof(dflt) / sizeof(dflt[0]), n, nl) &&
            !listed((const char *const *)l->proxy_pass_headers.v, l->proxy_pass_headers.n, n, nl);
 }
