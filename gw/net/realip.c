@@ -60,25 +60,32 @@ int gw_realip_pick(const char *val, size_t len, const gw_cidr_t *trusted, size_t
                    int *family, unsigned char addr[16])
 {
     /* from the right: the last element was added by the trusted proxy that sent us the
-     * request; with recursive, trusted proxies further left are skipped */
+     * request; with recursive, trusted proxies further left are skipped. As nginx's
+     * ngx_http_get_forwarded_addr_internal: a comma or a space ends an element, and an
+     * element that is not an address ends the walk with the last address found (a
+     * trusted one), or nothing when it is the first examined. */
     size_t end = len;
     int found = 0;
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && val[start - 1] != ',')
+        while (start > 0 && val[start - 1] != ',' && val[start - 1] != ' ')
             start--;
         size_t s = start, e = end;
-        while (s < e && (val[s] == ' ' || val[s] == '\t'))
+        while (s < e && val[s] == '\t')
             s++;
-        while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
+        while (e > s && val[e - 1] == '\t')
             e--;
         end = start ? start - 1 : 0;
         if (e == s)
             continue;
-        if (!parse_addr(val + s, e - s, family, addr))
-            return 0;
+        int fam;
+        unsigned char a[16];
+        if (!parse_addr(val + s, e - s, &fam, a))
+            return found;
+        *family = fam;
+        memcpy(addr, a, fam == AF_INET ? 4 : 16);
         found = 1;
-        if (!recursive || !is_trusted(trusted, n, *family, addr))
+        if (!recursive || !is_trusted(trusted, n, fam, a))
             break;
     }
     return found;

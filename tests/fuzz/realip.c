@@ -2,8 +2,7 @@
 // gw/conf/directives.c gw/conf/include.c
 /* Fuzz target: the client address of a trusted proxy's X-Forwarded-For (gw_realip_pick):
  * whoever is behind the proxy writes the field. The first byte chooses recursive mode;
- * 10.0.0.0/8 and ::1 are trusted. A picked address is IPv4 or IPv6, and when recursive
- * picked a trusted one, every element was trusted. */
+ * 10.0.0.0/8 and ::1 are trusted. A picked address is IPv4 or IPv6. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

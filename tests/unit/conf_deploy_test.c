@@ -348,6 +348,27 @@ static void test_realip_pick(void **state)
                              "[::1]:1:2"};
     for (size_t i = 0; i < sizeof(badport) / sizeof(badport[0]); i++)
         assert_int_equal(gw_realip_pick(badport[i], strlen(badport[i]), t, 2, 0, &fam, a), 0);
+    /* recursive past a trusted element to garbage: the trusted element, as nginx's
+     * ngx_http_get_forwarded_addr_internal (found ? NGX_DONE) */
+    v = "unknown, 10.0.0.3, 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "10.0.0.3", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    v = "[::1]:99999, [::1]:80";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET6, "::1", want);
+    assert_int_equal(fam, AF_INET6);
+    assert_memory_equal(a, want, 16);
+    /* a space separates elements as a comma does (nginx splits on both) */
+    v = "203.0.113.9 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    inet_pton(AF_INET, "203.0.113.9", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    inet_pton(AF_INET, "10.0.0.2", want);
+    assert_memory_equal(a, want, 4);
     /* garbage where it looks: nothing (the peer stays) */
     v = "1.2.3.4, unknown";
     assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 0);
