@@ -28,9 +28,10 @@ static int parse_host(const char *e, size_t n, int *family, unsigned char addr[1
 }
 
 /* One element: an address, or an address with a port as nginx takes it (ngx_parse_addr_port:
- * `192.0.2.1:5555`, `[2001:db8::1]:5555`; the port, 0-65535, is dropped). */
-static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
+ * `192.0.2.1:5555`, `[2001:db8::1]:5555`; the port, 0-65535, in *port, else 0). */
+static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16], int *port_out)
 {
+    *port_out = 0;
     if (parse_host(e, n, family, addr))
         return 1;
     const char *colon = n && e[0] == '[' ? memchr(e, ']', n) : memchr(e, ':', n);
@@ -45,7 +46,10 @@ static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[1
             return 0;
         port = port * 10 + (unsigned long)(colon[i] - '0');
     }
-    return digits > 0 && port <= 65535 && parse_host(e, (size_t)(colon - e), family, addr);
+    if (digits == 0 || port > 65535 || !parse_host(e, (size_t)(colon - e), family, addr))
+        return 0;
+    *port_out = (int)port;
+    return 1;
 }
 
 static int is_trusted(const gw_cidr_t *t, size_t n, int family, const unsigned char *addr)
@@ -57,7 +61,7 @@ static int is_trusted(const gw_cidr_t *t, size_t n, int family, const unsigned c
 }
 
 int gw_realip_pick(const char *val, size_t len, const gw_cidr_t *trusted, size_t n, int recursive,
-                   int *family, unsigned char addr[16])
+                   int *family, unsigned char addr[16], int *port)
 {
     /* from the right: the last element was added by the trusted proxy that sent us the
      * request; with recursive, trusted proxies further left are skipped. As nginx's
@@ -78,11 +82,13 @@ int gw_realip_pick(const char *val, size_t len, const gw_cidr_t *trusted, size_t
         end = start ? start - 1 : 0;
         if (e == s)
             continue;
-        int fam;
+        int fam, pt;
         unsigned char a[16];
-        if (!parse_addr(val + s, e - s, &fam, a))
+        if (!parse_addr(val + s, e - s, &fam, a, &pt))
             return found;
         *family = fam;
+        if (port)
+            *port = pt;
         memcpy(addr, a, fam == AF_INET ? 4 : 16);
         found = 1;
         if (!recursive || !is_trusted(trusted, n, fam, a))
