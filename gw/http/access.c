@@ -91,11 +91,11 @@ void gw_access_real_ip(gw_req_t *r)
         return;
     const char *val = n > 1 ? joined.s : h->value;
     size_t len = n > 1 ? joined.len : h->value_len;
-    int fam = 0;
+    int fam = 0, port = 0;
     unsigned char a[16];
     if (val && gw_realip_pick(val, len, d->real_ip_from, d->n_real_ip_from,
-                              d->real_ip_recursive == 1, &fam, a))
-        set_client(r, fam, a, 0); /* else garbage: the peer stays (nginx does the same) */
+                              d->real_ip_recursive == 1, &fam, a, &port))
+        set_client(r, fam, a, port); /* else garbage: the peer stays (nginx does the same) */
     gw_vbuf_free(&joined);
 }
 

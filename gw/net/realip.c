@@ -28,9 +28,10 @@ static int parse_host(const char *e, size_t n, int *family, unsigned char addr[1
 }
 
 /* One element: an address, or an address with a port as nginx takes it (ngx_parse_addr_port:
- * `192.0.2.1:5555`, `[2001:db8::1]:5555`; the port, 0-65535, is dropped). */
-static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16])
+ * `192.0.2.1:5555`, `[2001:db8::1]:5555`; the port, 0-65535, in *port, else 0). */
+static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[16], int *port_out)
 {
+    *port_out = 0;
     if (parse_host(e, n, family, addr))
         return 1;
     const char *colon = n && e[0] == '[' ? memchr(e, ']', n) : memchr(e, ':', n);
@@ -45,7 +46,10 @@ static int parse_addr(const char *e, size_t n, int *family, unsigned char addr[1
             return 0;
         port = port * 10 + (unsigned long)(colon[i] - '0');
     }
-    return digits > 0 && port <= 65535 && parse_host(e, (size_t)(colon - e), family, addr);
+    if (digits == 0 || port > 65535 || !parse_host(e, (size_t)(colon - e), family, addr))
+        return 0;
+    *port_out = (int)port;
+    return 1;
 }
 
 static int is_trusted(const gw_cidr_t *t, size_t n, int family, const unsigned char *addr)
@@ -57,28 +61,37 @@ static int is_trusted(const gw_cidr_t *t, size_t n, int family, const unsigned c
 }
 
 int gw_realip_pick(const char *val, size_t len, const gw_cidr_t *trusted, size_t n, int recursive,
-                   int *family, unsigned char addr[16])
+                   int *family, unsigned char addr[16], int *port)
 {
     /* from the right: the last element was added by the trusted proxy that sent us the
-     * request; with recursive, trusted proxies further left are skipped */
+     * request; with recursive, trusted proxies further left are skipped. As nginx's
+     * ngx_http_get_forwarded_addr_internal: a comma or a space ends an element, and an
+     * element that is not an address ends the walk with the last address found (a
+     * trusted one), or nothing when it is the first examined. */
     size_t end = len;
     int found = 0;
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && val[start - 1] != ',')
+        while (start > 0 && val[start - 1] != ',' && val[start - 1] != ' ')
             start--;
         size_t s = start, e = end;
-        while (s < e && (val[s] == ' ' || val[s] == '\t'))
+        while (s < e && val[s] == '\t')
             s++;
-        while (e > s && (val[e - 1] == ' ' || val[e - 1] == '\t'))
+        while (e > s && val[e - 1] == '\t')
             e--;
         end = start ? start - 1 : 0;
         if (e == s)
             continue;
-        if (!parse_addr(val + s, e - s, family, addr))
-            return 0;
+        int fam, pt;
+        unsigned char a[16];
+        if (!parse_addr(val + s, e - s, &fam, a, &pt))
+            return found;
+        *family = fam;
+        if (port)
+            *port = pt;
+        memcpy(addr, a, fam == AF_INET ? 4 : 16);
         found = 1;
-        if (!recursive || !is_trusted(trusted, n, *family, addr))
+        if (!recursive || !is_trusted(trusted, n, fam, a))
             break;
     }
     return found;

@@ -7,7 +7,8 @@
  * gave it, and a returned config is merged (every server has a listen, a name, a root and
  * an index; every ssl listen has a certificate or ssl_reject_handshake on; every certificate has a key).
  */
-// fuzz-sources: gw/conf/lexer.c gw/conf/conf.c gw/conf/directives.c
+// fuzz-sources: gw/conf/lexer.c gw/conf/conf.c gw/conf/directives.c gw/conf/include.c
+// gw/conf/deploy.c
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,9 +9,17 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in tests/fuzz/*.c; do b=$(basename "$f" .c); [ "$b" = replay ] || targets+=("$b"); done
 fi
+# The sources of a target: its "// fuzz-sources: A.c B.c" line and the "// C.c D.c" lines
+# right after it (clang-format wraps a long comment); 00-fuzz.cmake checks them against
+# the CTest build's list.
+fuzz_sources() {
+  awk '/^\/\/ fuzz-sources: / { sub(/^\/\/ fuzz-sources: /, ""); print; f = 1; next }
+       f && /^\/\/ ([^ ]+\.c ?)+$/ { sub(/^\/\/ /, ""); print; next }
+       { f = 0 }' "$1" | tr '\n' ' '
+}
 mkdir -p build/fuzz
 for t in "${targets[@]}"; do
-  srcs=$(sed -n 's|^// fuzz-sources: ||p' "tests/fuzz/$t.c")
+  srcs=$(fuzz_sources "tests/fuzz/$t.c")
   libs=()
   if grep -q '^// fuzz-link: gw' "tests/fuzz/$t.c"; then
     # the whole gateway library, instrumented: a clang build of target gw in build/fuzz-lib

@@ -222,6 +222,36 @@ def test_real_ip_per_stream(env):
                                 "127.0.0.1 200 /denied", "10.2.2.2 200 /app/echo"]), lines
 
 
+def test_real_ip_elements(env):
+    """X-Forwarded-For elements as nginx's realip takes them, the same over HTTP/1.1 and
+    HTTP/2: with a port (ngx_parse_addr_port; it is $remote_port, empty without one),
+    separated by spaces as by commas, and with real_ip_recursive a garbage element left
+    of a trusted proxy leaves that proxy the client (ngx_http_get_forwarded_addr_internal
+    keeps the last address found)."""
+    cases = [("192.0.2.1:5555", "192.0.2.1|5555"),
+             ("[2001:db8::7]:443", "2001:db8::7|443"),
+             ("198.51.100.1, 10.0.0.3:80", "198.51.100.1|"),
+             ("unknown, 10.0.0.3:8080", "10.0.0.3|8080"),
+             ("203.0.113.9 10.0.0.2", "203.0.113.9|"),
+             ("192.0.2.1:65536", "127.0.0.1|peer"),
+             ("10.0.0.3, unknown", "127.0.0.1|peer")]
+    with served(env, """
+            set_real_ip_from 127.0.0.1; set_real_ip_from 10.0.0.0/8;
+            real_ip_header X-Forwarded-For; real_ip_recursive on;
+            location = /ip { return 200 "$remote_addr|$remote_port"; }
+        """) as (b, port):
+        for proto in ("--http1.1", "--http2"):
+            for xff, want in cases:
+                ver, code, _, body = curl(env, port, "/ip", proto,
+                                          "-H", "X-Forwarded-For: " + xff)
+                assert code == 200 and ver == ("1.1" if proto == "--http1.1" else "2"), ver
+                addr, _, rport = body.decode().partition("|")
+                if want.endswith("|peer"):  # the TCP peer and its port
+                    assert addr == "127.0.0.1" and int(rport) > 0, (proto, xff, body)
+                else:
+                    assert body == want.encode(), (proto, xff, body)
+
+
 def test_aborted_streams_logged(env):
     """Streams that end without a whole answer are logged once each, with nginx's status
     conventions, and the error log names the side that failed: an upstream truncating its

@@ -314,45 +314,76 @@ static void test_realip_pick(void **state)
     unsigned char a[16], want[16];
     const char *v = "198.51.100.1, 203.0.113.9 ,10.0.0.2";
     /* not recursive: the last element, trusted or not */
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, NULL), 1);
     inet_pton(AF_INET, "10.0.0.2", want);
     assert_int_equal(fam, AF_INET);
     assert_memory_equal(a, want, 4);
     /* recursive: the last one not trusted */
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, NULL), 1);
     inet_pton(AF_INET, "203.0.113.9", want);
     assert_memory_equal(a, want, 4);
     /* all trusted: the first */
     v = "10.1.1.1, [::1], 10.0.0.2";
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, NULL), 1);
     inet_pton(AF_INET, "10.1.1.1", want);
     assert_memory_equal(a, want, 4);
     v = " , \t2001:db8::7 ,";
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, NULL), 1);
     assert_int_equal(fam, AF_INET6);
     /* with a port, as nginx takes them (ngx_parse_addr_port) */
+    int port = -1;
     v = "192.0.2.1:5555, [2001:db8::7]:443";
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, &port), 1);
     inet_pton(AF_INET6, "2001:db8::7", want);
     assert_int_equal(fam, AF_INET6);
     assert_memory_equal(a, want, 16);
+    assert_int_equal(port, 443); /* nginx's $remote_port */
     v = "192.0.2.1:5555";
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 1);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, &port), 1);
     inet_pton(AF_INET, "192.0.2.1", want);
     assert_int_equal(fam, AF_INET);
     assert_memory_equal(a, want, 4);
+    assert_int_equal(port, 5555);
+    v = "192.0.2.1:0, 10.0.0.1:80";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, &port), 1);
+    assert_memory_equal(a, want, 4);
+    assert_int_equal(port, 0);
+    v = "192.0.2.1:5555, 2001:db8::7";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, &port), 1);
+    assert_int_equal(port, 0); /* without one: 0 ($remote_port empty) */
     const char *badport[] = {"192.0.2.1:",     "192.0.2.1:65536",
                              "192.0.2.1:5x",   "[2001:db8::7]:",
                              "[2001:db8::7]x", "192.0.2.1:99999999999999999999",
                              "x:80",           ":80",
                              "[::1]:1:2"};
     for (size_t i = 0; i < sizeof(badport) / sizeof(badport[0]); i++)
-        assert_int_equal(gw_realip_pick(badport[i], strlen(badport[i]), t, 2, 0, &fam, a), 0);
+        assert_int_equal(gw_realip_pick(badport[i], strlen(badport[i]), t, 2, 0, &fam, a, NULL), 0);
+    /* recursive past a trusted element to garbage: the trusted element, as nginx's
+     * ngx_http_get_forwarded_addr_internal (found ? NGX_DONE) */
+    v = "unknown, 10.0.0.3, 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, NULL), 1);
+    inet_pton(AF_INET, "10.0.0.3", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    v = "[::1]:99999, [::1]:80";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, NULL), 1);
+    inet_pton(AF_INET6, "::1", want);
+    assert_int_equal(fam, AF_INET6);
+    assert_memory_equal(a, want, 16);
+    /* a space separates elements as a comma does (nginx splits on both) */
+    v = "203.0.113.9 10.0.0.2";
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 1, &fam, a, NULL), 1);
+    inet_pton(AF_INET, "203.0.113.9", want);
+    assert_int_equal(fam, AF_INET);
+    assert_memory_equal(a, want, 4);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, NULL), 1);
+    inet_pton(AF_INET, "10.0.0.2", want);
+    assert_memory_equal(a, want, 4);
     /* garbage where it looks: nothing (the peer stays) */
     v = "1.2.3.4, unknown";
-    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a), 0);
-    assert_int_equal(gw_realip_pick("", 0, t, 2, 1, &fam, a), 0);
-    assert_int_equal(gw_realip_pick(" , ", 3, t, 2, 1, &fam, a), 0);
+    assert_int_equal(gw_realip_pick(v, strlen(v), t, 2, 0, &fam, a, NULL), 0);
+    assert_int_equal(gw_realip_pick("", 0, t, 2, 1, &fam, a, NULL), 0);
+    assert_int_equal(gw_realip_pick(" , ", 3, t, 2, 1, &fam, a, NULL), 0);
 }
 
 static void test_log_format(void **state)
