@@ -158,8 +158,9 @@ static IFMA void norm_reduce(fe8 *r, v8 t[NL], const uint64_t m[NL])
 
 /* ---- Montgomery multiplication -------------------------------------------------------- */
 
-/* t[0..2NL-1] = a * b (lazy limbs below 2^57) */
-static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
+/* t[0..2NL-1] = the sum of a_i b_j 2^(52 (i + j)) over all i, j (cross = 0), or over
+ * j > i only (cross = 1, for a square; a constant after inlining) */
+static IFMA void products(v8 t[2 * NL], const fe8 *a, const fe8 *b, int cross)
 {
     const v8 z = _mm512_setzero_si512();
     EC_UNROLL(2 * NL)
@@ -168,28 +169,23 @@ static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
     EC_UNROLL(NL)
     for (int i = 0; i < NL; i++) {
         EC_UNROLL(NL)
-        for (int j = 0; j < NL; j++) {
+        for (int j = cross ? i + 1 : 0; j < NL; j++) {
             t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], b->v[j]);
             t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], b->v[j]);
         }
     }
 }
 
+/* t[0..2NL-1] = a * b (lazy limbs below 2^57) */
+static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
+{
+    products(t, a, b, 0);
+}
+
 /* t[0..2NL-1] = a^2: cross products once, doubled, plus the squares */
 static IFMA void sqr_wide(v8 t[2 * NL], const fe8 *a)
 {
-    const v8 z = _mm512_setzero_si512();
-    EC_UNROLL(2 * NL)
-    for (int k = 0; k < 2 * NL; k++)
-        t[k] = z;
-    EC_UNROLL(NL)
-    for (int i = 0; i < NL; i++) {
-        EC_UNROLL(NL)
-        for (int j = i + 1; j < NL; j++) {
-            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], a->v[j]);
-            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], a->v[j]);
-        }
-    }
+    products(t, a, a, 1);
     EC_UNROLL(2 * NL)
     for (int k = 0; k < 2 * NL; k++)
         t[k] = _mm512_add_epi64(t[k], t[k]);
