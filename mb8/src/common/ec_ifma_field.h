@@ -244,3 +244,11 @@ static IFMA void fsub(fe8 *r, const fe8 *a, const fe8 *b)
 {
     msub(r, a, b, P2_M);
 }
+
+/* r = 3a, mod 2p as fadd (the point formulas' "t = a + a; r = t + a"); r may alias a */
+static IFMA void ftriple(fe8 *r, const fe8 *a)
+{
+    fe8 t;
+    fadd(&t, a, a);
+    fadd(r, &t, a);
+}

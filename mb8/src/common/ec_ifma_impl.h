@@ -45,19 +45,15 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     fadd(&Y3, &Y3, X1);
     fmul(&Z3, &b, Z1);
     fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
+    ftriple(&X3, &X3);
     fsub(&Z3, &t1, &X3);
     fadd(&X3, &t1, &X3);
     fmul(&Y3, &b, &Y3);
-    fadd(&t1, Z1, Z1);
-    fadd(&t2, &t1, Z1);
+    ftriple(&t2, Z1);
     fsub(&Y3, &Y3, &t2);
     fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
+    ftriple(&Y3, &Y3);
+    ftriple(&t0, &t0);
     fsub(&t0, &t0, &t2);
     fmul(&t1, &t4, &Y3);
     fmul(&t2, &t0, &Y3);
@@ -319,20 +315,33 @@ static IFMA void fe8_one(fe8 *r)
         r->v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
 }
 
+/* zi = Z^-1 (Montgomery form, 0 for 0); bit i of the result set when lane i's Z is 0 (the
+ * point at infinity). t: the caller's temporary (it wipes it). */
+static IFMA __mmask8 z_inv(fe8 *zi, fe8 *t, const fe8 *z)
+{
+    fcanon(t, z);
+    __mmask8 inf = fe8_is_zero(t);
+    finv(zi, z);
+    return inf;
+}
+
+/* r = a b out of the Montgomery form, canonical; t: the caller's temporary */
+static IFMA void fmul_out(fe8 *r, fe8 *t, const fe8 *a, const fe8 *b)
+{
+    fe8 one;
+    fe8_one(&one);
+    fmul(t, a, b);
+    fmul(t, t, &one);
+    fcanon(r, t);
+}
+
 /* Affine (x, y), canonical, of R; bit i set when lane i is infinity (then x = y = 0). */
 static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
 {
-    fe8 zi, t, one;
-    fcanon(&t, &R->z);
-    __mmask8 inf = fe8_is_zero(&t);
-    finv(&zi, &R->z);
-    fe8_one(&one);
-    fmul(&t, &R->x, &zi);
-    fmul(&t, &t, &one);
-    fcanon(x, &t);
-    fmul(&t, &R->y, &zi);
-    fmul(&t, &t, &one);
-    fcanon(y, &t);
+    fe8 zi, t;
+    __mmask8 inf = z_inv(&zi, &t, &R->z);
+    fmul_out(x, &t, &R->x, &zi);
+    fmul_out(y, &t, &R->y, &zi);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
@@ -342,15 +351,10 @@ static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
  * (then x = 0). */
 static IFMA_FN __mmask8 jac_to_affine_x(fe8 *x, const pt8 *R)
 {
-    fe8 zi, t, one;
-    fcanon(&t, &R->z);
-    __mmask8 inf = fe8_is_zero(&t);
-    finv(&zi, &R->z);
+    fe8 zi, t;
+    __mmask8 inf = z_inv(&zi, &t, &R->z);
     fsqr(&zi, &zi);
-    fe8_one(&one);
-    fmul(&t, &R->x, &zi);
-    fmul(&t, &t, &one);
-    fcanon(x, &t);
+    fmul_out(x, &t, &R->x, &zi);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
