@@ -1114,16 +1114,43 @@ static void test_constant_time_memcheck(void **state)
     expect_ct_lanes("ct sign s", st, 1u << 1 | 1u << 3, 1u << 6, s, ws, NB, NB);
 }
 
+/* test_scratch's inputs (valid keys, nonces, digests and peer points) and the outputs of
+ * one round of the scratch-taking entry points. */
+struct scratch_in {
+    uint8_t d[L][NB], k[L][NB], e[L][NB], q[L][NP];
+    const uint8_t *dp[L], *kp[L], *ep[L], *qp[L];
+};
+struct scratch_out {
+    uint8_t pub[L][NP], sec[L][NB], r[L][NB], s[L][NB], su[L][NSETUP];
+};
+
+/* public_key, ecdh, ecdsa_sign and ecdsa_sign_setup on in with the scratch given, into o;
+ * each must return want. */
+static void scratch_round(struct scratch_out *o, const struct scratch_in *in, void *scratch,
+                          mb8_status_t want)
+{
+    uint8_t *po[L], *so[L], *ro[L], *sso[L], *suo[L];
+    for (unsigned j = 0; j < L; j++) {
+        po[j] = o->pub[j];
+        so[j] = o->sec[j];
+        ro[j] = o->r[j];
+        sso[j] = o->s[j];
+        suo[j] = o->su[j];
+    }
+    assert_int_equal(MB8__EC_API(public_key)(po, in->dp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdh)(so, in->dp, in->qp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, in->ep, in->dp, in->kp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, in->kp, scratch), want);
+}
+
 /* The caller's scratch: NULL or misaligned fails every used lane (outputs untouched) on
  * every kernel; a scratch full of garbage gives the same results as a zeroed one; after
  * a call the scratch holds no secret (the kernels wipe their tables: all zero again). */
 static void test_scratch(void **state)
 {
     (void)state;
-    uint8_t d[L][NB], k[L][NB], e[L][NB], q[L][NP];
-    uint8_t pub[2][L][NP], sec[2][L][NB], r[2][L][NB], s[2][L][NB], su[2][L][NSETUP];
-    uint8_t *po[L], *so[L], *ro[L], *sso[L], *suo[L];
-    const uint8_t *dp[L], *kp[L], *ep[L], *qp[L];
+    struct scratch_in in;
+    struct scratch_out out[2];
     static alignas(MB8_SCRATCH_ALIGN) uint8_t zero[65536];
 
     assert_true(MB8__EC_API(scratch_size)() <= sizeof g_scratch);
@@ -1131,76 +1158,38 @@ static void test_scratch(void **state)
     rng_state = g_seed ^ 0x5c7a;
     for (unsigned j = 0; j < L; j++) {
         uint8_t t[NB];
-        rng_scalar(d[j]);
-        rng_scalar(k[j]);
-        rng_scalar(e[j]);
+        rng_scalar(in.d[j]);
+        rng_scalar(in.k[j]);
+        rng_scalar(in.e[j]);
         rng_scalar(t);
-        ossl_pub(q[j], t);
-        dp[j] = d[j];
-        kp[j] = k[j];
-        ep[j] = e[j];
-        qp[j] = q[j];
+        ossl_pub(in.q[j], t);
+        in.dp[j] = in.d[j];
+        in.kp[j] = in.k[j];
+        in.ep[j] = in.e[j];
+        in.qp[j] = in.q[j];
     }
     /* unusable scratch: every lane BAD_INPUT, nothing written */
     void *bad[2] = {NULL, g_scratch + 8};
     for (int b = 0; b < 2; b++) {
-        memset(pub, 0xAA, sizeof pub);
-        memset(sec, 0xAA, sizeof sec);
-        memset(r, 0xAA, sizeof r);
-        memset(s, 0xAA, sizeof s);
-        memset(su, 0xAA, sizeof su);
-        for (unsigned j = 0; j < L; j++) {
-            po[j] = pub[0][j];
-            so[j] = sec[0][j];
-            ro[j] = r[0][j];
-            sso[j] = s[0][j];
-            suo[j] = su[0][j];
-        }
-        assert_int_equal(MB8__EC_API(public_key)(po, dp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdh)(so, dp, qp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, ep, dp, kp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, kp, bad[b]), 0x22222222u);
-        for (size_t i = 0; i < sizeof pub[0]; i++)
-            assert_int_equal(((uint8_t *)pub[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof sec[0]; i++)
-            assert_int_equal(((uint8_t *)sec[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof r[0]; i++)
-            assert_int_equal(((uint8_t *)r[0])[i] & ((uint8_t *)s[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof su[0]; i++)
-            assert_int_equal(((uint8_t *)su[0])[i], 0xAA);
+        memset(&out[0], 0xAA, sizeof out[0]);
+        scratch_round(&out[0], &in, bad[b], 0x22222222u);
+        for (size_t i = 0; i < sizeof out[0]; i++)
+            assert_int_equal(((const uint8_t *)&out[0])[i], 0xAA);
     }
     /* garbage vs zeroed scratch: the same outputs; the zeroed one is zero again after */
-    for (int g = 0; g < 2; g++) {
-        uint8_t *sc = g == 0 ? g_scratch : zero;
-        if (g == 0)
-            memset(g_scratch, 0x5A, sizeof g_scratch);
-        else
-            memset(zero, 0, sizeof zero);
-        for (unsigned j = 0; j < L; j++) {
-            po[j] = pub[g][j];
-            so[j] = sec[g][j];
-            ro[j] = r[g][j];
-            sso[j] = s[g][j];
-            suo[j] = su[g][j];
-        }
-        assert_int_equal(MB8__EC_API(public_key)(po, dp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdh)(so, dp, qp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, ep, dp, kp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, kp, sc), 0);
-    }
-    assert_memory_equal(pub[0], pub[1], sizeof pub[0]);
-    assert_memory_equal(sec[0], sec[1], sizeof sec[0]);
-    assert_memory_equal(r[0], r[1], sizeof r[0]);
-    assert_memory_equal(s[0], s[1], sizeof s[0]);
-    assert_memory_equal(su[0], su[1], sizeof su[0]);
+    memset(g_scratch, 0x5A, sizeof g_scratch);
+    scratch_round(&out[0], &in, g_scratch, 0);
+    memset(zero, 0, sizeof zero);
+    scratch_round(&out[1], &in, zero, 0);
+    assert_memory_equal(&out[0], &out[1], sizeof out[0]);
     for (size_t i = 0; i < sizeof zero; i++)
         if (zero[i] != 0)
             fail_msg("scratch byte %zu not wiped (%02x)", i, zero[i]);
     /* the results are right, too */
     for (unsigned j = 0; j < L; j++) {
         uint8_t w[NP];
-        ossl_pub(w, d[j]);
-        expect_bytes("public key with caller scratch", j, pub[1][j], w, NP);
+        ossl_pub(w, in.d[j]);
+        expect_bytes("public key with caller scratch", j, out[1].pub[j], w, NP);
     }
     memset(g_scratch, 0, sizeof g_scratch);
 }
