@@ -24,6 +24,11 @@
 
 /* ---- points --------------------------------------------------------------------------- */
 
+#define EC_RCB_FE fe8
+#define EC_RCB_PT pt8
+#define EC_RCB_FN static IFMA
+#include "ec_rcb.h"
+
 /* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
  * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
 static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe8 *Y2)
@@ -31,42 +36,19 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     fe8 b;
     fe8_bcast(&b, B_MONT);
     const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fadd_m(&t3, X2, Y2); /* only multiplied */
-    fadd_m(&t4, X1, Y1);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fmul(&t4, Y2, Z1);
-    fadd(&t4, &t4, Y1);
-    fmul(&Y3, X2, Z1);
-    fadd(&Y3, &Y3, X1);
-    fmul(&Z3, &b, Z1);
-    fsub(&X3, &Y3, &Z3);
-    ftriple(&X3, &X3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    ftriple(&t2, Z1);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    ftriple(&Y3, &Y3);
-    ftriple(&t0, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
+    struct rcb T;
+    fmul(&T.t0, X1, X2);
+    fmul(&T.t1, Y1, Y2);
+    fadd_m(&T.t3, X2, Y2); /* only multiplied */
+    fadd_m(&T.t4, X1, Y1);
+    fmul(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &T.t0, &T.t1);
+    fsub(&T.t3, &T.t3, &T.t4);
+    fmul(&T.t4, Y2, Z1);
+    fadd(&T.t4, &T.t4, Y1);
+    fmul(&T.Y3, X2, Z1);
+    fadd(&T.Y3, &T.Y3, X1);
+    rcb_add_end(R, &T, Z1, &b);
 }
 
 /* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-

@@ -293,6 +293,11 @@ static void wipe_fe(fe *a, ...)
     va_end(ap);
 }
 
+#define EC_RCB_FE fe
+#define EC_RCB_PT pt
+#define EC_RCB_FN static
+#include "ec_rcb.h"
+
 /* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
 static void pt_add(pt *R, const pt *P1, const pt *P2)
 {
@@ -300,50 +305,28 @@ static void pt_add(pt *R, const pt *P1, const pt *P2)
     memcpy(bb.v, B_MONT, sizeof bb.v);
     const fe *b = &bb;
     fe X1 = P1->x, Y1 = P1->y, Z1 = P1->z, X2 = P2->x, Y2 = P2->y, Z2 = P2->z;
-    fe t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, &X1, &X2);
-    fmul(&t1, &Y1, &Y2);
-    fmul(&t2, &Z1, &Z2);
-    fadd(&t3, &X1, &Y1);
-    fadd(&t4, &X2, &Y2);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fadd(&t4, &Y1, &Z1);
-    fadd(&X3, &Y2, &Z2);
-    fmul(&t4, &t4, &X3);
-    fadd(&X3, &t1, &t2);
-    fsub(&t4, &t4, &X3);
-    fadd(&X3, &X1, &Z1);
-    fadd(&Y3, &X2, &Z2);
-    fmul(&X3, &X3, &Y3);
-    fadd(&Y3, &t0, &t2);
-    fsub(&Y3, &X3, &Y3);
-    fmul(&Z3, b, &t2);
-    fsub(&X3, &Y3, &Z3);
-    ftriple(&X3, &X3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, b, &Y3);
-    ftriple(&t2, &t2);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    ftriple(&Y3, &Y3);
-    ftriple(&t0, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-    wipe_fe(&X1, &Y1, &Z1, &X2, &Y2, &Z2, &t0, &t1, &t2, &t3, &t4, &X3, &Y3, &Z3, NULL);
+    struct rcb T;
+    fmul(&T.t0, &X1, &X2);
+    fmul(&T.t1, &Y1, &Y2);
+    fmul(&T.t2, &Z1, &Z2);
+    fadd(&T.t3, &X1, &Y1);
+    fadd(&T.t4, &X2, &Y2);
+    fmul(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &T.t0, &T.t1);
+    fsub(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &Y1, &Z1);
+    fadd(&T.X3, &Y2, &Z2);
+    fmul(&T.t4, &T.t4, &T.X3);
+    fadd(&T.X3, &T.t1, &T.t2);
+    fsub(&T.t4, &T.t4, &T.X3);
+    fadd(&T.X3, &X1, &Z1);
+    fadd(&T.Y3, &X2, &Z2);
+    fmul(&T.X3, &T.X3, &T.Y3);
+    fadd(&T.Y3, &T.t0, &T.t2);
+    fsub(&T.Y3, &T.X3, &T.Y3);
+    rcb_add_end(R, &T, &T.t2, b);
+    wipe_fe(&X1, &Y1, &Z1, &X2, &Y2, &Z2, NULL);
+    MB8__EC_FN(wipe)(&T, sizeof T);
 }
 
 /* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
