@@ -9,6 +9,7 @@
  */
 #include <immintrin.h>
 #include <stdalign.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "ct.h"
@@ -74,6 +75,22 @@ static IFMA void fe8_bcast(fe8 *r, const uint64_t c[NL])
     for (int j = 0; j < NL; j++)
         r->v[j] = _mm512_set1_epi64((long long)c[j]);
 }
+
+/* Wipes the field elements listed, up to a NULL (an inversion's powers and temporaries). */
+static void wipe_fe8(fe8 *a, ...)
+{
+    va_list ap;
+    va_start(ap, a);
+    for (fe8 *p = a; p != NULL; p = va_arg(ap, fe8 *))
+        mb8__wipe(p, sizeof *p);
+    va_end(ap);
+}
+
+/* One step of an addition chain over saved powers (finv, common/ec_ifma_impl.h):
+ * pow[dst] = pow[src]^(2^sq) pow[mul] (sq >= 1). The steps are public constants. */
+struct ec_chain_step {
+    uint8_t dst, src, sq, mul;
+};
 
 /* ---- vector helpers ------------------------------------------------------------------ */
 

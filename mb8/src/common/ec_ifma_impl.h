@@ -6,8 +6,10 @@
  * the fixed-base comb of signed 7-bit digits, the conversions, input checks and outputs,
  * and the entry points. The including file defines before it, besides
  * common/ec_ifma_field.h: the constants P_ONE, P_RR, N_M, N_RR, B_MONT; fmul, fsqr
- * (mod p, inputs and outputs below 2p), fadd_m (a sum that is only multiplied), finv;
- * nmul, ninv (mod n); and
+ * (mod p, inputs and outputs below 2p), fadd_m (a sum that is only multiplied); nmul,
+ * ninv (mod n); and
+ *   EC_FINV_POWS   the powers of a that finv's addition chain for a^(p-2) keeps
+ *   FINV_TAIL      its steps (struct ec_chain_step) after FINV_HEAD below
  *   EC_ECDH_W      ECDH's 5-bit windows (ceil((8 NB + 1) / 5))
  *   EC_COMB_W      the comb's 7-bit windows (ceil((8 NB + 1) / 7))
  *   EC_COMB_E      entries of a comb window (64)
@@ -21,6 +23,43 @@
 #include "ct.h"
 
 #define NSETUP MB8__EC_NSETUP
+
+/* ---- inversion mod p ------------------------------------------------------------------ */
+
+/* r = a^(2^n), n >= 1 squarings (n public) */
+static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
+{
+    fsqr(r, a);
+    for (int i = 1; i < n; i++)
+        fsqr(r, r);
+}
+
+/* The start of both curves' chains for a^(p-2), from pow[0] = a: x_k = a^(2^k - 1) for
+ * k = 2, 3, 6, 12, 15, 30, 32 into pow[1..7] (the runs of ones p - 2 is built from). */
+static const struct ec_chain_step FINV_HEAD[7] = {
+    {1, 0, 1, 0}, {2, 1, 1, 0},  {3, 2, 3, 2}, {4, 3, 6, 3},
+    {5, 4, 3, 2}, {6, 5, 15, 5}, {7, 6, 2, 1},
+};
+
+/* r = a^(p-2) = a^-1 (0 for 0), Montgomery form: FINV_HEAD then the curve's FINV_TAIL,
+ * whose last step writes pow[EC_FINV_POWS - 1]. Only the public steps choose the powers. */
+static IFMA_FN void finv(fe8 *r, const fe8 *a)
+{
+    fe8 pow[EC_FINV_POWS], t;
+    const struct ec_chain_step *chain[2] = {FINV_HEAD, FINV_TAIL};
+    const int len[2] = {7, (int)(sizeof FINV_TAIL / sizeof FINV_TAIL[0])};
+    pow[0] = *a;
+    for (int c = 0; c < 2; c++) {
+        for (int i = 0; i < len[c]; i++) {
+            const struct ec_chain_step *s = &chain[c][i];
+            fsqr_n(&t, &pow[s->src], s->sq);
+            fmul(&pow[s->dst], &t, &pow[s->mul]);
+        }
+    }
+    *r = pow[EC_FINV_POWS - 1];
+    mb8__wipe(pow, sizeof pow);
+    mb8__wipe(&t, sizeof t);
+}
 
 /* ---- points --------------------------------------------------------------------------- */
 
