@@ -76,7 +76,7 @@ static IFMA void fe8_bcast(fe8 *r, const uint64_t c[NL])
         r->v[j] = _mm512_set1_epi64((long long)c[j]);
 }
 
-/* Wipes the field elements listed, up to a NULL (an inversion's powers and temporaries). */
+/* Wipes the field elements listed, up to a (fe8 *)NULL (an inversion's powers and temporaries). */
 static void wipe_fe8(fe8 *a, ...)
 {
     va_list ap;

@@ -283,7 +283,7 @@ static void ftriple(fe *r, const fe *a)
     fadd(r, &t, a);
 }
 
-/* Wipes the field elements listed, up to a NULL: a point formula's temporaries. */
+/* Wipes the field elements listed, up to a (fe *)NULL: a point formula's temporaries. */
 static void wipe_fe(fe *a, ...)
 {
     va_list ap;
@@ -325,7 +325,7 @@ static void pt_add(pt *R, const pt *P1, const pt *P2)
     fadd(&T.Y3, &T.t0, &T.t2);
     fsub(&T.Y3, &T.X3, &T.Y3);
     rcb_add_end(R, &T, &T.t2, b);
-    wipe_fe(&X1, &Y1, &Z1, &X2, &Y2, &Z2, NULL);
+    wipe_fe(&X1, &Y1, &Z1, &X2, &Y2, &Z2, (fe *)NULL);
     MB8__EC_FN(wipe)(&T, sizeof T);
 }
 
@@ -370,7 +370,7 @@ static void pt_dbl(pt *R, const pt *P1)
     R->x = X3;
     R->y = Y3;
     R->z = Z3;
-    wipe_fe(&X, &Y, &Z, &t0, &t1, &t2, &t3, &X3, &Y3, &Z3, NULL);
+    wipe_fe(&X, &Y, &Z, &t0, &t1, &t2, &t3, &X3, &Y3, &Z3, (fe *)NULL);
 }
 
 /* R = k * P1 for a BITS-bit big-endian k (any value; 0 gives infinity): 2 NB fixed 4-bit
@@ -678,6 +678,7 @@ mb8_status_t MB8__EC_FN(ecdsa_complete_ref)(uint8_t r[MB8_LANES][NB], uint8_t s[
             uint64_t sv[NL];
         } t;
         uint64_t ok = ~(uint64_t)0;
+        /* cppcheck-suppress uninitvar ; the addresses of the outputs of to_mont below */
         uint64_t *parts[3] = {t.m.r_m, t.m.kb_inv_m, t.m.b_m};
         for (int j = 0; j < 3; j++) {
             /* each value must be in [1, n - 1], as a setup produces them */

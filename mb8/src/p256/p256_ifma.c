@@ -257,7 +257,7 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
     }
     reduce_once(r, acc.v, N_M);
     mb8__wipe(odd, sizeof odd);
-    wipe_fe8(&x2, &x10, &x20, &t, &acc, NULL);
+    wipe_fe8(&x2, &x10, &x20, &t, &acc, (fe8 *)NULL);
 }
 
 /* A sum that feeds nothing but fmul / fsqr (the point formulas of common/ec_ifma_impl.h):

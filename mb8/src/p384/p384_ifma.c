@@ -306,7 +306,7 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
     }
     *r = acc;
     mb8__wipe(odd, sizeof odd);
-    wipe_fe8(&x2, &x4, &x8, &x16, &x32, &x64, &acc, &t, NULL);
+    wipe_fe8(&x2, &x4, &x8, &x16, &x32, &x64, &acc, &t, (fe8 *)NULL);
 }
 
 /* ECDH: 77 windows of 5-bit signed digits; the fixed-base comb: 55 windows of 7-bit
