@@ -51,6 +51,16 @@ enum test {
 };
 static const char *const names[T_N] = {"p256-ecdh",     "p256-keygen", "p256-ecdsa",  "x25519",
                                        "x25519-keygen", "p384-ecdh",   "p384-keygen", "p384-ecdsa"};
+/* The P-256 and P-384 tests run the same calls on their curve's entry points. */
+static const struct ec_ops {
+    mb8_status_t (*ecdh)(uint8_t *const out[L], const uint8_t *const priv[L],
+                         const uint8_t *const peer[L], void *scratch);
+    mb8_status_t (*public_key)(uint8_t *const out[L], const uint8_t *const priv[L], void *scratch);
+    mb8_status_t (*ecdsa_sign)(uint8_t *const sig_r[L], uint8_t *const sig_s[L],
+                               const uint8_t *const digest[L], const uint8_t *const priv[L],
+                               const uint8_t *const nonce[L], void *scratch);
+} ec[2] = {{mb8_p256_ecdh, mb8_p256_public_key, mb8_p256_ecdsa_sign},
+           {mb8_p384_ecdh, mb8_p384_public_key, mb8_p384_ecdsa_sign}};
 #define SB 48 /* secret buffer bytes: P-384's; P-256 and X25519 use the first 32 */
 
 /* The P-256 generator, uncompressed: a valid fixed peer point. */
@@ -112,11 +122,11 @@ int main(int argc, char **argv)
         u[l][0] = 9;
     }
     for (int test = 0; test < T_N; test++) {
+        int p384 = test >= T_P384_ECDH;
         if (RAND_bytes(cls, (int)n) != 1)
             return 2;
         for (size_t i = 0; i < n; i++) {
             cls[i] &= 1;
-            int p384 = test >= T_P384_ECDH;
             for (int l = 0; l < L; l++) {
                 if (cls[i])
                     rand_scalar(all[i][l], p384 ? 48 : 32);
@@ -133,33 +143,25 @@ int main(int argc, char **argv)
                 op[l] = out[l];
                 op2[l] = out2[l];
                 dp[l] = digest[l];
-                kp[l] = test >= T_P384_ECDH ? priv384[l] : priv[l];
-                pp[l] = test == T_X25519 ? u[l] : test >= T_P384_ECDH ? peer384[l] : peer[l];
+                kp[l] = p384 ? priv384[l] : priv[l];
+                pp[l] = test == T_X25519 ? u[l] : p384 ? peer384[l] : peer[l];
             }
             unsigned aux;
             _mm_lfence();
             uint64_t t0 = __rdtscp(&aux);
-            switch (test) {
+            const struct ec_ops *c = &ec[p384];
+            switch (p384 ? test - T_P384_ECDH + T_ECDH : test) {
             case T_ECDH:
-                (void)mb8_p256_ecdh(op, sp, pp, g_scratch);
+                (void)c->ecdh(op, sp, pp, g_scratch);
                 break;
             case T_KEYGEN:
-                (void)mb8_p256_public_key(op, sp, g_scratch);
+                (void)c->public_key(op, sp, g_scratch);
                 break;
             case T_ECDSA: /* the nonce is the secret under test */
-                (void)mb8_p256_ecdsa_sign(op, op2, dp, kp, sp, g_scratch);
+                (void)c->ecdsa_sign(op, op2, dp, kp, sp, g_scratch);
                 break;
             case T_X25519:
                 (void)mb8_x25519(op, sp, pp, g_scratch);
-                break;
-            case T_P384_ECDH:
-                (void)mb8_p384_ecdh(op, sp, pp, g_scratch);
-                break;
-            case T_P384_KEYGEN:
-                (void)mb8_p384_public_key(op, sp, g_scratch);
-                break;
-            case T_P384_ECDSA:
-                (void)mb8_p384_ecdsa_sign(op, op2, dp, kp, sp, g_scratch);
                 break;
             default:
                 (void)mb8_x25519_public_key(op, sp, g_scratch);

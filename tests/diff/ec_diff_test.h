@@ -64,6 +64,15 @@ static void expect_zero(const char *what, unsigned lane, const uint8_t *b, size_
     expect_bytes(what, lane, b, z, n);
 }
 
+/* Fails the test unless the n bytes at b (n <= NSETUP) are still the 0xAA they were filled
+ * with: an output a call must not write. */
+static void expect_untouched(const char *what, unsigned lane, const uint8_t *b, size_t n)
+{
+    uint8_t aa[NSETUP];
+    memset(aa, 0xAA, sizeof aa);
+    expect_bytes(what, lane, b, aa, n);
+}
+
 /* 1 when the big-endian scalar is in [1, n-1]. */
 static int scalar_valid(const uint8_t d[NB])
 {
@@ -347,10 +356,8 @@ static void test_random_public_key_and_ecdh(void **state)
             if (dp[i] == NULL) {
                 expect_status("unused", st, i, MB8_STATUS_UNUSED);
                 expect_status("unused", st2, i, MB8_STATUS_UNUSED);
-                for (int b = 0; b < NP; b++)
-                    assert_int_equal(pub[i][b], 0xAA);
-                for (int b = 0; b < NB; b++)
-                    assert_int_equal(sec[i][b], 0xAA);
+                expect_untouched("unused public key", i, pub[i], NP);
+                expect_untouched("unused ECDH", i, sec[i], NB);
                 continue;
             }
             expect_status("random public key", st, i, MB8_STATUS_OK);
@@ -390,8 +397,8 @@ static void test_random_ecdsa(void **state)
         for (unsigned i = 0; i < L; i++) {
             if (dp[i] == NULL) {
                 expect_status("sign unused", st, i, MB8_STATUS_UNUSED);
-                for (int b = 0; b < NB; b++)
-                    assert_true(r[i][b] == 0xAA && s[i][b] == 0xAA);
+                expect_untouched("sign unused r", i, r[i], NB);
+                expect_untouched("sign unused s", i, s[i], NB);
                 continue;
             }
             expect_status("random sign", st, i, MB8_STATUS_OK);
@@ -651,8 +658,7 @@ static void test_lane_bookkeeping(void **state)
     uint8_t *nr[L] = {0};
     assert_int_equal(MB8__EC_API(ecdsa_sign)(nr, nr, np, dp, np, g_scratch), 0x11111111u);
     for (unsigned i = 0; i < L; i++)
-        for (int b = 0; b < NP; b++)
-            assert_int_equal(o[i][b], 0xAA);
+        expect_untouched("NULL outputs", i, o[i], NP);
 
     /* ECDH: 0 ok, 1 unused, 2 peer NULL, 3 out NULL, others ok */
     for (unsigned i = 0; i < L; i++) {
@@ -672,8 +678,7 @@ static void test_lane_bookkeeping(void **state)
             assert_int_equal(ossl_ecdh(w, d[i], q[i]), 1);
             expect_bytes("mixed ECDH", i, o[i], w, NB);
         } else if (i != 3) {
-            for (int b = 0; b < NP; b++)
-                assert_int_equal(o[i][b], 0xAA);
+            expect_untouched("mixed ECDH", i, o[i], NP);
         }
     }
     out[3] = o[3];
@@ -761,9 +766,10 @@ static void test_partial_batches(void **state)
                 expect_status("partial keygen unused", st1, i, MB8_STATUS_UNUSED);
                 expect_status("partial ECDH unused", st2, i, MB8_STATUS_UNUSED);
                 expect_status("partial sign unused", st3, i, MB8_STATUS_UNUSED);
-                for (int b = 0; b < NB; b++)
-                    assert_true(pub[i][b] == 0xAA && sec[i][b] == 0xAA && r[i][b] == 0xAA &&
-                                s[i][b] == 0xAA);
+                expect_untouched("partial keygen unused", i, pub[i], NB);
+                expect_untouched("partial ECDH unused", i, sec[i], NB);
+                expect_untouched("partial sign unused r", i, r[i], NB);
+                expect_untouched("partial sign unused s", i, s[i], NB);
                 continue;
             }
             expect_status("partial keygen", st1, i, MB8_STATUS_OK);
@@ -936,8 +942,8 @@ static void test_ifma_vs_reference(void **state)
             expect_bytes("IFMA vs ref ECDSA r", i, r[1][i], r[0][i], NB);
             expect_bytes("IFMA vs ref ECDSA s", i, s[1][i], s[0][i], NB);
             if (!((mask >> i) & 1)) { /* not written */
-                for (int b = 0; b < NB; b++)
-                    assert_true(o2[1][i][b] == 0xAA && r[1][i][b] == 0xAA);
+                expect_untouched("IFMA ECDH not written", i, o2[1][i], NB);
+                expect_untouched("IFMA ECDSA r not written", i, r[1][i], NB);
                 continue;
             }
             /* valid keygen lanes also against OpenSSL (the comb's Booth patterns) */
@@ -1026,6 +1032,24 @@ static void test_sign_setup_complete(void **state)
     }
 }
 
+/* The lanes of a constant-time call: BAD_INPUT for the lanes in bad, UNUSED for those in
+ * unused, else OK with got[i] == want[i] (the first n bytes of rows of `row` bytes). */
+static void expect_ct_lanes(const char *what, mb8_status_t st, unsigned bad, unsigned unused,
+                            const void *got, const void *want, size_t row, size_t n)
+{
+    for (unsigned i = 0; i < L; i++) {
+        if ((bad >> i) & 1)
+            expect_status(what, st, i, MB8_STATUS_BAD_INPUT);
+        else if ((unused >> i) & 1)
+            expect_status(what, st, i, MB8_STATUS_UNUSED);
+        else {
+            expect_status(what, st, i, MB8_STATUS_OK);
+            expect_bytes(what, i, (const uint8_t *)got + i * row, (const uint8_t *)want + i * row,
+                         n);
+        }
+    }
+}
+
 static void test_constant_time_memcheck(void **state)
 {
     (void)state;
@@ -1053,16 +1077,7 @@ static void test_constant_time_memcheck(void **state)
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     VALGRIND_MAKE_MEM_DEFINED(o, sizeof o);
     VALGRIND_MAKE_MEM_DEFINED(d, sizeof d);
-    for (unsigned i = 0; i < L; i++) {
-        if (i == 1 || i == 4)
-            expect_status("ct ECDH", st, i, MB8_STATUS_BAD_INPUT);
-        else if (i == 6)
-            expect_status("ct ECDH", st, i, MB8_STATUS_UNUSED);
-        else {
-            expect_status("ct ECDH", st, i, MB8_STATUS_OK);
-            expect_bytes("ct ECDH", i, o[i], w[i], NB);
-        }
-    }
+    expect_ct_lanes("ct ECDH", st, 1u << 1 | 1u << 4, 1u << 6, o, w, NP, NB);
 
     /* key generation */
     for (unsigned i = 0; i < L; i++)
@@ -1073,16 +1088,7 @@ static void test_constant_time_memcheck(void **state)
     VALGRIND_MAKE_MEM_DEFINED(&st, sizeof st);
     VALGRIND_MAKE_MEM_DEFINED(o, sizeof o);
     VALGRIND_MAKE_MEM_DEFINED(d, sizeof d);
-    for (unsigned i = 0; i < L; i++) {
-        if (i == 1)
-            expect_status("ct pub", st, i, MB8_STATUS_BAD_INPUT);
-        else if (i == 6)
-            expect_status("ct pub", st, i, MB8_STATUS_UNUSED);
-        else {
-            expect_status("ct pub", st, i, MB8_STATUS_OK);
-            expect_bytes("ct pub", i, o[i], w[i], NP);
-        }
-    }
+    expect_ct_lanes("ct pub", st, 1u << 1, 1u << 6, o, w, NP, NP);
 
     /* ECDSA: d, k and the digest undefined; lane 1 has d = n (BAD_INPUT), lane 3 k = 0 */
     uint8_t e[L][NB], k[L][NB], r[L][NB], s[L][NB], wr[L][NB], ws[L][NB];
@@ -1110,17 +1116,37 @@ static void test_constant_time_memcheck(void **state)
     VALGRIND_MAKE_MEM_DEFINED(d, sizeof d);
     VALGRIND_MAKE_MEM_DEFINED(k, sizeof k);
     VALGRIND_MAKE_MEM_DEFINED(e, sizeof e);
-    for (unsigned i = 0; i < L; i++) {
-        if (i == 1 || i == 3)
-            expect_status("ct sign", st, i, MB8_STATUS_BAD_INPUT);
-        else if (i == 6)
-            expect_status("ct sign", st, i, MB8_STATUS_UNUSED);
-        else {
-            expect_status("ct sign", st, i, MB8_STATUS_OK);
-            expect_bytes("ct sign r", i, r[i], wr[i], NB);
-            expect_bytes("ct sign s", i, s[i], ws[i], NB);
-        }
+    expect_ct_lanes("ct sign r", st, 1u << 1 | 1u << 3, 1u << 6, r, wr, NB, NB);
+    expect_ct_lanes("ct sign s", st, 1u << 1 | 1u << 3, 1u << 6, s, ws, NB, NB);
+}
+
+/* test_scratch's inputs (valid keys, nonces, digests and peer points) and the outputs of
+ * one round of the scratch-taking entry points. */
+struct scratch_in {
+    uint8_t d[L][NB], k[L][NB], e[L][NB], q[L][NP];
+    const uint8_t *dp[L], *kp[L], *ep[L], *qp[L];
+};
+struct scratch_out {
+    uint8_t pub[L][NP], sec[L][NB], r[L][NB], s[L][NB], su[L][NSETUP];
+};
+
+/* public_key, ecdh, ecdsa_sign and ecdsa_sign_setup on in with the scratch given, into o;
+ * each must return want. */
+static void scratch_round(struct scratch_out *o, const struct scratch_in *in, void *scratch,
+                          mb8_status_t want)
+{
+    uint8_t *po[L], *so[L], *ro[L], *sso[L], *suo[L];
+    for (unsigned j = 0; j < L; j++) {
+        po[j] = o->pub[j];
+        so[j] = o->sec[j];
+        ro[j] = o->r[j];
+        sso[j] = o->s[j];
+        suo[j] = o->su[j];
     }
+    assert_int_equal(MB8__EC_API(public_key)(po, in->dp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdh)(so, in->dp, in->qp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, in->ep, in->dp, in->kp, scratch), want);
+    assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, in->kp, scratch), want);
 }
 
 /* The caller's scratch: NULL or misaligned fails every used lane (outputs untouched) on
@@ -1129,10 +1155,8 @@ static void test_constant_time_memcheck(void **state)
 static void test_scratch(void **state)
 {
     (void)state;
-    uint8_t d[L][NB], k[L][NB], e[L][NB], q[L][NP];
-    uint8_t pub[2][L][NP], sec[2][L][NB], r[2][L][NB], s[2][L][NB], su[2][L][NSETUP];
-    uint8_t *po[L], *so[L], *ro[L], *sso[L], *suo[L];
-    const uint8_t *dp[L], *kp[L], *ep[L], *qp[L];
+    struct scratch_in in;
+    struct scratch_out out[2];
     static alignas(MB8_SCRATCH_ALIGN) uint8_t zero[65536];
 
     assert_true(MB8__EC_API(scratch_size)() <= sizeof g_scratch);
@@ -1140,76 +1164,39 @@ static void test_scratch(void **state)
     rng_state = g_seed ^ 0x5c7a;
     for (unsigned j = 0; j < L; j++) {
         uint8_t t[NB];
-        rng_scalar(d[j]);
-        rng_scalar(k[j]);
-        rng_scalar(e[j]);
+        /* cppcheck-suppress uninitvar ; rng_scalar writes in.d[j] */
+        rng_scalar(in.d[j]);
+        rng_scalar(in.k[j]);
+        rng_scalar(in.e[j]);
         rng_scalar(t);
-        ossl_pub(q[j], t);
-        dp[j] = d[j];
-        kp[j] = k[j];
-        ep[j] = e[j];
-        qp[j] = q[j];
+        ossl_pub(in.q[j], t);
+        in.dp[j] = in.d[j];
+        in.kp[j] = in.k[j];
+        in.ep[j] = in.e[j];
+        in.qp[j] = in.q[j];
     }
     /* unusable scratch: every lane BAD_INPUT, nothing written */
     void *bad[2] = {NULL, g_scratch + 8};
     for (int b = 0; b < 2; b++) {
-        memset(pub, 0xAA, sizeof pub);
-        memset(sec, 0xAA, sizeof sec);
-        memset(r, 0xAA, sizeof r);
-        memset(s, 0xAA, sizeof s);
-        memset(su, 0xAA, sizeof su);
-        for (unsigned j = 0; j < L; j++) {
-            po[j] = pub[0][j];
-            so[j] = sec[0][j];
-            ro[j] = r[0][j];
-            sso[j] = s[0][j];
-            suo[j] = su[0][j];
-        }
-        assert_int_equal(MB8__EC_API(public_key)(po, dp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdh)(so, dp, qp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, ep, dp, kp, bad[b]), 0x22222222u);
-        assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, kp, bad[b]), 0x22222222u);
-        for (size_t i = 0; i < sizeof pub[0]; i++)
-            assert_int_equal(((uint8_t *)pub[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof sec[0]; i++)
-            assert_int_equal(((uint8_t *)sec[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof r[0]; i++)
-            assert_int_equal(((uint8_t *)r[0])[i] & ((uint8_t *)s[0])[i], 0xAA);
-        for (size_t i = 0; i < sizeof su[0]; i++)
-            assert_int_equal(((uint8_t *)su[0])[i], 0xAA);
+        memset(&out[0], 0xAA, sizeof out[0]);
+        scratch_round(&out[0], &in, bad[b], 0x22222222u);
+        for (size_t i = 0; i < sizeof out[0]; i++)
+            assert_int_equal(((const uint8_t *)&out[0])[i], 0xAA);
     }
     /* garbage vs zeroed scratch: the same outputs; the zeroed one is zero again after */
-    for (int g = 0; g < 2; g++) {
-        uint8_t *sc = g == 0 ? g_scratch : zero;
-        if (g == 0)
-            memset(g_scratch, 0x5A, sizeof g_scratch);
-        else
-            memset(zero, 0, sizeof zero);
-        for (unsigned j = 0; j < L; j++) {
-            po[j] = pub[g][j];
-            so[j] = sec[g][j];
-            ro[j] = r[g][j];
-            sso[j] = s[g][j];
-            suo[j] = su[g][j];
-        }
-        assert_int_equal(MB8__EC_API(public_key)(po, dp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdh)(so, dp, qp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdsa_sign)(ro, sso, ep, dp, kp, sc), 0);
-        assert_int_equal(MB8__EC_API(ecdsa_sign_setup)(suo, kp, sc), 0);
-    }
-    assert_memory_equal(pub[0], pub[1], sizeof pub[0]);
-    assert_memory_equal(sec[0], sec[1], sizeof sec[0]);
-    assert_memory_equal(r[0], r[1], sizeof r[0]);
-    assert_memory_equal(s[0], s[1], sizeof s[0]);
-    assert_memory_equal(su[0], su[1], sizeof su[0]);
+    memset(g_scratch, 0x5A, sizeof g_scratch);
+    scratch_round(&out[0], &in, g_scratch, 0);
+    memset(zero, 0, sizeof zero);
+    scratch_round(&out[1], &in, zero, 0);
+    assert_memory_equal(&out[0], &out[1], sizeof out[0]);
     for (size_t i = 0; i < sizeof zero; i++)
         if (zero[i] != 0)
             fail_msg("scratch byte %zu not wiped (%02x)", i, zero[i]);
     /* the results are right, too */
     for (unsigned j = 0; j < L; j++) {
         uint8_t w[NP];
-        ossl_pub(w, d[j]);
-        expect_bytes("public key with caller scratch", j, pub[1][j], w, NP);
+        ossl_pub(w, in.d[j]);
+        expect_bytes("public key with caller scratch", j, out[1].pub[j], w, NP);
     }
     memset(g_scratch, 0, sizeof g_scratch);
 }

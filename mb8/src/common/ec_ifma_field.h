@@ -9,6 +9,7 @@
  */
 #include <immintrin.h>
 #include <stdalign.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "ct.h"
@@ -74,6 +75,22 @@ static IFMA void fe8_bcast(fe8 *r, const uint64_t c[NL])
     for (int j = 0; j < NL; j++)
         r->v[j] = _mm512_set1_epi64((long long)c[j]);
 }
+
+/* Wipes the field elements listed, up to a (fe8 *)NULL (an inversion's powers and temporaries). */
+static void wipe_fe8(fe8 *a, ...)
+{
+    va_list ap;
+    va_start(ap, a);
+    for (fe8 *p = a; p != NULL; p = va_arg(ap, fe8 *))
+        mb8__wipe(p, sizeof *p);
+    va_end(ap);
+}
+
+/* One step of an addition chain over saved powers (finv, common/ec_ifma_impl.h):
+ * pow[dst] = pow[src]^(2^sq) pow[mul] (sq >= 1). The steps are public constants. */
+struct ec_chain_step {
+    uint8_t dst, src, sq, mul;
+};
 
 /* ---- vector helpers ------------------------------------------------------------------ */
 
@@ -158,8 +175,9 @@ static IFMA void norm_reduce(fe8 *r, v8 t[NL], const uint64_t m[NL])
 
 /* ---- Montgomery multiplication -------------------------------------------------------- */
 
-/* t[0..2NL-1] = a * b (lazy limbs below 2^57) */
-static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
+/* t[0..2NL-1] = the sum of a_i b_j 2^(52 (i + j)) over all i, j (cross = 0), or over
+ * j > i only (cross = 1, for a square; a constant after inlining) */
+static IFMA void products(v8 t[2 * NL], const fe8 *a, const fe8 *b, int cross)
 {
     const v8 z = _mm512_setzero_si512();
     EC_UNROLL(2 * NL)
@@ -168,28 +186,23 @@ static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
     EC_UNROLL(NL)
     for (int i = 0; i < NL; i++) {
         EC_UNROLL(NL)
-        for (int j = 0; j < NL; j++) {
+        for (int j = cross ? i + 1 : 0; j < NL; j++) {
             t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], b->v[j]);
             t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], b->v[j]);
         }
     }
 }
 
+/* t[0..2NL-1] = a * b (lazy limbs below 2^57) */
+static IFMA void mul_wide(v8 t[2 * NL], const fe8 *a, const fe8 *b)
+{
+    products(t, a, b, 0);
+}
+
 /* t[0..2NL-1] = a^2: cross products once, doubled, plus the squares */
 static IFMA void sqr_wide(v8 t[2 * NL], const fe8 *a)
 {
-    const v8 z = _mm512_setzero_si512();
-    EC_UNROLL(2 * NL)
-    for (int k = 0; k < 2 * NL; k++)
-        t[k] = z;
-    EC_UNROLL(NL)
-    for (int i = 0; i < NL; i++) {
-        EC_UNROLL(NL)
-        for (int j = i + 1; j < NL; j++) {
-            t[i + j] = _mm512_madd52lo_epu64(t[i + j], a->v[i], a->v[j]);
-            t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a->v[i], a->v[j]);
-        }
-    }
+    products(t, a, a, 1);
     EC_UNROLL(2 * NL)
     for (int k = 0; k < 2 * NL; k++)
         t[k] = _mm512_add_epi64(t[k], t[k]);
@@ -247,4 +260,12 @@ static IFMA void fcanon(fe8 *r, const fe8 *a)
 static IFMA void fsub(fe8 *r, const fe8 *a, const fe8 *b)
 {
     msub(r, a, b, P2_M);
+}
+
+/* r = 3a, mod 2p as fadd (the point formulas' "t = a + a; r = t + a"); r may alias a */
+static IFMA void ftriple(fe8 *r, const fe8 *a)
+{
+    fe8 t;
+    fadd(&t, a, a);
+    fadd(r, &t, a);
 }

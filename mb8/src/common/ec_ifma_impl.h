@@ -6,8 +6,10 @@
  * the fixed-base comb of signed 7-bit digits, the conversions, input checks and outputs,
  * and the entry points. The including file defines before it, besides
  * common/ec_ifma_field.h: the constants P_ONE, P_RR, N_M, N_RR, B_MONT; fmul, fsqr
- * (mod p, inputs and outputs below 2p), fadd_m (a sum that is only multiplied), finv;
- * nmul, ninv (mod n); and
+ * (mod p, inputs and outputs below 2p), fadd_m (a sum that is only multiplied); nmul,
+ * ninv (mod n); and
+ *   EC_FINV_POWS   the powers of a that finv's addition chain for a^(p-2) keeps
+ *   FINV_TAIL      its steps (struct ec_chain_step) after FINV_HEAD below
  *   EC_ECDH_W      ECDH's 5-bit windows (ceil((8 NB + 1) / 5))
  *   EC_COMB_W      the comb's 7-bit windows (ceil((8 NB + 1) / 7))
  *   EC_COMB_E      entries of a comb window (64)
@@ -22,7 +24,49 @@
 
 #define NSETUP MB8__EC_NSETUP
 
+/* ---- inversion mod p ------------------------------------------------------------------ */
+
+/* r = a^(2^n), n >= 1 squarings (n public) */
+static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
+{
+    fsqr(r, a);
+    for (int i = 1; i < n; i++)
+        fsqr(r, r);
+}
+
+/* The start of both curves' chains for a^(p-2), from pow[0] = a: x_k = a^(2^k - 1) for
+ * k = 2, 3, 6, 12, 15, 30, 32 into pow[1..7] (the runs of ones p - 2 is built from). */
+static const struct ec_chain_step FINV_HEAD[7] = {
+    {1, 0, 1, 0}, {2, 1, 1, 0},  {3, 2, 3, 2}, {4, 3, 6, 3},
+    {5, 4, 3, 2}, {6, 5, 15, 5}, {7, 6, 2, 1},
+};
+
+/* r = a^(p-2) = a^-1 (0 for 0), Montgomery form: FINV_HEAD then the curve's FINV_TAIL,
+ * whose last step writes pow[EC_FINV_POWS - 1]. Only the public steps choose the powers. */
+static IFMA_FN void finv(fe8 *r, const fe8 *a)
+{
+    fe8 pow[EC_FINV_POWS], t;
+    const struct ec_chain_step *chain[2] = {FINV_HEAD, FINV_TAIL};
+    const int len[2] = {7, (int)(sizeof FINV_TAIL / sizeof FINV_TAIL[0])};
+    pow[0] = *a;
+    for (int c = 0; c < 2; c++) {
+        for (int i = 0; i < len[c]; i++) {
+            const struct ec_chain_step *s = &chain[c][i];
+            fsqr_n(&t, &pow[s->src], s->sq);
+            fmul(&pow[s->dst], &t, &pow[s->mul]);
+        }
+    }
+    *r = pow[EC_FINV_POWS - 1];
+    mb8__wipe(pow, sizeof pow);
+    mb8__wipe(&t, sizeof t);
+}
+
 /* ---- points --------------------------------------------------------------------------- */
+
+#define EC_RCB_FE fe8
+#define EC_RCB_PT pt8
+#define EC_RCB_FN static IFMA
+#include "ec_rcb.h"
 
 /* R = P1 + (x2, y2) with (x2, y2) affine (Z2 = 1), P1 anything including infinity, the
  * affine point never infinity: Renes-Costello-Batina 2016, Algorithm 5 (a = -3). */
@@ -31,46 +75,19 @@ static IFMA_FN void pt_add_affine(pt8 *R, const pt8 *P1, const fe8 *X2, const fe
     fe8 b;
     fe8_bcast(&b, B_MONT);
     const fe8 *X1 = &P1->x, *Y1 = &P1->y, *Z1 = &P1->z;
-    fe8 t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, X1, X2);
-    fmul(&t1, Y1, Y2);
-    fadd_m(&t3, X2, Y2); /* only multiplied */
-    fadd_m(&t4, X1, Y1);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fmul(&t4, Y2, Z1);
-    fadd(&t4, &t4, Y1);
-    fmul(&Y3, X2, Z1);
-    fadd(&Y3, &Y3, X1);
-    fmul(&Z3, &b, Z1);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, &b, &Y3);
-    fadd(&t1, Z1, Z1);
-    fadd(&t2, &t1, Z1);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
+    struct rcb T;
+    fmul(&T.t0, X1, X2);
+    fmul(&T.t1, Y1, Y2);
+    fadd_m(&T.t3, X2, Y2); /* only multiplied */
+    fadd_m(&T.t4, X1, Y1);
+    fmul(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &T.t0, &T.t1);
+    fsub(&T.t3, &T.t3, &T.t4);
+    fmul(&T.t4, Y2, Z1);
+    fadd(&T.t4, &T.t4, Y1);
+    fmul(&T.Y3, X2, Z1);
+    fadd(&T.Y3, &T.Y3, X1);
+    rcb_add_end(R, &T, Z1, &b);
 }
 
 /* R = 2 P1 in Jacobian coordinates (x = X/Z^2, y = Y/Z^3), a = -3: dbl-2001-b (Bernstein-
@@ -312,21 +329,40 @@ static IFMA_FN void pt_mul_g(pt8 *R, const uint8_t k[MB8_LANES][NB], unsigned la
     mb8__wipe(&ny, sizeof ny);
 }
 
+/* r = 1 (not in Montgomery form: a Montgomery product by it leaves the Montgomery domain) */
+static IFMA void fe8_one(fe8 *r)
+{
+    for (int j = 0; j < NL; j++)
+        r->v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
+}
+
+/* zi = Z^-1 (Montgomery form, 0 for 0); bit i of the result set when lane i's Z is 0 (the
+ * point at infinity). t: the caller's temporary (it wipes it). */
+static IFMA __mmask8 z_inv(fe8 *zi, fe8 *t, const fe8 *z)
+{
+    fcanon(t, z);
+    __mmask8 inf = fe8_is_zero(t);
+    finv(zi, z);
+    return inf;
+}
+
+/* r = a b out of the Montgomery form, canonical; t: the caller's temporary */
+static IFMA void fmul_out(fe8 *r, fe8 *t, const fe8 *a, const fe8 *b)
+{
+    fe8 one;
+    fe8_one(&one);
+    fmul(t, a, b);
+    fmul(t, t, &one);
+    fcanon(r, t);
+}
+
 /* Affine (x, y), canonical, of R; bit i set when lane i is infinity (then x = y = 0). */
 static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
 {
-    fe8 zi, t, one;
-    fcanon(&t, &R->z);
-    __mmask8 inf = fe8_is_zero(&t);
-    finv(&zi, &R->z);
-    for (int j = 0; j < NL; j++)
-        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
-    fmul(&t, &R->x, &zi);
-    fmul(&t, &t, &one);
-    fcanon(x, &t);
-    fmul(&t, &R->y, &zi);
-    fmul(&t, &t, &one);
-    fcanon(y, &t);
+    fe8 zi, t;
+    __mmask8 inf = z_inv(&zi, &t, &R->z);
+    fmul_out(x, &t, &R->x, &zi);
+    fmul_out(y, &t, &R->y, &zi);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
@@ -336,16 +372,10 @@ static IFMA_FN __mmask8 pt_to_affine(fe8 *x, fe8 *y, const pt8 *R)
  * (then x = 0). */
 static IFMA_FN __mmask8 jac_to_affine_x(fe8 *x, const pt8 *R)
 {
-    fe8 zi, t, one;
-    fcanon(&t, &R->z);
-    __mmask8 inf = fe8_is_zero(&t);
-    finv(&zi, &R->z);
+    fe8 zi, t;
+    __mmask8 inf = z_inv(&zi, &t, &R->z);
     fsqr(&zi, &zi);
-    for (int j = 0; j < NL; j++)
-        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
-    fmul(&t, &R->x, &zi);
-    fmul(&t, &t, &one);
-    fcanon(x, &t);
+    fmul_out(x, &t, &R->x, &zi);
     mb8__wipe(&zi, sizeof zi);
     mb8__wipe(&t, sizeof t);
     return inf;
@@ -427,15 +457,28 @@ static IFMA_FN __mmask8 peer_load8(pt8 *Q, const uint8_t peer[MB8_LANES][NP], un
     return ok;
 }
 
-/* canonical x of the used lanes to bytes */
-static IFMA_FN void fe8_out(uint8_t *const out[MB8_LANES], const fe8 *a, unsigned lane_mask)
+/* Lane i's canonical a as NB big-endian bytes at base + i row for the lanes of lane_mask,
+ * all zero unless bit i of keep is set. */
+static IFMA_FN void fe8_put(uint8_t *base, size_t row, const fe8 *a, unsigned lane_mask,
+                            unsigned keep)
 {
     stage8 s;
     fe8_store(&s, a);
-    for (unsigned i = 0; i < MB8_LANES; i++)
-        if ((lane_mask >> i) & 1)
-            stage_get(out[i], &s, i);
+    for (unsigned i = 0; i < MB8_LANES; i++) {
+        if ((lane_mask >> i) & 1) {
+            stage_get(base + i * row, &s, i);
+            mask_bytes(base + i * row, NB, keep >> i);
+        }
+    }
     mb8__wipe(&s, sizeof s);
+}
+
+/* r = a R^-1 mod n: the canonical value of a Montgomery-form a */
+static IFMA_FN void n_canon(fe8 *r, const fe8 *a)
+{
+    fe8 one;
+    fe8_one(&one);
+    nmul(r, a, &one);
 }
 
 /* The kernels' tables, in the caller's scratch (MB8__EC_WS_BYTES, 64-byte aligned). */
@@ -452,29 +495,21 @@ IFMA_FN mb8_status_t MB8__EC_FN(ecdh_ifma)(uint8_t out[MB8_LANES][NB],
                                            void *ws)
 {
     struct ec_ws *w = ws;
-    pt8 Q, R;
-    fe8 d, x;
-    uint8_t *outp[MB8_LANES];
-    __mmask8 ok = scalar_load8(&d, priv, lane_mask);
-    ok &= peer_load8(&Q, peer, lane_mask);
+    struct {
+        pt8 Q, R;
+        fe8 d, x;
+    } t; /* the secrets, wiped at once */
+    __mmask8 ok = scalar_load8(&t.d, priv, lane_mask);
+    ok &= peer_load8(&t.Q, peer, lane_mask);
     booth5(w->mag, w->neg, priv, lane_mask);
-    pt_mul(&R, &Q, (const uint64_t(*)[MB8_LANES])w->mag, (const uint64_t(*)[MB8_LANES])w->neg,
+    pt_mul(&t.R, &t.Q, (const uint64_t(*)[MB8_LANES])w->mag, (const uint64_t(*)[MB8_LANES])w->neg,
            w->tab);
-    __mmask8 inf = jac_to_affine_x(&x, &R);
-    for (unsigned i = 0; i < MB8_LANES; i++)
-        outp[i] = out[i];
-    fe8_out(outp, &x, lane_mask);
-    unsigned keep = (unsigned)(ok & (__mmask8)~inf);
-    for (unsigned i = 0; i < MB8_LANES; i++)
-        if ((lane_mask >> i) & 1)
-            mask_bytes(out[i], NB, keep >> i);
+    __mmask8 inf = jac_to_affine_x(&t.x, &t.R);
+    fe8_put(&out[0][0], NB, &t.x, lane_mask, (unsigned)(ok & (__mmask8)~inf));
     mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, inf);
     mb8__wipe(w->mag, sizeof w->mag);
     mb8__wipe(w->neg, sizeof w->neg);
-    mb8__wipe(&Q, sizeof Q);
-    mb8__wipe(&R, sizeof R);
-    mb8__wipe(&d, sizeof d);
-    mb8__wipe(&x, sizeof x);
+    mb8__wipe(&t, sizeof t);
     return st;
 }
 
@@ -485,91 +520,85 @@ IFMA_FN mb8_status_t MB8__EC_FN(public_key_ifma)(uint8_t out[MB8_LANES][NP],
                                                  unsigned lane_mask, void *ws)
 {
     struct ec_ws *w = ws;
-    pt8 R;
-    fe8 d, x, y;
-    uint8_t *xp[MB8_LANES], *yp[MB8_LANES];
-    __mmask8 ok = scalar_load8(&d, priv, lane_mask);
-    pt_mul_g(&R, priv, lane_mask, w->mag, w->neg);
-    __mmask8 inf = pt_to_affine(&x, &y, &R); /* never for d in [1, n-1] */
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        xp[i] = out[i] + 1;
-        yp[i] = out[i] + 1 + NB;
-    }
-    fe8_out(xp, &x, lane_mask);
-    fe8_out(yp, &y, lane_mask);
+    struct {
+        pt8 R;
+        fe8 d, x, y;
+    } t;
+    __mmask8 ok = scalar_load8(&t.d, priv, lane_mask);
+    pt_mul_g(&t.R, priv, lane_mask, w->mag, w->neg);
+    __mmask8 inf = pt_to_affine(&t.x, &t.y, &t.R); /* never for d in [1, n-1] */
     unsigned keep = (unsigned)(ok & (__mmask8)~inf);
+    fe8_put((uint8_t *)out + 1, NP, &t.x, lane_mask, keep);
+    fe8_put((uint8_t *)out + 1 + NB, NP, &t.y, lane_mask, keep);
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if ((lane_mask >> i) & 1) {
             out[i][0] = 0x04;
-            mask_bytes(out[i], NP, keep >> i);
+            mask_bytes(out[i], 1, keep >> i);
         }
     }
-    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)(~ok | inf), 0);
-    mb8__wipe(&R, sizeof R);
-    mb8__wipe(&d, sizeof d);
-    mb8__wipe(&x, sizeof x);
-    mb8__wipe(&y, sizeof y);
-    return st;
+    mb8__wipe(&t, sizeof t);
+    return lanes_status(lane_mask, (unsigned)(__mmask8)~keep, 0);
 }
 
 /* ---- ECDSA ------------------------------------------------------------------------------ */
 
+/* The nonce-only values, Montgomery form mod n. */
+struct setup8 {
+    fe8 r_m, kb_inv_m, b_m;
+};
+
 /* The nonce-only part as ecdsa_setup in common/ec_ref_impl.h: r = x(kG) mod
  * n, with the blinding factor b = k, kb_inv = (k b)^-1 and b, Montgomery form mod n. Bit i
  * of the result set when lane i's k is in [1, n-1] and r != 0. */
-static IFMA_FN __mmask8 ecdsa_setup8(fe8 *r_m, fe8 *kb_inv_m, fe8 *b_m,
-                                     const uint8_t k_bytes[MB8_LANES][NB], unsigned lane_mask,
-                                     struct ec_ws *w)
+static IFMA_FN __mmask8 ecdsa_setup8(struct setup8 *S, const uint8_t k_bytes[MB8_LANES][NB],
+                                     unsigned lane_mask, struct ec_ws *w)
 {
-    pt8 R;
-    fe8 k, x, y, rr;
-    __mmask8 ok = scalar_load8(&k, k_bytes, lane_mask);
-    pt_mul_g(&R, k_bytes, lane_mask, w->mag, w->neg);
-    __mmask8 inf = pt_to_affine(&x, &y, &R);
+    struct {
+        pt8 R;
+        fe8 k, x, y;
+    } t;
+    fe8 rr;
+    __mmask8 ok = scalar_load8(&t.k, k_bytes, lane_mask);
+    pt_mul_g(&t.R, k_bytes, lane_mask, w->mag, w->neg);
+    __mmask8 inf = pt_to_affine(&t.x, &t.y, &t.R);
     fe8_bcast(&rr, N_RR);
-    nmul(r_m, &x, &rr); /* x < p < 2n: reduced mod n on the way */
-    ok &= (__mmask8)~inf & (__mmask8)~fe8_is_zero(r_m);
-    nmul(b_m, &k, &rr);
-    nmul(kb_inv_m, b_m, b_m);
-    ninv(kb_inv_m, kb_inv_m);
-    mb8__wipe(&R, sizeof R);
-    mb8__wipe(&k, sizeof k);
-    mb8__wipe(&x, sizeof x);
-    mb8__wipe(&y, sizeof y);
+    nmul(&S->r_m, &t.x, &rr); /* x < p < 2n: reduced mod n on the way */
+    ok &= (__mmask8)~inf & (__mmask8)~fe8_is_zero(&S->r_m);
+    nmul(&S->b_m, &t.k, &rr);
+    nmul(&S->kb_inv_m, &S->b_m, &S->b_m);
+    ninv(&S->kb_inv_m, &S->kb_inv_m);
+    mb8__wipe(&t, sizeof t);
     return ok;
 }
 
 /* s = (k b)^-1 (b e + (b r) d) mod n, canonical; bit i of the
  * result set when lane i's d is in [1, n-1] and s != 0. */
-static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const fe8 *r_m, const fe8 *kb_inv_m, const fe8 *b_m,
+static IFMA_FN __mmask8 ecdsa_complete8(fe8 *s, const struct setup8 *S,
                                         const uint8_t e_bytes[MB8_LANES][NB],
                                         const uint8_t d_bytes[MB8_LANES][NB], unsigned lane_mask)
 {
-    fe8 d, e, rr, br, t, one;
-    stage8 st;
-    __mmask8 ok = scalar_load8(&d, d_bytes, lane_mask);
-    memset(&st, 0, sizeof st);
+    struct {
+        stage8 st;
+        fe8 d, e, br, t;
+    } v;
+    fe8 rr;
+    __mmask8 ok = scalar_load8(&v.d, d_bytes, lane_mask);
+    memset(&v.st, 0, sizeof v.st);
     for (unsigned i = 0; i < MB8_LANES; i++)
         if ((lane_mask >> i) & 1)
-            stage_put(&st, i, e_bytes[i]);
-    fe8_load(&e, &st);
+            stage_put(&v.st, i, e_bytes[i]);
+    fe8_load(&v.e, &v.st);
     fe8_bcast(&rr, N_RR);
-    nmul(&d, &d, &rr);
-    nmul(&e, &e, &rr); /* e may be >= n: reduced here */
-    nmul(&br, b_m, r_m);
-    nmul(&t, &br, &d); /* b r d */
-    nmul(&e, &e, b_m); /* b e */
-    madd(&t, &t, &e, N_M);
-    nmul(&t, &t, kb_inv_m);
-    for (int j = 0; j < NL; j++)
-        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
-    nmul(s, &t, &one);
+    nmul(&v.d, &v.d, &rr);
+    nmul(&v.e, &v.e, &rr); /* e may be >= n: reduced here */
+    nmul(&v.br, &S->b_m, &S->r_m);
+    nmul(&v.t, &v.br, &v.d);   /* b r d */
+    nmul(&v.e, &v.e, &S->b_m); /* b e */
+    madd(&v.t, &v.t, &v.e, N_M);
+    nmul(&v.t, &v.t, &S->kb_inv_m);
+    n_canon(s, &v.t);
     ok &= (__mmask8)~fe8_is_zero(s);
-    mb8__wipe(&st, sizeof st);
-    mb8__wipe(&d, sizeof d);
-    mb8__wipe(&e, sizeof e);
-    mb8__wipe(&br, sizeof br);
-    mb8__wipe(&t, sizeof t);
+    mb8__wipe(&v, sizeof v);
     return ok;
 }
 
@@ -579,62 +608,33 @@ IFMA_FN mb8_status_t MB8__EC_FN(ecdsa_sign_ifma)(uint8_t r[MB8_LANES][NB], uint8
                                                  const uint8_t k[MB8_LANES][NB], unsigned lane_mask,
                                                  void *ws)
 {
-    fe8 r_m, kb_inv_m, b_m, rv, sv, one;
-    uint8_t *rp[MB8_LANES], *sp[MB8_LANES];
-    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask, ws);
-    ok &= ecdsa_complete8(&sv, &r_m, &kb_inv_m, &b_m, e, d, lane_mask);
-    for (int j = 0; j < NL; j++)
-        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
-    nmul(&rv, &r_m, &one);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        rp[i] = r[i];
-        sp[i] = s[i];
-    }
-    fe8_out(rp, &rv, lane_mask);
-    fe8_out(sp, &sv, lane_mask);
-    for (unsigned i = 0; i < MB8_LANES; i++) {
-        if ((lane_mask >> i) & 1) {
-            mask_bytes(r[i], NB, (unsigned)ok >> i);
-            mask_bytes(s[i], NB, (unsigned)ok >> i);
-        }
-    }
-    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
-    mb8__wipe(&r_m, sizeof r_m);
-    mb8__wipe(&kb_inv_m, sizeof kb_inv_m);
-    mb8__wipe(&b_m, sizeof b_m);
-    mb8__wipe(&rv, sizeof rv);
-    mb8__wipe(&sv, sizeof sv);
-    return st;
+    struct {
+        struct setup8 m;
+        fe8 rv, sv;
+    } t;
+    __mmask8 ok = ecdsa_setup8(&t.m, k, lane_mask, ws);
+    ok &= ecdsa_complete8(&t.sv, &t.m, e, d, lane_mask);
+    n_canon(&t.rv, &t.m.r_m);
+    fe8_put(&r[0][0], NB, &t.rv, lane_mask, ok);
+    fe8_put(&s[0][0], NB, &t.sv, lane_mask, ok);
+    mb8__wipe(&t, sizeof t);
+    return lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
 }
 
 IFMA_FN mb8_status_t MB8__EC_FN(ecdsa_setup_ifma)(uint8_t out[MB8_LANES][NSETUP],
                                                   const uint8_t k[MB8_LANES][NB],
                                                   unsigned lane_mask, void *ws)
 {
-    fe8 r_m, kb_inv_m, b_m, v, one;
-    uint8_t buf[MB8_LANES][NB], *bp[MB8_LANES];
-    const fe8 *parts[3] = {&r_m, &kb_inv_m, &b_m};
-    __mmask8 ok = ecdsa_setup8(&r_m, &kb_inv_m, &b_m, k, lane_mask, ws);
-
-    for (int j = 0; j < NL; j++)
-        one.v[j] = j == 0 ? _mm512_set1_epi64(1) : _mm512_setzero_si512();
-    for (unsigned i = 0; i < MB8_LANES; i++)
-        bp[i] = buf[i];
+    struct {
+        struct setup8 m;
+        fe8 v;
+    } t;
+    __mmask8 ok = ecdsa_setup8(&t.m, k, lane_mask, ws);
+    const fe8 *parts[3] = {&t.m.r_m, &t.m.kb_inv_m, &t.m.b_m};
     for (int part = 0; part < 3; part++) { /* out of the Montgomery domain, canonical */
-        nmul(&v, parts[part], &one);
-        fe8_out(bp, &v, lane_mask);
-        for (unsigned i = 0; i < MB8_LANES; i++)
-            if ((lane_mask >> i) & 1)
-                memcpy(out[i] + part * NB, buf[i], NB);
+        n_canon(&t.v, parts[part]);
+        fe8_put((uint8_t *)out + part * NB, NSETUP, &t.v, lane_mask, ok);
     }
-    for (unsigned i = 0; i < MB8_LANES; i++)
-        if ((lane_mask >> i) & 1)
-            mask_bytes(out[i], NSETUP, (unsigned)ok >> i);
-    mb8_status_t st = lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
-    mb8__wipe(&r_m, sizeof r_m);
-    mb8__wipe(&kb_inv_m, sizeof kb_inv_m);
-    mb8__wipe(&b_m, sizeof b_m);
-    mb8__wipe(&v, sizeof v);
-    mb8__wipe(buf, sizeof buf);
-    return st;
+    mb8__wipe(&t, sizeof t);
+    return lanes_status(lane_mask, (unsigned)(__mmask8)~ok, 0);
 }

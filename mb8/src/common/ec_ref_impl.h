@@ -35,6 +35,7 @@
  * Constant time: no branch and no memory index depends on a scalar, nonce, digest or
  * point; range and curve checks are masks; window positions and loop counts are fixed.
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "ct.h"
@@ -274,6 +275,28 @@ static void fsub(fe *r, const fe *a, const fe *b)
 {
     mod_sub(r->v, a->v, b->v, &P);
 }
+/* r = 3a (two additions, as the formulas' "t = a + a; r = t + a"); r may alias a. */
+static void ftriple(fe *r, const fe *a)
+{
+    fe t;
+    fadd(&t, a, a);
+    fadd(r, &t, a);
+}
+
+/* Wipes the field elements listed, up to a (fe *)NULL: a point formula's temporaries. */
+static void wipe_fe(fe *a, ...)
+{
+    va_list ap;
+    va_start(ap, a);
+    for (fe *p = a; p != NULL; p = va_arg(ap, fe *))
+        MB8__EC_FN(wipe)(p, sizeof *p);
+    va_end(ap);
+}
+
+#define EC_RCB_FE fe
+#define EC_RCB_PT pt
+#define EC_RCB_FN static
+#include "ec_rcb.h"
 
 /* R = P1 + P2: Renes-Costello-Batina 2016, Algorithm 4 (complete, a = -3). R may alias. */
 static void pt_add(pt *R, const pt *P1, const pt *P2)
@@ -282,67 +305,28 @@ static void pt_add(pt *R, const pt *P1, const pt *P2)
     memcpy(bb.v, B_MONT, sizeof bb.v);
     const fe *b = &bb;
     fe X1 = P1->x, Y1 = P1->y, Z1 = P1->z, X2 = P2->x, Y2 = P2->y, Z2 = P2->z;
-    fe t0, t1, t2, t3, t4, X3, Y3, Z3;
-    fmul(&t0, &X1, &X2);
-    fmul(&t1, &Y1, &Y2);
-    fmul(&t2, &Z1, &Z2);
-    fadd(&t3, &X1, &Y1);
-    fadd(&t4, &X2, &Y2);
-    fmul(&t3, &t3, &t4);
-    fadd(&t4, &t0, &t1);
-    fsub(&t3, &t3, &t4);
-    fadd(&t4, &Y1, &Z1);
-    fadd(&X3, &Y2, &Z2);
-    fmul(&t4, &t4, &X3);
-    fadd(&X3, &t1, &t2);
-    fsub(&t4, &t4, &X3);
-    fadd(&X3, &X1, &Z1);
-    fadd(&Y3, &X2, &Z2);
-    fmul(&X3, &X3, &Y3);
-    fadd(&Y3, &t0, &t2);
-    fsub(&Y3, &X3, &Y3);
-    fmul(&Z3, b, &t2);
-    fsub(&X3, &Y3, &Z3);
-    fadd(&Z3, &X3, &X3);
-    fadd(&X3, &X3, &Z3);
-    fsub(&Z3, &t1, &X3);
-    fadd(&X3, &t1, &X3);
-    fmul(&Y3, b, &Y3);
-    fadd(&t1, &t2, &t2);
-    fadd(&t2, &t1, &t2);
-    fsub(&Y3, &Y3, &t2);
-    fsub(&Y3, &Y3, &t0);
-    fadd(&t1, &Y3, &Y3);
-    fadd(&Y3, &t1, &Y3);
-    fadd(&t1, &t0, &t0);
-    fadd(&t0, &t1, &t0);
-    fsub(&t0, &t0, &t2);
-    fmul(&t1, &t4, &Y3);
-    fmul(&t2, &t0, &Y3);
-    fmul(&Y3, &X3, &Z3);
-    fadd(&Y3, &Y3, &t2);
-    fmul(&X3, &t3, &X3);
-    fsub(&X3, &X3, &t1);
-    fmul(&Z3, &t4, &Z3);
-    fmul(&t1, &t3, &t0);
-    fadd(&Z3, &Z3, &t1);
-    R->x = X3;
-    R->y = Y3;
-    R->z = Z3;
-    MB8__EC_FN(wipe)(&X1, sizeof X1);
-    MB8__EC_FN(wipe)(&Y1, sizeof Y1);
-    MB8__EC_FN(wipe)(&Z1, sizeof Z1);
-    MB8__EC_FN(wipe)(&X2, sizeof X2);
-    MB8__EC_FN(wipe)(&Y2, sizeof Y2);
-    MB8__EC_FN(wipe)(&Z2, sizeof Z2);
-    MB8__EC_FN(wipe)(&t0, sizeof t0);
-    MB8__EC_FN(wipe)(&t1, sizeof t1);
-    MB8__EC_FN(wipe)(&t2, sizeof t2);
-    MB8__EC_FN(wipe)(&t3, sizeof t3);
-    MB8__EC_FN(wipe)(&t4, sizeof t4);
-    MB8__EC_FN(wipe)(&X3, sizeof X3);
-    MB8__EC_FN(wipe)(&Y3, sizeof Y3);
-    MB8__EC_FN(wipe)(&Z3, sizeof Z3);
+    struct rcb T;
+    fmul(&T.t0, &X1, &X2);
+    fmul(&T.t1, &Y1, &Y2);
+    fmul(&T.t2, &Z1, &Z2);
+    fadd(&T.t3, &X1, &Y1);
+    fadd(&T.t4, &X2, &Y2);
+    fmul(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &T.t0, &T.t1);
+    fsub(&T.t3, &T.t3, &T.t4);
+    fadd(&T.t4, &Y1, &Z1);
+    fadd(&T.X3, &Y2, &Z2);
+    fmul(&T.t4, &T.t4, &T.X3);
+    fadd(&T.X3, &T.t1, &T.t2);
+    fsub(&T.t4, &T.t4, &T.X3);
+    fadd(&T.X3, &X1, &Z1);
+    fadd(&T.Y3, &X2, &Z2);
+    fmul(&T.X3, &T.X3, &T.Y3);
+    fadd(&T.Y3, &T.t0, &T.t2);
+    fsub(&T.Y3, &T.X3, &T.Y3);
+    rcb_add_end(R, &T, &T.t2, b);
+    wipe_fe(&X1, &Y1, &Z1, &X2, &Y2, &Z2, (fe *)NULL);
+    MB8__EC_FN(wipe)(&T, sizeof T);
 }
 
 /* R = 2 P1: Renes-Costello-Batina 2016, Algorithm 6 (complete, a = -3). R may alias. */
@@ -362,21 +346,17 @@ static void pt_dbl(pt *R, const pt *P1)
     fadd(&Z3, &Z3, &Z3);
     fmul(&Y3, b, &t2);
     fsub(&Y3, &Y3, &Z3);
-    fadd(&X3, &Y3, &Y3);
-    fadd(&Y3, &X3, &Y3);
+    ftriple(&Y3, &Y3);
     fsub(&X3, &t1, &Y3);
     fadd(&Y3, &t1, &Y3);
     fmul(&Y3, &X3, &Y3);
     fmul(&X3, &X3, &t3);
-    fadd(&t3, &t2, &t2);
-    fadd(&t2, &t2, &t3);
+    ftriple(&t2, &t2);
     fmul(&Z3, b, &Z3);
     fsub(&Z3, &Z3, &t2);
     fsub(&Z3, &Z3, &t0);
-    fadd(&t3, &Z3, &Z3);
-    fadd(&Z3, &Z3, &t3);
-    fadd(&t3, &t0, &t0);
-    fadd(&t0, &t3, &t0);
+    ftriple(&Z3, &Z3);
+    ftriple(&t0, &t0);
     fsub(&t0, &t0, &t2);
     fmul(&t0, &t0, &Z3);
     fadd(&Y3, &Y3, &t0);
@@ -390,16 +370,7 @@ static void pt_dbl(pt *R, const pt *P1)
     R->x = X3;
     R->y = Y3;
     R->z = Z3;
-    MB8__EC_FN(wipe)(&X, sizeof X);
-    MB8__EC_FN(wipe)(&Y, sizeof Y);
-    MB8__EC_FN(wipe)(&Z, sizeof Z);
-    MB8__EC_FN(wipe)(&t0, sizeof t0);
-    MB8__EC_FN(wipe)(&t1, sizeof t1);
-    MB8__EC_FN(wipe)(&t2, sizeof t2);
-    MB8__EC_FN(wipe)(&t3, sizeof t3);
-    MB8__EC_FN(wipe)(&X3, sizeof X3);
-    MB8__EC_FN(wipe)(&Y3, sizeof Y3);
-    MB8__EC_FN(wipe)(&Z3, sizeof Z3);
+    wipe_fe(&X, &Y, &Z, &t0, &t1, &t2, &t3, &X3, &Y3, &Z3, (fe *)NULL);
 }
 
 /* R = k * P1 for a BITS-bit big-endian k (any value; 0 gives infinity): 2 NB fixed 4-bit
@@ -485,11 +456,12 @@ static mb8_status_t lane_status(unsigned i, uint64_t bad, uint64_t zero)
     return (mb8_status_t)s << (4u * i);
 }
 
-/* Masks bytes with 'keep' (all-ones keeps, 0 zeroes). */
-static void mask_bytes(uint8_t *b, size_t n, uint64_t keep)
+/* b = the NB big-endian bytes of v (canonical limbs), all zero unless keep is all-ones. */
+static void put_masked(uint8_t b[NB], const uint64_t v[NL], uint64_t keep)
 {
+    to_bytes(b, v);
     uint8_t m = (uint8_t)keep;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < NB; i++)
         b[i] &= m;
 }
 
@@ -529,20 +501,17 @@ mb8_status_t MB8__EC_FN(ecdh_ref)(uint8_t out[MB8_LANES][NB], const uint8_t priv
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lane_mask & (1u << i))) /* public: which lanes are used */
             continue;
-        pt Q, R;
-        uint64_t d[NL], x[NL], y[NL];
-        uint64_t ok = scalar_load(d, priv[i]);
-        ok &= peer_load(&Q, peer[i]);
-        pt_mul(&R, &Q, priv[i]);
-        uint64_t inf = pt_to_affine(x, y, &R);
-        to_bytes(out[i], x);
-        mask_bytes(out[i], NB, ok & ~inf);
+        struct {
+            pt Q, R;
+            uint64_t d[NL], x[NL], y[NL];
+        } t; /* the lane's secrets, wiped at once */
+        uint64_t ok = scalar_load(t.d, priv[i]);
+        ok &= peer_load(&t.Q, peer[i]);
+        pt_mul(&t.R, &t.Q, priv[i]);
+        uint64_t inf = pt_to_affine(t.x, t.y, &t.R);
+        put_masked(out[i], t.x, ok & ~inf);
         st |= lane_status(i, ~ok, inf);
-        MB8__EC_FN(wipe)(&Q, sizeof Q);
-        MB8__EC_FN(wipe)(&R, sizeof R);
-        MB8__EC_FN(wipe)(d, sizeof d);
-        MB8__EC_FN(wipe)(x, sizeof x);
-        MB8__EC_FN(wipe)(y, sizeof y);
+        MB8__EC_FN(wipe)(&t, sizeof t);
     }
     return st;
 }
@@ -558,32 +527,36 @@ mb8_status_t MB8__EC_FN(public_key_ref)(uint8_t out[MB8_LANES][NP],
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lane_mask & (1u << i)))
             continue;
-        pt R;
-        uint64_t d[NL], x[NL], y[NL];
-        uint64_t ok = scalar_load(d, priv[i]);
-        pt_mul(&R, &G, priv[i]);
-        uint64_t inf = pt_to_affine(x, y, &R); /* never for d in [1, n-1] */
-        out[i][0] = 0x04;
-        to_bytes(out[i] + 1, x);
-        to_bytes(out[i] + 1 + NB, y);
-        mask_bytes(out[i], NP, ok & ~inf);
-        st |= lane_status(i, ~ok | inf, 0);
-        MB8__EC_FN(wipe)(&R, sizeof R);
-        MB8__EC_FN(wipe)(d, sizeof d);
-        MB8__EC_FN(wipe)(x, sizeof x);
-        MB8__EC_FN(wipe)(y, sizeof y);
+        struct {
+            pt R;
+            uint64_t d[NL], x[NL], y[NL];
+        } t;
+        uint64_t ok = scalar_load(t.d, priv[i]);
+        pt_mul(&t.R, &G, priv[i]);
+        uint64_t inf = pt_to_affine(t.x, t.y, &t.R); /* never for d in [1, n-1] */
+        uint64_t keep = ok & ~inf;
+        out[i][0] = (uint8_t)(0x04 & keep);
+        put_masked(out[i] + 1, t.x, keep);
+        put_masked(out[i] + 1 + NB, t.y, keep);
+        st |= lane_status(i, ~keep, 0);
+        MB8__EC_FN(wipe)(&t, sizeof t);
     }
     return st;
 }
 
 /* ---- ECDSA -------------------------------------------------------------------------- */
 
+/* A lane's nonce-only values, Montgomery form mod n. */
+struct setup_m {
+    uint64_t r_m[NL], kb_inv_m[NL], b_m[NL];
+};
+
 /* The per-signature values that depend only on the nonce (the future sign_setup):
  * r = x(kG) mod n, and, with the blinding factor b = k, kb_inv = (k b)^-1 and b, all in
  * Montgomery form mod n. Returns all-ones when k is in [1, n-1] and r != 0. */
-static uint64_t ecdsa_setup(uint64_t r_m[NL], uint64_t kb_inv_m[NL], uint64_t b_m[NL], const pt *G,
-                            const uint8_t k_bytes[NB])
+static uint64_t ecdsa_setup(struct setup_m *S, const pt *G, const uint8_t k_bytes[NB])
 {
+    uint64_t *r_m = S->r_m, *kb_inv_m = S->kb_inv_m, *b_m = S->b_m;
     pt R;
     uint64_t k[NL], x[NL], y[NL], k_m[NL];
     uint64_t ok = scalar_load(k, k_bytes);
@@ -606,10 +579,10 @@ static uint64_t ecdsa_setup(uint64_t r_m[NL], uint64_t kb_inv_m[NL], uint64_t b_
 /* s = (k b)^-1 (b e + (b r) d) mod n = k^-1 (e + r d) (the future sign_complete): d is
  * never multiplied by the public r alone. Returns all-ones when d is in [1, n-1] and
  * s != 0. s in canonical form. */
-static uint64_t ecdsa_complete(uint64_t s[NL], const uint64_t r_m[NL], const uint64_t kb_inv_m[NL],
-                               const uint64_t b_m[NL], const uint8_t e_bytes[NB],
+static uint64_t ecdsa_complete(uint64_t s[NL], const struct setup_m *S, const uint8_t e_bytes[NB],
                                const uint8_t d_bytes[NB])
 {
+    const uint64_t *r_m = S->r_m, *kb_inv_m = S->kb_inv_m, *b_m = S->b_m;
     uint64_t d[NL], e[NL], d_m[NL], e_m[NL], br[NL], t[NL];
     uint64_t ok = scalar_load(d, d_bytes);
     from_bytes(e, e_bytes);
@@ -631,6 +604,15 @@ static uint64_t ecdsa_complete(uint64_t s[NL], const uint64_t r_m[NL], const uin
     return ok;
 }
 
+/* Lane i's signature: r and s (canonical) to its outputs, zeros unless ok; its status. */
+static mb8_status_t sig_out(uint8_t r[NB], uint8_t s[NB], const uint64_t rv[NL],
+                            const uint64_t sv[NL], uint64_t ok, unsigned i)
+{
+    put_masked(r, rv, ok);
+    put_masked(s, sv, ok);
+    return lane_status(i, ~ok, 0);
+}
+
 mb8_status_t MB8__EC_FN(ecdsa_sign_ref)(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_LANES][NB],
                                         const uint8_t e[MB8_LANES][NB],
                                         const uint8_t d[MB8_LANES][NB],
@@ -642,20 +624,15 @@ mb8_status_t MB8__EC_FN(ecdsa_sign_ref)(uint8_t r[MB8_LANES][NB], uint8_t s[MB8_
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lane_mask & (1u << i)))
             continue;
-        uint64_t r_m[NL], kb_inv_m[NL], b_m[NL], rv[NL], sv[NL];
-        uint64_t ok = ecdsa_setup(r_m, kb_inv_m, b_m, &G, k[i]);
-        ok &= ecdsa_complete(sv, r_m, kb_inv_m, b_m, e[i], d[i]);
-        from_mont(rv, r_m, &N);
-        to_bytes(r[i], rv);
-        to_bytes(s[i], sv);
-        mask_bytes(r[i], NB, ok);
-        mask_bytes(s[i], NB, ok);
-        st |= lane_status(i, ~ok, 0);
-        MB8__EC_FN(wipe)(r_m, sizeof r_m);
-        MB8__EC_FN(wipe)(kb_inv_m, sizeof kb_inv_m);
-        MB8__EC_FN(wipe)(b_m, sizeof b_m);
-        MB8__EC_FN(wipe)(rv, sizeof rv);
-        MB8__EC_FN(wipe)(sv, sizeof sv);
+        struct {
+            struct setup_m m;
+            uint64_t rv[NL], sv[NL];
+        } t;
+        uint64_t ok = ecdsa_setup(&t.m, &G, k[i]);
+        ok &= ecdsa_complete(t.sv, &t.m, e[i], d[i]);
+        from_mont(t.rv, t.m.r_m, &N);
+        st |= sig_out(r[i], s[i], t.rv, t.sv, ok, i);
+        MB8__EC_FN(wipe)(&t, sizeof t);
     }
     return st;
 }
@@ -669,20 +646,18 @@ mb8_status_t MB8__EC_FN(ecdsa_setup_ref)(uint8_t out[MB8_LANES][NSETUP],
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lane_mask & (1u << i)))
             continue;
-        uint64_t r_m[NL], kb_inv_m[NL], b_m[NL], v[NL];
-        uint64_t ok = ecdsa_setup(r_m, kb_inv_m, b_m, &G, k[i]);
-        from_mont(v, r_m, &N);
-        to_bytes(out[i], v);
-        from_mont(v, kb_inv_m, &N);
-        to_bytes(out[i] + NB, v);
-        from_mont(v, b_m, &N);
-        to_bytes(out[i] + 2 * NB, v);
-        mask_bytes(out[i], NSETUP, ok);
+        struct {
+            struct setup_m m;
+            uint64_t v[NL];
+        } t;
+        uint64_t ok = ecdsa_setup(&t.m, &G, k[i]);
+        const uint64_t *parts[3] = {t.m.r_m, t.m.kb_inv_m, t.m.b_m};
+        for (int j = 0; j < 3; j++) { /* out of the Montgomery domain, canonical */
+            from_mont(t.v, parts[j], &N);
+            put_masked(out[i] + j * NB, t.v, ok);
+        }
         st |= lane_status(i, ~ok, 0);
-        MB8__EC_FN(wipe)(r_m, sizeof r_m);
-        MB8__EC_FN(wipe)(kb_inv_m, sizeof kb_inv_m);
-        MB8__EC_FN(wipe)(b_m, sizeof b_m);
-        MB8__EC_FN(wipe)(v, sizeof v);
+        MB8__EC_FN(wipe)(&t, sizeof t);
     }
     return st;
 }
@@ -697,27 +672,22 @@ mb8_status_t MB8__EC_FN(ecdsa_complete_ref)(uint8_t r[MB8_LANES][NB], uint8_t s[
     for (unsigned i = 0; i < MB8_LANES; i++) {
         if (!(lane_mask & (1u << i)))
             continue;
-        uint64_t r_v[NL], kbi[NL], b[NL], r_m[NL], kb_inv_m[NL], b_m[NL], sv[NL];
-        /* each value must be in [1, n - 1], as a setup produces them */
-        uint64_t ok = scalar_load(r_v, setup[i]);
-        ok &= scalar_load(kbi, setup[i] + NB);
-        ok &= scalar_load(b, setup[i] + 2 * NB);
-        to_mont(r_m, r_v, &N);
-        to_mont(kb_inv_m, kbi, &N);
-        to_mont(b_m, b, &N);
-        ok &= ecdsa_complete(sv, r_m, kb_inv_m, b_m, e[i], d[i]);
-        to_bytes(r[i], r_v);
-        to_bytes(s[i], sv);
-        mask_bytes(r[i], NB, ok);
-        mask_bytes(s[i], NB, ok);
-        st |= lane_status(i, ~ok, 0);
-        MB8__EC_FN(wipe)(r_v, sizeof r_v);
-        MB8__EC_FN(wipe)(kbi, sizeof kbi);
-        MB8__EC_FN(wipe)(b, sizeof b);
-        MB8__EC_FN(wipe)(r_m, sizeof r_m);
-        MB8__EC_FN(wipe)(kb_inv_m, sizeof kb_inv_m);
-        MB8__EC_FN(wipe)(b_m, sizeof b_m);
-        MB8__EC_FN(wipe)(sv, sizeof sv);
+        struct {
+            uint64_t v[3][NL]; /* r, kb_inv, b as in the setup */
+            struct setup_m m;
+            uint64_t sv[NL];
+        } t;
+        uint64_t ok = ~(uint64_t)0;
+        /* cppcheck-suppress uninitvar ; the addresses of the outputs of to_mont below */
+        uint64_t *parts[3] = {t.m.r_m, t.m.kb_inv_m, t.m.b_m};
+        for (int j = 0; j < 3; j++) {
+            /* each value must be in [1, n - 1], as a setup produces them */
+            ok &= scalar_load(t.v[j], setup[i] + j * NB);
+            to_mont(parts[j], t.v[j], &N);
+        }
+        ok &= ecdsa_complete(t.sv, &t.m, e[i], d[i]);
+        st |= sig_out(r[i], s[i], t.v[0], t.sv, ok, i);
+        MB8__EC_FN(wipe)(&t, sizeof t);
     }
     return st;
 }

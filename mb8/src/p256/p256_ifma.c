@@ -206,52 +206,15 @@ static IFMA_FN __attribute__((noinline)) void nsqr_lazy_k(fe8 *r, const fe8 *a, 
     *r = x;
 }
 
-/* r = a + b mod m (a, b < m) */
-static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
-{
-    fsqr(r, a);
-    for (int i = 1; i < n; i++)
-        fsqr(r, r);
-}
-
-/* r = a^(p-2) = a^-1 (0 for 0), Montgomery form: the fixed addition chain
- * p - 2 = ffffffff 00000001 00000000 00000000 00000000 ffffffff ffffffff fffffffd. */
-static IFMA_FN void finv(fe8 *r, const fe8 *a)
-{
-    fe8 x2, x3, x6, x12, x15, x30, x32, t;
-    fsqr(&t, a);
-    fmul(&x2, &t, a); /* 2^2 - 1 */
-    fsqr(&t, &x2);
-    fmul(&x3, &t, a); /* 2^3 - 1 */
-    fsqr_n(&t, &x3, 3);
-    fmul(&x6, &t, &x3);
-    fsqr_n(&t, &x6, 6);
-    fmul(&x12, &t, &x6);
-    fsqr_n(&t, &x12, 3);
-    fmul(&x15, &t, &x3);
-    fsqr_n(&t, &x15, 15);
-    fmul(&x30, &t, &x15);
-    fsqr_n(&t, &x30, 2);
-    fmul(&x32, &t, &x2);
-    fsqr_n(&t, &x32, 32);
-    fmul(&t, &t, a); /* ffffffff00000001 */
-    fsqr_n(&t, &t, 128);
-    fmul(&t, &t, &x32);
-    fsqr_n(&t, &t, 32);
-    fmul(&t, &t, &x32);
-    fsqr_n(&t, &t, 30);
-    fmul(&t, &t, &x30);
-    fsqr_n(&t, &t, 2);
-    fmul(r, &t, a);
-    mb8__wipe(&x2, sizeof x2);
-    mb8__wipe(&x3, sizeof x3);
-    mb8__wipe(&x6, sizeof x6);
-    mb8__wipe(&x12, sizeof x12);
-    mb8__wipe(&x15, sizeof x15);
-    mb8__wipe(&x30, sizeof x30);
-    mb8__wipe(&x32, sizeof x32);
-    mb8__wipe(&t, sizeof t);
-}
+/* a^(p-2) = a^-1 mod p (finv, common/ec_ifma_impl.h): after the common start (x2 .. x32 in
+ * pow[1..7], x_k = a^(2^k - 1)), the rest of the fixed addition chain of
+ * p - 2 = ffffffff 00000001 00000000 00000000 00000000 ffffffff ffffffff fffffffd
+ * into pow[8]. */
+#define EC_FINV_POWS 9
+static const struct ec_chain_step FINV_TAIL[5] = {
+    {8, 7, 32, 0}, /* ffffffff00000001 */
+    {8, 8, 128, 7}, {8, 8, 32, 7}, {8, 8, 30, 6}, {8, 8, 2, 0},
+};
 
 /* The low 128 bits of n - 2 = ffffffff 00000000 ffffffff ffffffff bce6faad a7179e84
  * f3b9cac2 fc63254f as a sliding window of width 5 (public; generated and checked offline):
@@ -294,11 +257,7 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
     }
     reduce_once(r, acc.v, N_M);
     mb8__wipe(odd, sizeof odd);
-    mb8__wipe(&x2, sizeof x2);
-    mb8__wipe(&x10, sizeof x10);
-    mb8__wipe(&x20, sizeof x20);
-    mb8__wipe(&t, sizeof t);
-    mb8__wipe(&acc, sizeof acc);
+    wipe_fe8(&x2, &x10, &x20, &t, &acc, (fe8 *)NULL);
 }
 
 /* A sum that feeds nothing but fmul / fsqr (the point formulas of common/ec_ifma_impl.h):

@@ -233,57 +233,19 @@ static IFMA void fadd_m(fe8 *r, const fe8 *a, const fe8 *b)
     r->v[NL - 1] = t[NL - 1];
 }
 
-static IFMA_FN void fsqr_n(fe8 *r, const fe8 *a, int n)
-{
-    fsqr(r, a);
-    for (int i = 1; i < n; i++)
-        fsqr(r, r);
-}
-
-/* r = a^(p-2) = a^-1 (0 for 0), Montgomery form, by a fixed addition chain: p - 2 is, from
- * the top, 255 ones, a zero, 32 ones, 64 zeros, 30 ones, 0, 1. */
-static IFMA_FN void finv(fe8 *r, const fe8 *a)
-{
-    fe8 x2, x3, x6, x12, x15, x30, x32, x60, x120, t;
-    fsqr(&t, a);
-    fmul(&x2, &t, a); /* xk = a^(2^k - 1) */
-    fsqr(&t, &x2);
-    fmul(&x3, &t, a);
-    fsqr_n(&t, &x3, 3);
-    fmul(&x6, &t, &x3);
-    fsqr_n(&t, &x6, 6);
-    fmul(&x12, &t, &x6);
-    fsqr_n(&t, &x12, 3);
-    fmul(&x15, &t, &x3);
-    fsqr_n(&t, &x15, 15);
-    fmul(&x30, &t, &x15);
-    fsqr_n(&t, &x30, 2);
-    fmul(&x32, &t, &x2);
-    fsqr_n(&t, &x30, 30);
-    fmul(&x60, &t, &x30);
-    fsqr_n(&t, &x60, 60);
-    fmul(&x120, &t, &x60);
-    fsqr_n(&t, &x120, 120);
-    fmul(&t, &t, &x120); /* x240 */
-    fsqr_n(&t, &t, 15);
-    fmul(&t, &t, &x15); /* x255 */
-    fsqr_n(&t, &t, 33);
-    fmul(&t, &t, &x32); /* ... 0, 32 ones */
-    fsqr_n(&t, &t, 94);
-    fmul(&t, &t, &x30); /* 64 zeros, 30 ones */
-    fsqr_n(&t, &t, 2);
-    fmul(r, &t, a); /* 0, 1 */
-    mb8__wipe(&x2, sizeof x2);
-    mb8__wipe(&x3, sizeof x3);
-    mb8__wipe(&x6, sizeof x6);
-    mb8__wipe(&x12, sizeof x12);
-    mb8__wipe(&x15, sizeof x15);
-    mb8__wipe(&x30, sizeof x30);
-    mb8__wipe(&x32, sizeof x32);
-    mb8__wipe(&x60, sizeof x60);
-    mb8__wipe(&x120, sizeof x120);
-    mb8__wipe(&t, sizeof t);
-}
+/* a^(p-2) = a^-1 mod p (finv, common/ec_ifma_impl.h): p - 2 is, from the top, 255 ones, a
+ * zero, 32 ones, 64 zeros, 30 ones, 0, 1. After the common start (x2 .. x32 in pow[1..7],
+ * x_k = a^(2^k - 1)): x60, x120 in pow[8], pow[9], then the rest into pow[10]. */
+#define EC_FINV_POWS 11
+static const struct ec_chain_step FINV_TAIL[7] = {
+    {8, 6, 30, 6},   /* x60 */
+    {9, 8, 60, 8},   /* x120 */
+    {10, 9, 120, 9}, /* x240 */
+    {10, 10, 15, 5}, /* x255 */
+    {10, 10, 33, 7}, /* 0, 32 ones */
+    {10, 10, 94, 6}, /* 64 zeros, 30 ones */
+    {10, 10, 2, 0},  /* 0, 1 */
+};
 
 static IFMA_FN void nsqr_n(fe8 *r, const fe8 *a, int n)
 {
@@ -344,14 +306,7 @@ static IFMA_FN void ninv(fe8 *r, const fe8 *a)
     }
     *r = acc;
     mb8__wipe(odd, sizeof odd);
-    mb8__wipe(&x2, sizeof x2);
-    mb8__wipe(&x4, sizeof x4);
-    mb8__wipe(&x8, sizeof x8);
-    mb8__wipe(&x16, sizeof x16);
-    mb8__wipe(&x32, sizeof x32);
-    mb8__wipe(&x64, sizeof x64);
-    mb8__wipe(&acc, sizeof acc);
-    mb8__wipe(&t, sizeof t);
+    wipe_fe8(&x2, &x4, &x8, &x16, &x32, &x64, &acc, &t, (fe8 *)NULL);
 }
 
 /* ECDH: 77 windows of 5-bit signed digits; the fixed-base comb: 55 windows of 7-bit
