@@ -119,8 +119,15 @@ static int check_tlsgate_params(const gw_conf_t *conf, const gw_provider_conf_t 
 /* Load one provider through a generated configuration. */
 static int load_provider(const gw_conf_t *conf, const gw_provider_conf_t *pv, gw_errlist_t *errs)
 {
-    if (strcmp(pv->name, "tlsgate") == 0 && check_tlsgate_params(conf, pv, errs) != 0)
-        return -1;
+    if (strcmp(pv->name, "tlsgate") == 0) {
+        if (check_tlsgate_params(conf, pv, errs) != 0)
+            return -1;
+        if (pv->path) /* the built-in provider of that name is loaded, not a module */
+            gw_log(GW_LOG_WARN, 0,
+                   "%s:%d: ssl_provider: tlsgate: \"path %s\" is ignored: the tlsgate "
+                   "provider is built in",
+                   conf->conf_file, pv->line, pv->path);
+    }
     gw_obuf_t b = {0};
     gw_obuf_printf(&b, "tlsgate_conf = tlsgate_init\n[tlsgate_init]\nproviders = "
                        "tlsgate_providers\n");

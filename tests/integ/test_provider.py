@@ -212,6 +212,10 @@ def test_unknown_parameter(env):
     assert rc != 0 and 'unknown parameter "flsuh_us"' in out and "pool_size" in out, out
     rc, out = check("flush_us 50; poll_mode timer; enable all; adaptive on; pool_size 8;")
     assert rc == 0, out
+    assert "[warn]" not in out, out
+    # a module path cannot apply to the built-in provider: said, not silently ignored
+    rc, out = check("path /nonexistent;")
+    assert rc == 0 and '"path /nonexistent" is ignored' in out, out
 
 
 if __name__ == "__main__":
