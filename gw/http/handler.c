@@ -57,8 +57,9 @@ static const char *mime_type(const char *path)
     if (!dot || (slash && dot < slash))
         return "application/octet-stream";
     dot++;
+    int first = dot[0] | 0x20; /* the extensions are lower case: most differ there */
     for (size_t i = 0; i < sizeof(mime_types) / sizeof(mime_types[0]); i++)
-        if (strcasecmp(dot, mime_types[i].ext) == 0)
+        if (first == mime_types[i].ext[0] && strcasecmp(dot, mime_types[i].ext) == 0)
             return mime_types[i].type;
     return "application/octet-stream";
 }

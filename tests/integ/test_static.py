@@ -35,6 +35,9 @@ def serve(env, **kw):
     env.write("html/page.html", "<p>page</p>\n")
     env.write("html/1kb.bin", KB)
     env.write("html/noext", "x")
+    env.write("html/PHOTO.PNG", "p")
+    env.write("html/font.Woff2", "w")
+    env.write("html/x.htmlx", "h")
     env.write("html/dir/index.html", "<p>dir index</p>\n")
     os.makedirs(env.path("html", "empty"))
     port = env.port()
@@ -67,7 +70,11 @@ def test_get_static_file(env):
                               ("/data.json", "application/json", b"{}\n"),
                               ("/page.html", "text/html", b"<p>page</p>\n"),
                               ("/1kb.bin", "application/octet-stream", KB),
-                              ("/noext", "application/octet-stream", b"x")):
+                              ("/noext", "application/octet-stream", b"x"),
+                              # extensions match in any case, whole: not by a prefix
+                              ("/PHOTO.PNG", "image/png", b"p"),
+                              ("/font.Woff2", "font/woff2", b"w"),
+                              ("/x.htmlx", "application/octet-stream", b"h")):
         st, hd, body = env.get(base + path)
         assert st == 200 and body == data, (path, st, body[:50])
         assert hd.get("content-type", "").split(";")[0] == ctype, (path, hd)
